@@ -1,0 +1,11 @@
+"""gpflow_ep: expectation propagation for GPflow 2.
+
+EP, power EP and relaxed EP for Gaussian-process classification, scalable sparse EP and the EP
+engine they share, written in GPflow's own idiom (models, likelihoods, kernels, inducing variables,
+optimisers and monitoring are GPflow's).
+"""
+from . import ep, likelihoods, models, optimizers
+
+__version__ = "0.1.0"
+
+__all__ = ["ep", "likelihoods", "models", "optimizers", "__version__"]

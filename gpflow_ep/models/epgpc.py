@@ -1,0 +1,216 @@
+r"""
+EPGPC: Gaussian-process classification (or any scalar-likelihood GP) with expectation propagation.
+
+Model (rep spec §2, R&W §3.6): f ~ GP(m(·), k(·, ·)), y_i | f ~ p(y_i | f(x_i)). EP replaces every
+likelihood term by a Gaussian site in natural parameters (τ_i, ν_i) (:mod:`gpflow_ep.ep.sites`), so
+
+    q(f) ∝ N(f; m_X, K) Π_i exp(-½ τ_i f_i² + ν_i f_i) = N(f; μ, Σ),
+
+and the evidence is the (power-)EP energy log Z_EP of :mod:`gpflow_ep.ep.energy` (rep spec §3.3,
+R&W eq. 3.65). Hyper-parameters are learned by the gradient of log Z_EP with the sites held fixed,
+exact at an EP fixed point. In ``ep_mode="nested"`` (default) every evaluation of the training loss
+first re-runs EP to convergence, warm-started from the stored sites, inside the compiled graph, so
+
+    gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables)
+
+works as for ``gpflow.models.VGP``. In ``ep_mode="alternated"`` the loss uses the stored sites and
+:class:`gpflow_ep.optimizers.EP` refreshes them between hyper-parameter steps.
+
+Power EP (``power=α < 1``) is an option of the same engine, not a separate implementation.
+"""
+from typing import Optional
+
+import tensorflow as tf
+from check_shapes import check_shapes, inherit_check_shapes
+from gpflow.base import InputData, MeanAndVariance, RegressionData
+from gpflow.kernels import Kernel
+from gpflow.likelihoods import Likelihood
+from gpflow.mean_functions import MeanFunction
+from gpflow.models import GPModel, InternalDataTrainingLossMixin
+from gpflow.models.util import data_input_to_tensor
+
+from ..ep import (
+    GPSiteFactorisation,
+    SiteParameters,
+    ep_log_marginal_likelihood,
+    run_parallel_ep,
+    run_sequential_ep,
+    tilted_moments,
+)
+from .diagnostics import EPDiagnostics
+from .ep_settings import EPSettings
+from .validation import check_data, check_inputs
+
+
+class EPGPC(GPModel, InternalDataTrainingLossMixin):
+    """
+    Full-GP expectation propagation, a drop-in for ``gpflow.models.VGP``.
+
+    :param data: (X, Y) with X [N, D] and Y [N, 1]; binary likelihoods take Y in {0, 1}.
+    :param kernel: any GPflow kernel.
+    :param likelihood: a scalar likelihood: ``gpflow_ep.likelihoods.Probit``/``NoisyStep`` (closed
+        form) or any ``gpflow.likelihoods.ScalarLikelihood`` (adaptive Gauss–Hermite).
+    :param mean_function: GPflow mean function (default zero).
+    :param settings: the EP options of :class:`~gpflow_ep.models.ep_settings.EPSettings`
+        (``power``, ``cavity``, ``schedule``, ``damping``, ``max_sweeps``, ``tol``, ``ep_mode``),
+        given as keyword arguments.
+    """
+
+    def __init__(
+        self,
+        data: RegressionData,
+        kernel: Kernel,
+        likelihood: Likelihood,
+        mean_function: Optional[MeanFunction] = None,
+        *,
+        power: float = 1.0,
+        cavity: str = "fractional",
+        schedule: str = "parallel",
+        damping: Optional[float] = None,
+        max_sweeps: int = 100,
+        tol: float = 1e-6,
+        ep_mode: str = "nested",
+    ):
+        X, Y = check_data(data, likelihood)
+        self.ep_settings = EPSettings(power, cavity, schedule, damping, max_sweeps, tol, ep_mode)
+        super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
+        self.data = data_input_to_tensor((X, Y))
+        self.num_data = X.shape[0]
+        self.sites = SiteParameters(self.num_data)
+        self.ep_diagnostics = EPDiagnostics()
+
+    # ---------------------------------------------------------------- posterior algebra
+
+    def _prior(self):
+        X = self.data[0]
+        return self.kernel(X), self.mean_function(X)
+
+    @staticmethod
+    def _factorise(K, prior_mean, precision, natural_mean) -> GPSiteFactorisation:
+        """Sites act on f; the algebra works on g = f - m(X), whose sites are (τ, ν - τ m)."""
+        return GPSiteFactorisation(K, precision, natural_mean - precision * prior_mean)
+
+    def _tilted(self, cavity_mean, cavity_var, index=None):
+        X, Y = self.data
+        if index is not None:
+            X, Y = X[index : index + 1], Y[index : index + 1]
+        return tilted_moments(self.likelihood, X, Y, cavity_mean, cavity_var, self.ep_settings.power)
+
+    # ---------------------------------------------------------------- running EP
+
+    def run_ep(self, **settings):
+        """
+        Run EP to convergence from the stored sites with the hyper-parameters held fixed; store the
+        sites and :attr:`ep_diagnostics`. Keyword arguments override :attr:`ep_settings` for this
+        run (``schedule``, ``damping``, ``max_sweeps``, ``tol``).
+
+        :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
+        """
+        s = self.ep_settings.updated(**settings)
+        return self._run_ep_compiled(s.schedule, s.resolved_damping, s.max_sweeps, s.tol)
+
+    @tf.function
+    def _run_ep_compiled(self, schedule, damping, max_sweeps, tol):
+        K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
+        tau, nu = self.sites.read()
+        common = dict(
+            power=self.ep_settings.power,
+            cavity_kind=self.ep_settings.cavity,
+            damping=damping,
+            max_sweeps=max_sweeps,
+            tol=tol,
+        )
+        if schedule == "parallel":
+
+            def marginals(t, n):
+                q = self._factorise(K, prior_mean, t, n)
+                return q.mean + prior_mean, q.var, q.proper
+
+            run = run_parallel_ep(marginals, self._tilted, tau, nu, **common)
+        else:
+
+            def joint(t, n):
+                q = self._factorise(K, prior_mean, t, n)
+                return q.covariance(), q.mean + prior_mean, q.proper
+
+            def tilted_one(i, m, v):
+                return self._tilted(m, v, index=i)
+
+            run = run_sequential_ep(joint, tilted_one, tau, nu, **common)
+        self.sites.assign(run.precision, run.natural_mean)
+        self.ep_diagnostics.record(run)
+        return run
+
+    # ---------------------------------------------------------------- objective
+
+    def log_marginal_likelihood(self) -> tf.Tensor:
+        """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
+        K, prior_mean = self._prior()
+        tau, nu = self.sites.read()
+        q = self._factorise(K, prior_mean, tau, nu)
+        log_z, _ = ep_log_marginal_likelihood(
+            q.log_normaliser_ratio,
+            q.mean,
+            q.var,
+            tau,
+            nu - tau * prior_mean,
+            self._tilted,
+            offset=prior_mean,
+            power=self.ep_settings.power,
+            cavity_kind=self.ep_settings.cavity,
+        )
+        # an improper q (possible only away from a fixed point) has no evidence
+        return tf.where(q.proper, log_z, tf.constant(-float("inf"), log_z.dtype))
+
+    @check_shapes("return: []")
+    def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
+        if self.ep_settings.ep_mode == "nested":
+            self.run_ep()
+        return self.log_marginal_likelihood()
+
+    # ---------------------------------------------------------------- prediction
+
+    def posterior(self) -> "EPPosterior":
+        """The EP posterior at the stored sites, factorised once for repeated predictions."""
+        return EPPosterior(self)
+
+    @inherit_check_shapes
+    def predict_f(
+        self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False
+    ) -> MeanAndVariance:
+        """
+        Predictive moments of f(x*) (R&W Alg. 3.6 generalised to sites of any sign). In nested
+        mode EP is first brought to convergence at the current hyper-parameters (one sweep when
+        the stored sites are already converged).
+        """
+        if self.ep_settings.ep_mode == "nested":
+            self.run_ep()
+        return self.posterior().predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
+
+
+class EPPosterior:
+    """q(f) of an EP model, factorised once (the analogue of GPflow's ``posterior()`` objects)."""
+
+    def __init__(self, model: EPGPC):
+        self.model = model
+        K, self._prior_mean = model._prior()
+        tau, nu = model.sites.read()
+        self.factorisation = model._factorise(K, self._prior_mean, tau, nu)
+
+    @check_shapes(
+        "Xnew: [N, D]",
+        "return[0]: [N, 1]",
+        "return[1]: [N, 1] if (not full_cov)",
+        "return[1]: [1, N, N] if full_cov",
+    )
+    def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
+        if tf.executing_eagerly():
+            check_inputs(Xnew, "Xnew")
+        Xnew = tf.convert_to_tensor(Xnew, dtype=self._prior_mean.dtype)
+        model = self.model
+        X = model.data[0]
+        Kxs = model.kernel(X, Xnew)
+        Kss = model.kernel(Xnew, full_cov=full_cov)
+        mean, cov = self.factorisation.predict(Kxs, Kss, full_cov=full_cov)
+        mean = mean[:, None] + model.mean_function(Xnew)
+        return mean, (cov[None] if full_cov else cov[:, None])
