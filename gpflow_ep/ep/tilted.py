@@ -181,7 +181,7 @@ def gauss_hermite_tilted_moments(
     m: tf.Tensor,
     v: tf.Tensor,
     power: float = 1.0,
-    num_points: int = 32,
+    num_points: int = 64,
 ):
     r"""
     Tilted moments of p(y|f)^α N(f; m, v) by two-stage (adaptive) Gauss–Hermite quadrature.

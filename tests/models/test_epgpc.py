@@ -1,0 +1,285 @@
+"""EPGPC: exactness, EP fixed-point identities, gradients, schedules, GPflow integration, input errors."""
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from scipy import integrate, special, stats
+
+import gpflow
+from gpflow_ep.datasets import noisy_mixture, two_dimensional
+from gpflow_ep.likelihoods import NoisyStep, Probit
+from gpflow_ep.models import EPGPC
+from gpflow_ep.optimizers import EP, EPConvergenceWarning
+
+
+def _kernel(D=2):
+    return gpflow.kernels.SquaredExponential(variance=1.5, lengthscales=np.linspace(0.8, 1.4, D))
+
+
+@pytest.fixture(scope="module")
+def regression_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(25, 2))
+    Y = np.sin(2 * X[:, :1]) + 0.3 * X[:, 1:] + 0.1 * rng.normal(size=(25, 1))
+    return X, Y
+
+
+@pytest.fixture(scope="module")
+def classification_data():
+    return two_dimensional(40, seed=3)
+
+
+# ------------------------------------------------------------------------------ exactness
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "sequential"])
+@pytest.mark.parametrize("power", [1.0, 0.5])
+def test_gaussian_likelihood_reproduces_gpr(regression_data, schedule, power):
+    """With a Gaussian likelihood EP (and power EP) is exact: evidence and predictions = GPR."""
+    X, Y = regression_data
+    mean_function = gpflow.mean_functions.Linear(A=[[0.3], [-0.2]], b=[0.1])
+    gpr = gpflow.models.GPR((X, Y), _kernel(), mean_function=mean_function, noise_variance=0.05)
+    m = EPGPC(
+        (X, Y), _kernel(), gpflow.likelihoods.Gaussian(variance=0.05), mean_function=mean_function,
+        schedule=schedule, power=power, tol=1e-12, max_sweeps=1000,
+    )
+    assert EP().minimize(m).converged
+    np.testing.assert_allclose(m.log_marginal_likelihood(), gpr.log_marginal_likelihood(), rtol=0, atol=1e-8)
+    Xs = X[:7] + 0.3
+    for full_cov in [False, True]:
+        for a, b in zip(m.predict_f(Xs, full_cov=full_cov), gpr.predict_f(Xs, full_cov=full_cov)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)
+
+
+# ------------------------------------------------------------------------------ fixed point
+
+
+def _quad_tilted(log_t, m, v):
+    sd = np.sqrt(v)
+    pieces = [(m - 30 * sd, 0.0), (0.0, m + 30 * sd)] if m - 30 * sd < 0 < m + 30 * sd else [(m - 30 * sd, m + 30 * sd)]
+    mom = [
+        sum(integrate.quad(lambda x: x**k * np.exp(log_t(x)) * stats.norm.pdf(x, m, sd), a, b, epsabs=1e-14, epsrel=1e-12, limit=400)[0] for a, b in pieces)
+        for k in range(3)
+    ]
+    mean = mom[1] / mom[0]
+    return mean, mom[2] / mom[0] - mean**2
+
+
+@pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.1)], ids=["probit", "noisy_step"])
+def test_ep_fixed_point_identities(classification_data, lik):
+    """
+    At convergence every site's cavity × likelihood has the moments of q's marginal (rep spec §8
+    item 4), checked with an independent adaptive quadrature, to 1e-8.
+    """
+    X, Y = classification_data
+    X, Y = X[:20], Y[:20]
+    m = EPGPC((X, Y), _kernel(), lik, schedule="sequential", tol=1e-13, max_sweeps=500)
+    assert EP().minimize(m).converged
+    q = m.posterior().factorisation
+    tau, nu = m.sites.read()
+    mean, var = q.mean.numpy()[:, 0], q.var.numpy()[:, 0]
+    cav_prec = 1 / var - tau.numpy()[:, 0]
+    cav_var = 1 / cav_prec
+    cav_mean = (mean / var - nu.numpy()[:, 0]) * cav_var
+    y = 2 * Y[:, 0] - 1
+    for i in range(len(y)):
+        if isinstance(lik, Probit):
+            log_t = lambda f, yi=y[i]: special.log_ndtr(yi * f)
+        else:
+            log_t = lambda f, yi=y[i]: np.log(0.1 + 0.8 * (yi * f >= 0))
+        t_mean, t_var = _quad_tilted(log_t, cav_mean[i], cav_var[i])
+        np.testing.assert_allclose([t_mean, t_var], [mean[i], var[i]], rtol=0, atol=1e-8)
+
+
+def test_parallel_and_sequential_reach_the_same_fixed_point(classification_data):
+    X, Y = classification_data
+    sites = []
+    for schedule in ["parallel", "sequential"]:
+        m = EPGPC((X, Y), _kernel(), Probit(), schedule=schedule, tol=1e-12, max_sweeps=1000)
+        assert EP().minimize(m).converged
+        sites.append([v.numpy() for v in m.sites.read()])
+    for a, b in zip(*sites):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
+
+
+# ------------------------------------------------------------------------------ gradients
+
+
+@pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.15)], ids=["probit", "noisy_step"])
+def test_gradient_at_convergence_equals_finite_difference_of_converged_evidence(classification_data, lik):
+    """
+    d log Z_EP / dθ with the sites held fixed = central difference of the *converged* log Z_EP
+    (EP re-run at θ ± h), for every unconstrained hyper-parameter, to 1e-5 relative.
+    """
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), lik, ep_mode="alternated", tol=1e-12, max_sweeps=2000)
+    ep = EP()
+    assert ep.minimize(m).converged
+    with tf.GradientTape() as tape:
+        value = m.log_marginal_likelihood()
+    grads = tape.gradient(value, m.trainable_variables)
+
+    def converged_evidence():
+        assert ep.minimize(m).converged
+        return m.log_marginal_likelihood().numpy()
+
+    h = 1e-5
+    for var, grad in zip(m.trainable_variables, grads):
+        flat = var.numpy().ravel()
+        for j in range(flat.size):
+            base = var.numpy()
+            step = np.zeros_like(flat)
+            step[j] = h
+            var.assign(base + step.reshape(base.shape))
+            up = converged_evidence()
+            var.assign(base - step.reshape(base.shape))
+            down = converged_evidence()
+            var.assign(base)
+            fd = (up - down) / (2 * h)
+            g = grad.numpy().ravel()[j]
+            assert abs(g - fd) <= 1e-5 * max(abs(fd), 1e-3), (var.name, j, g, fd)
+
+
+def test_scipy_trains_nested_ep_out_of_the_box(classification_data):
+    """The issue's usage line: Scipy().minimize(m.training_loss, m.trainable_variables)."""
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), Probit())
+    before = m.training_loss().numpy()
+    result = gpflow.optimizers.Scipy().minimize(m.training_loss, m.trainable_variables, options=dict(maxiter=50))
+    assert result.fun < before
+    assert int(m.ep_diagnostics.converged.numpy()) == 1
+    site_ids = {id(v) for v in m.sites.variables}
+    assert not site_ids & {id(v) for v in m.trainable_variables}
+
+
+def test_alternated_mode_with_the_ep_optimiser(classification_data):
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), Probit(), ep_mode="alternated")
+    adam = gpflow.keras.tf_keras.optimizers.Adam(0.05)
+    loss = m.training_loss_closure()
+    first = None
+    for _ in range(5):
+        result = EP().minimize(m)
+        first = first if first is not None else result.log_marginal_likelihood
+        for _ in range(10):
+            adam.minimize(loss, m.trainable_variables)
+    assert EP().minimize(m).log_marginal_likelihood > first
+
+
+# ------------------------------------------------------------------------------ GPflow integration
+
+
+def test_print_summary_checkpoint_and_deepcopy(classification_data, tmp_path):
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), Probit())
+    EP().minimize(m)
+    summary = gpflow.utilities.tabulate_module_summary(m)
+    assert "sites.precision" in summary and "sites.natural_mean" in summary
+    saved = [v.numpy() for v in m.sites.read()]
+    path = tf.train.Checkpoint(model=m).save(str(tmp_path / "ckpt"))
+    m.sites.reset()
+    m.kernel.variance.assign(3.0)
+    tf.train.Checkpoint(model=m).restore(path)
+    for a, b in zip(saved, m.sites.read()):
+        np.testing.assert_array_equal(a, b)
+    assert np.isclose(m.kernel.variance.numpy(), 1.5)
+    clone = gpflow.utilities.deepcopy(m)
+    np.testing.assert_allclose(clone.predict_f(X[:3])[0], m.predict_f(X[:3])[0])
+
+
+def test_predictions_are_probabilities_and_match_training_marginals(classification_data):
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), NoisyStep(0.1), ep_mode="alternated")
+    EP().minimize(m)
+    p, _ = m.predict_y(X)
+    assert np.all((p >= 0.1 - 1e-12) & (p <= 0.9 + 1e-12))
+    mu, var = m.predict_f(X)
+    q = m.posterior().factorisation
+    np.testing.assert_allclose(mu, q.mean, atol=1e-10)
+    np.testing.assert_allclose(var, q.var, atol=1e-10)
+    assert m.predict_log_density((X, Y)).shape == (X.shape[0],)
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    "Y, match",
+    [
+        (lambda Y: 2 * Y - 1, "only 0 and 1"),
+        (lambda Y: Y + 1, "only 0 and 1"),
+        (lambda Y: Y[:, 0], r"\[N, 1\]"),
+        (lambda Y: np.hstack([Y, Y]), r"\[N, 1\]"),
+        (lambda Y: Y[:-1], "rows"),
+        (lambda Y: np.where(np.arange(len(Y))[:, None] == 0, np.nan, Y), "NaN"),
+    ],
+)
+def test_bad_labels_raise_value_error_naming_y(classification_data, Y, match):
+    X, Y0 = classification_data
+    with pytest.raises(ValueError, match=match):
+        EPGPC((X, Y(Y0)), _kernel(), Probit())
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_non_finite_inputs_raise_value_error_naming_x(classification_data, bad):
+    X, Y = classification_data
+    X = X.copy()
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="X"):
+        EPGPC((X, Y), _kernel(), Probit())
+    m = EPGPC((classification_data[0], Y), _kernel(), Probit(), ep_mode="alternated")
+    with pytest.raises(ValueError, match="Xnew"):
+        m.predict_f(X)
+
+
+@pytest.mark.parametrize(
+    "setting, match",
+    [
+        (dict(power=0.0), "power"),
+        (dict(power=1.5), "power"),
+        (dict(damping=0.0), "damping"),
+        (dict(schedule="random"), "schedule"),
+        (dict(max_sweeps=0), "max_sweeps"),
+        (dict(tol=-1.0), "tol"),
+        (dict(ep_mode="lazy"), "ep_mode"),
+        (dict(cavity="half"), "cavity"),
+    ],
+)
+def test_bad_settings_raise_value_error_naming_them(classification_data, setting, match):
+    with pytest.raises(ValueError, match=match):
+        EPGPC(classification_data, _kernel(), Probit(), **setting)
+
+
+def test_tiny_lengthscale_gives_finite_independent_sites():
+    """k ≈ δ: every site sees only its own prior, EP converges at once and stays finite."""
+    X, Y, _ = noisy_mixture(20, flip_rate=0.4, seed=3)
+    m = EPGPC((X, Y), gpflow.kernels.SquaredExponential(variance=50.0, lengthscales=1e-3), NoisyStep(0.05))
+    result = EP().minimize(m)
+    assert result.converged and np.isfinite(result.log_marginal_likelihood)
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "sequential"])
+def test_hard_problem_reports_non_convergence_with_finite_values(schedule):
+    """
+    40 % flipped labels, a noisy step with ε = 0.05 (far below the flip rate) and a long
+    lengthscale: EP oscillates and meets improper cavities. It must skip and count them, report
+    non-convergence with a warning, and keep every output finite.
+    """
+    X, Y, _ = noisy_mixture(20, flip_rate=0.4, seed=3)
+    m = EPGPC(
+        (X, Y), gpflow.kernels.SquaredExponential(variance=50.0, lengthscales=3.0), NoisyStep(0.05),
+        schedule=schedule, max_sweeps=50, tol=1e-8, ep_mode="alternated",
+    )
+    with pytest.warns(EPConvergenceWarning):
+        result = EP().minimize(m)
+    assert not result.converged
+    assert result.num_skipped > 0
+    assert np.isfinite(result.log_marginal_likelihood)
+    assert all(np.all(np.isfinite(v)) for v in m.sites.read())
+    for a in m.predict_y(X):
+        assert np.all(np.isfinite(a))
+    with tf.GradientTape() as tape:
+        loss = m.training_loss()
+    assert np.isfinite(loss)
+    assert all(np.all(np.isfinite(g)) for g in tape.gradient(loss, m.trainable_variables))
