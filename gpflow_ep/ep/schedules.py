@@ -46,6 +46,21 @@ def _max_change(old_tau, new_tau, old_nu, new_nu, ok):
     return tf.reduce_max(tf.where(ok, diff, tf.zeros_like(diff)))
 
 
+def _warm_start(state_fn, precision, natural_mean):
+    """
+    (τ, ν, *state) of q at the stored sites, or at flat sites (q = prior) when the stored sites
+    give an improper q, e.g. negative-precision sites kept from other hyper-parameters.
+    """
+    *state, proper = state_fn(precision, natural_mean)
+
+    def cold_start():
+        zeros = tf.zeros_like(precision)
+        *cold_state, _ = state_fn(zeros, zeros)
+        return (zeros, zeros, *cold_state)
+
+    return tf.cond(proper, lambda: (precision, natural_mean, *state), cold_start)
+
+
 def run_parallel_ep(
     marginals_fn: Callable,
     tilted_fn: Callable,
@@ -60,16 +75,7 @@ def run_parallel_ep(
 ) -> EPRun:
     """Damped parallel EP from warm-start sites (reset to flat sites if they give an improper q)."""
     dtype = precision.dtype
-    mean, var, proper = marginals_fn(precision, natural_mean)
-
-    def cold_start():
-        zeros = tf.zeros_like(precision)
-        m, v, _ = marginals_fn(zeros, zeros)
-        return zeros, zeros, m, v
-
-    tau, nu, mean, var = tf.cond(
-        proper, lambda: (precision, natural_mean, mean, var), cold_start
-    )
+    tau, nu, mean, var = _warm_start(marginals_fn, precision, natural_mean)
 
     def body(sweep, tau, nu, mean, var, rho, change, skipped, rejected, skipped_now):
         cav = cavity(mean, var, tau, nu, power, cavity_kind)
@@ -125,16 +131,7 @@ def run_sequential_ep(
     """
     dtype = precision.dtype
     n = tf.shape(precision)[0]
-    Sigma0, mu0, proper = joint_fn(precision, natural_mean)
-
-    def cold_start():
-        zeros = tf.zeros_like(precision)
-        S, m, _ = joint_fn(zeros, zeros)
-        return zeros, zeros, S, m
-
-    tau, nu, Sigma, mu = tf.cond(
-        proper, lambda: (precision, natural_mean, Sigma0, mu0), cold_start
-    )
+    tau, nu, Sigma, mu = _warm_start(joint_fn, precision, natural_mean)
 
     def column(Sigma, i):
         if projection is None:
