@@ -5,6 +5,7 @@ TensorFlow 2.21 has no public ``log_ndtr``; TFP's ``special_math`` implementatio
 ``tfp.distributions.Normal.log_cdf``) uses an asymptotic series for x ≪ 0, so log Φ(-40) is
 finite. The import is kept in this one place.
 """
+
 from tensorflow_probability.python.internal import special_math
 
 log_ndtr = special_math.log_ndtr

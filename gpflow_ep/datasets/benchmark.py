@@ -3,6 +3,7 @@ Loader for the benchmark layout of ``shared/datasets`` (the ``cvillacampa/dgps_p
 their 20 fixed train/test splits). The data are never copied into this repository: the directory
 is an argument, defaulting to ``$GPFLOW_EP_DATA`` and then ``../shared/datasets``.
 """
+
 import os
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
@@ -24,15 +25,25 @@ class Split(NamedTuple):
 
 
 def benchmark_dir(data_dir: Optional[Union[str, Path]] = None) -> Path:
-    """Resolve the data directory: the argument, then $GPFLOW_EP_DATA, then ../shared/datasets."""
-    candidates = [data_dir, os.environ.get(ENV_VAR)] if data_dir is not None else [os.environ.get(ENV_VAR)]
-    candidates += [Path.cwd().parent / "shared" / "datasets", Path(__file__).resolve().parents[3] / "shared" / "datasets"]
+    """
+    Resolve the data directory. An explicit ``data_dir`` must exist; without one, try
+    $GPFLOW_EP_DATA, then ../shared/datasets (from the working directory and from the repository).
+    """
+    if data_dir is not None:
+        if not Path(data_dir).is_dir():
+            raise ValueError(f"data_dir: {str(data_dir)!r} is not a directory")
+        return Path(data_dir)
+    candidates = [
+        os.environ.get(ENV_VAR),
+        Path.cwd().parent / "shared" / "datasets",
+        Path(__file__).resolve().parents[3] / "shared" / "datasets",
+    ]
     for c in candidates:
         if c is not None and Path(c).is_dir():
             return Path(c)
     raise ValueError(
-        f"data_dir: no benchmark data directory found (tried {data_dir!r}, ${ENV_VAR}, "
-        "../shared/datasets); pass data_dir= or set $GPFLOW_EP_DATA"
+        f"data_dir: no benchmark data directory found (tried ${ENV_VAR} and ../shared/datasets); "
+        "pass data_dir= or set $GPFLOW_EP_DATA"
     )
 
 
@@ -51,7 +62,7 @@ def _standardise(X_train, X_test):
 
 def load_benchmark(name: str, split: int = 0, data_dir=None, kind: str = "binary") -> Split:
     """
-    Load split ``split`` (0..19) of benchmark ``name``.
+    Load split ``split`` (0..19 for the shipped sets) of benchmark ``name``.
 
     Binary targets (stored in {-1, +1}) are returned in GPflow's {0, 1} convention, shape [N, 1].
     Regression targets are returned as stored (standardise them yourself if needed). For
@@ -61,11 +72,10 @@ def load_benchmark(name: str, split: int = 0, data_dir=None, kind: str = "binary
         raise ValueError(f"kind must be 'binary' or 'regression'; got {kind!r}")
     folder = benchmark_dir(data_dir) / kind / name / "data"
     if not folder.is_dir():
-        raise ValueError(
-            f"name: unknown {kind} benchmark {name!r}; available: {available_benchmarks(kind, data_dir)}"
-        )
-    if not 0 <= int(split) < 20:
-        raise ValueError(f"split must be in 0..19; got {split}")
+        raise ValueError(f"name: unknown {kind} benchmark {name!r}; available: {available_benchmarks(kind, data_dir)}")
+    num_splits = len(list(folder.glob("index_train_*.txt")))
+    if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or not 0 <= split < num_splits:
+        raise ValueError(f"split must be an integer in 0..{num_splits - 1}; got {split!r}")
     data = np.loadtxt(folder / "data.txt", ndmin=2)
     features = np.loadtxt(folder / "index_features.txt", dtype=int, ndmin=1)
     target = int(np.loadtxt(folder / "index_target.txt", dtype=int))

@@ -1,4 +1,5 @@
 """scikit-learn's bundled data (no download)."""
+
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split

@@ -1,4 +1,5 @@
 """Synthetic classification data generators (seeded)."""
+
 import numpy as np
 
 

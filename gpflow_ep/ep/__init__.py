@@ -8,6 +8,7 @@ The EP engine, written once and shared by every EP model in the package.
 * :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood;
 * :mod:`~gpflow_ep.ep.gp_factorisation` — the posterior algebra of a full GP with sites.
 """
+
 from .energy import ep_log_marginal_likelihood, site_energy_terms
 from .gp_factorisation import GPSiteFactorisation
 from .schedules import SCHEDULES, EPRun, run_parallel_ep, run_sequential_ep

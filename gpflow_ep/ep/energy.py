@@ -21,6 +21,7 @@ respect to the cavity vanishes).
 All quantities here are in the coordinates of the posterior algebra (the prior mean removed);
 ``offset`` (the prior mean) is added to the cavity mean only when the likelihood is evaluated.
 """
+
 import tensorflow as tf
 
 from .sites import cavity
@@ -28,7 +29,9 @@ from .sites import cavity
 __all__ = ["site_energy_terms", "ep_log_marginal_likelihood"]
 
 
-def site_energy_terms(marginal_mean, marginal_var, precision, natural_mean, tilted_fn, *, offset=0.0, power=1.0, cavity_kind="fractional"):
+def site_energy_terms(
+    marginal_mean, marginal_var, precision, natural_mean, tilted_fn, *, offset=0.0, power=1.0, cavity_kind="fractional"
+):
     """
     Per-site terms (1/α)[log Z_i + g(q^{\\i}) - g(q_i)], [N, 1], and a mask of the sites whose
     cavity is proper (an improper cavity contributes 0 and should be reported).
@@ -48,7 +51,9 @@ def site_energy_terms(marginal_mean, marginal_var, precision, natural_mean, tilt
     return tf.where(valid, terms, tf.zeros_like(terms)), valid
 
 
-def ep_log_marginal_likelihood(log_normaliser_ratio, marginal_mean, marginal_var, precision, natural_mean, tilted_fn, **kwargs):
+def ep_log_marginal_likelihood(
+    log_normaliser_ratio, marginal_mean, marginal_var, precision, natural_mean, tilted_fn, **kwargs
+):
     """log Z_EP (module docstring) and the number of sites left out for an improper cavity."""
     terms, valid = site_energy_terms(marginal_mean, marginal_var, precision, natural_mean, tilted_fn, **kwargs)
     return log_normaliser_ratio + tf.reduce_sum(terms), tf.reduce_sum(tf.cast(~valid, tf.int32))

@@ -21,6 +21,7 @@ The normaliser needed by the EP energy is
 
     log|Σ| - log|K| = -log|B| - log|C|.
 """
+
 import tensorflow as tf
 from check_shapes import check_shapes
 
@@ -104,9 +105,7 @@ class GPSiteFactorisation:
 
     def covariance(self) -> tf.Tensor:
         """The full Σ = K - VᵀV + WᵀW, [N, N]."""
-        return self._K - tf.matmul(self._V, self._V, transpose_a=True) + tf.matmul(
-            self._W, self._W, transpose_a=True
-        )
+        return self._K - tf.matmul(self._V, self._V, transpose_a=True) + tf.matmul(self._W, self._W, transpose_a=True)
 
     @check_shapes("Kxs: [N, M]", "Kss: [M, M] if full_cov", "Kss: [M] if not full_cov")
     def predict(self, Kxs, Kss, full_cov: bool = False):

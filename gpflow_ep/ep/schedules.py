@@ -17,6 +17,7 @@ Convergence: the largest change of a site natural parameter in one sweep (measur
 undamped proposal, so that damping cannot fake convergence) is at most ``tol``, and no site was
 skipped in that sweep. Improper cavities are skipped and counted, never turned into NaN.
 """
+
 from typing import Callable, NamedTuple, Optional
 
 import tensorflow as tf
@@ -86,7 +87,9 @@ def run_parallel_ep(
         nu_p = tf.where(ok, damp(nu, new_nu, rho), nu)
         mean_p, var_p, accept = marginals_fn(tau_p, nu_p)
         skipped_now = tf.reduce_sum(tf.cast(~ok, tf.int32))
-        tau, nu, mean, var = [tf.where(accept, a, b) for a, b in zip((tau_p, nu_p, mean_p, var_p), (tau, nu, mean, var))]
+        tau, nu, mean, var = [
+            tf.where(accept, a, b) for a, b in zip((tau_p, nu_p, mean_p, var_p), (tau, nu, mean, var))
+        ]
         rho = tf.where(accept, rho, 0.5 * rho)
         rejected += tf.cast(~accept, tf.int32)
         change = tf.where(accept, change, tf.constant(float("inf"), dtype))

@@ -28,6 +28,7 @@ site i, given the marginal q(h_i) = N(μ_i, σ_i²), is:
 4. **Damping** ρ ∈ (0, 1] in natural parameters: τ_i ← (1 - ρ) τ_i + ρ τ_i^new (same for ν);
    ρ = 1 is undamped EP. Damping does not move the fixed points.
 """
+
 from typing import NamedTuple
 
 import numpy as np
@@ -53,9 +54,7 @@ class SiteParameters(tf.Module):
         super().__init__(name=name)
         zeros = np.zeros((num_sites, 1))
         self.precision = tf.Variable(zeros, dtype=default_float(), trainable=False, name="precision")
-        self.natural_mean = tf.Variable(
-            zeros, dtype=default_float(), trainable=False, name="natural_mean"
-        )
+        self.natural_mean = tf.Variable(zeros, dtype=default_float(), trainable=False, name="natural_mean")
 
     @property
     def num_sites(self) -> int:
@@ -72,9 +71,7 @@ class SiteParameters(tf.Module):
 
     def read(self):
         """The current (τ, ν) as tensors, cut from any gradient (sites are held fixed)."""
-        return tf.stop_gradient(self.precision.read_value()), tf.stop_gradient(
-            self.natural_mean.read_value()
-        )
+        return tf.stop_gradient(self.precision.read_value()), tf.stop_gradient(self.natural_mean.read_value())
 
 
 class Cavity(NamedTuple):
@@ -109,9 +106,7 @@ def site_update(cavity_mean, cavity_var, tilted, power=1.0):
     """
     g, H = tilted.dlog_z, tilted.d2log_z
     den = 1.0 + cavity_var * H
-    valid = (den > 0.0) & tf.math.is_finite(den) & tf.math.is_finite(g) & tf.math.is_finite(
-        tilted.log_z
-    )
+    valid = (den > 0.0) & tf.math.is_finite(den) & tf.math.is_finite(g) & tf.math.is_finite(tilted.log_z)
     safe_den = tf.where(valid, den, tf.ones_like(den))
     new_precision = -H / safe_den / power
     new_natural_mean = (g - cavity_mean * H) / safe_den / power

@@ -19,6 +19,7 @@ so every likelihood supplies the triple (log Z, ∂log Z/∂m, ∂²log Z/∂m²
 every other ``gpflow.likelihoods.ScalarLikelihood`` falls back to adaptive Gauss–Hermite
 quadrature of its ``_scalar_log_prob``.
 """
+
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -28,9 +29,9 @@ from gpflow.likelihoods import Gaussian, Likelihood, ScalarLikelihood
 from gpflow.utilities import Dispatcher
 
 from ..likelihoods.labels import binary_labels_to_sign
-from ..numerics import log_ndtr
 from ..likelihoods.noisy_step import NoisyStep
 from ..likelihoods.probit import Probit
+from ..numerics import log_ndtr
 
 __all__ = ["TiltedMoments", "tilted_moments", "gauss_hermite_tilted_moments"]
 
@@ -129,9 +130,7 @@ def _noisy_step_tilted(likelihood, X, Y, m, v, power):
     z = y * m / sd
     log_eps_a = power * tf.math.log(eps)
     log_kappa = tf.math.log(tf.pow(1.0 - eps, power) - tf.pow(eps, power))
-    log_z = tf.math.reduce_logsumexp(
-        tf.stack([log_eps_a * tf.ones_like(z), log_kappa + log_ndtr(z)]), axis=0
-    )
+    log_z = tf.math.reduce_logsumexp(tf.stack([log_eps_a * tf.ones_like(z), log_kappa + log_ndtr(z)]), axis=0)
     g = y * tf.exp(log_kappa + _log_normal_pdf(z) - log_z) / sd
     return log_z, g, -g * (m / v + g)
 

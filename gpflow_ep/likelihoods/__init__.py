@@ -1,4 +1,5 @@
 """Likelihoods for EP classification; all are full GPflow likelihoods usable in VGP/SVGP too."""
+
 from .labels import binary_labels_to_sign, check_binary_labels
 from .noisy_step import NoisyStep
 from .probit import Probit

@@ -3,6 +3,7 @@
 At the API, binary labels follow GPflow: ``Y`` in {0, 1} with shape [N, 1]. Inside the likelihoods
 they become signs y = 2Y - 1 in {-1, +1}, the convention of the EP papers.
 """
+
 import numpy as np
 import tensorflow as tf
 
@@ -23,9 +24,7 @@ def check_binary_labels(Y, name: str = "Y") -> np.ndarray:
     bad = np.setdiff1d(np.unique(Yf), [0.0, 1.0])
     if bad.size:
         hint = " (labels in {-1, +1}? map them with (Y + 1) / 2)" if -1.0 in bad else ""
-        raise ValueError(
-            f"{name} must contain only 0 and 1; found {bad[:5].tolist()}{hint}"
-        )
+        raise ValueError(f"{name} must contain only 0 and 1; found {bad[:5].tolist()}{hint}")
     return Yf
 
 

@@ -1,4 +1,5 @@
 """The noisy step (label-flip) likelihood of Qi & Guo (2012), eq. 8."""
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
@@ -70,9 +71,7 @@ class NoisyStep(ScalarLikelihood):
         z = self._sign_z(Y, Fmu, Fvar)
         # log(ε + (1 - 2ε) Φ(z)) = logaddexp(log ε, log(1 - 2ε) + log Φ(z))
         log_p = tf.math.reduce_logsumexp(
-            tf.stack(
-                [tf.math.log(eps) * tf.ones_like(z), tf.math.log1p(-2.0 * eps) + log_ndtr(z)]
-            ),
+            tf.stack([tf.math.log(eps) * tf.ones_like(z), tf.math.log1p(-2.0 * eps) + log_ndtr(z)]),
             axis=0,
         )
         return tf.reduce_sum(log_p, axis=-1)

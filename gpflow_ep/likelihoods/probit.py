@@ -1,4 +1,5 @@
 """The exact probit likelihood p(y | f) = Φ(y f)."""
+
 import tensorflow as tf
 from check_shapes import inherit_check_shapes
 from gpflow.likelihoods import ScalarLikelihood
@@ -47,4 +48,3 @@ class Probit(ScalarLikelihood):
     def _predict_log_density(self, X, Fmu, Fvar, Y):
         y = binary_labels_to_sign(Y)
         return tf.reduce_sum(log_ndtr(y * Fmu / tf.sqrt(1.0 + Fvar)), axis=-1)
-

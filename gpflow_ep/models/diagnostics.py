@@ -1,4 +1,5 @@
 """EP run diagnostics kept on a model, readable after a compiled loss and by monitor tasks."""
+
 import tensorflow as tf
 from gpflow.config import default_float
 

@@ -1,4 +1,5 @@
 """Settings shared by every EP model: the options of the one EP engine."""
+
 from dataclasses import dataclass, replace
 from typing import Optional
 

@@ -18,6 +18,7 @@ works as for ``gpflow.models.VGP``. In ``ep_mode="alternated"`` the loss uses th
 
 Power EP (``power=α < 1``) is an option of the same engine, not a separate implementation.
 """
+
 from typing import Optional
 
 import tensorflow as tf
@@ -175,9 +176,7 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         return EPPosterior(self)
 
     @inherit_check_shapes
-    def predict_f(
-        self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False
-    ) -> MeanAndVariance:
+    def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
         """
         Predictive moments of f(x*) (R&W Alg. 3.6 generalised to sites of any sign). In nested
         mode EP is first brought to convergence at the current hyper-parameters (one sweep when

@@ -1,4 +1,5 @@
 """Eager validation of user input: every error a user can cause is a ValueError naming it."""
+
 from typing import Tuple
 
 import numpy as np
@@ -29,9 +30,7 @@ def check_data(data, likelihood, name: str = "data") -> Tuple[np.ndarray, np.nda
     if Y.ndim != 2 or Y.shape[1] != 1:
         raise ValueError(f"{name}[1] (Y) must have shape [N, 1]; got shape {Y.shape}")
     if Y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"{name}: X has {X.shape[0]} rows but Y has {Y.shape[0]}; they must match"
-        )
+        raise ValueError(f"{name}: X has {X.shape[0]} rows but Y has {Y.shape[0]}; they must match")
     if X.shape[0] == 0:
         raise ValueError(f"{name} is empty")
     if isinstance(likelihood, BINARY_LIKELIHOODS):

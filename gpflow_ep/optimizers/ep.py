@@ -2,6 +2,7 @@
 The EP optimiser: updates a model's sites the way ``gpflow.optimizers.NaturalGradient`` updates
 ``q_mu``/``q_sqrt``, with hyper-parameters held fixed.
 """
+
 import warnings
 from dataclasses import dataclass
 from typing import Optional
@@ -68,9 +69,7 @@ class EP:
 
     def minimize(self, model) -> EPResult:
         """Update ``model``'s sites; the model must provide ``run_ep`` and ``log_marginal_likelihood``."""
-        run = model.run_ep(
-            damping=self.damping, max_sweeps=self.max_sweeps, tol=self.tol, schedule=self.schedule
-        )
+        run = model.run_ep(damping=self.damping, max_sweeps=self.max_sweeps, tol=self.tol, schedule=self.schedule)
         result = EPResult(
             converged=bool(run.converged.numpy()),
             sweeps=int(run.sweeps.numpy()),

@@ -1,8 +1,9 @@
 """The full-GP posterior algebra against dense linear algebra, with sites of both signs."""
+
+import gpflow
 import numpy as np
 import pytest
 
-import gpflow
 from gpflow_ep.ep import GPSiteFactorisation
 
 

@@ -1,4 +1,5 @@
 """The scalar site algebra: cavity, site update, damping."""
+
 import numpy as np
 import pytest
 

@@ -1,10 +1,11 @@
 """Tilted moments: closed forms against adaptive quadrature, and the Gauss–Hermite fallback."""
+
+import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
 from scipy import integrate, special, stats
 
-import gpflow
 from gpflow_ep.ep import gauss_hermite_tilted_moments, tilted_moments
 from gpflow_ep.likelihoods import NoisyStep, Probit
 
@@ -63,7 +64,9 @@ def test_gaussian_tilted_moments_are_exact(power):
     noise, y, m, v = 0.3, 0.7, -0.4, 1.7
     log_t = lambda f: stats.norm.logpdf(y, f, np.sqrt(noise))
     expected = _quad_moments(log_t, m, v, power)
-    t = tilted_moments(gpflow.likelihoods.Gaussian(variance=noise), None, np.array([[y]]), np.array([[m]]), np.array([[v]]), power)
+    t = tilted_moments(
+        gpflow.likelihoods.Gaussian(variance=noise), None, np.array([[y]]), np.array([[m]]), np.array([[v]]), power
+    )
     mean, var = t.mean_and_var(np.array([[m]]), np.array([[v]]))
     np.testing.assert_allclose([float(t.log_z), float(mean), float(var)], expected, rtol=0, atol=1e-10)
 

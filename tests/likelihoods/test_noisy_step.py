@@ -1,9 +1,10 @@
 """NoisyStep: label-flip step likelihood with closed-form predictions and variational expectations."""
+
+import gpflow
 import numpy as np
 import pytest
 from scipy import integrate, stats
 
-import gpflow
 from gpflow_ep.likelihoods import NoisyStep
 
 MU = np.array([[-2.0], [0.3], [1.5], [0.0]])
@@ -28,8 +29,8 @@ def test_closed_forms_match_quadrature(eps):
     ve = lik.variational_expectations(None, MU, VAR, Y)
     mean, _ = lik.predict_mean_and_var(None, MU, VAR)
     for i, s in enumerate(y):
-        np.testing.assert_allclose(lpd[i], np.log(_expect(lambda f: p(f, s), MU[i, 0], VAR[i, 0])), atol=1e-10)
-        np.testing.assert_allclose(ve[i], _expect(lambda f: np.log(p(f, s)), MU[i, 0], VAR[i, 0]), atol=1e-10)
+        np.testing.assert_allclose(lpd[i], np.log(_expect(lambda f, s=s: p(f, s), MU[i, 0], VAR[i, 0])), atol=1e-10)
+        np.testing.assert_allclose(ve[i], _expect(lambda f, s=s: np.log(p(f, s)), MU[i, 0], VAR[i, 0]), atol=1e-10)
         np.testing.assert_allclose(mean[i, 0], _expect(lambda f: p(f, 1), MU[i, 0], VAR[i, 0]), atol=1e-10)
 
 

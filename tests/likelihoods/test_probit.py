@@ -1,15 +1,18 @@
 """Probit: exact (unsquashed) probit, closed-form predictions, usable in GPflow's VGP/SVGP."""
+
+import gpflow
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-import gpflow
 from gpflow_ep.likelihoods import Probit
 
 
 def _expect(fn, mu, var):
     sd = np.sqrt(var)
-    return integrate.quad(lambda f: fn(f) * stats.norm.pdf(f, mu, sd), mu - 30 * sd, mu + 30 * sd, epsabs=1e-13, epsrel=1e-12)[0]
+    return integrate.quad(
+        lambda f: fn(f) * stats.norm.pdf(f, mu, sd), mu - 30 * sd, mu + 30 * sd, epsabs=1e-13, epsrel=1e-12
+    )[0]
 
 
 MU = np.array([[-2.0], [0.3], [1.5]])
@@ -20,7 +23,9 @@ Y = np.array([[0.0], [1.0], [1.0]])
 def test_not_squashed_unlike_gpflow_bernoulli():
     F = np.array([[-6.0]])
     np.testing.assert_allclose(Probit().log_prob(None, F, np.ones((1, 1))), special.log_ndtr(-6.0), rtol=1e-12)
-    assert abs(gpflow.likelihoods.Bernoulli().log_prob(None, F, np.ones((1, 1))).numpy()[0] - special.log_ndtr(-6.0)) > 1
+    assert (
+        abs(gpflow.likelihoods.Bernoulli().log_prob(None, F, np.ones((1, 1))).numpy()[0] - special.log_ndtr(-6.0)) > 1
+    )
 
 
 def test_predictive_closed_forms_match_quadrature():

@@ -1,12 +1,11 @@
 """EPGPC: exactness, EP fixed-point identities, gradients, schedules, GPflow integration, input errors."""
-import warnings
 
+import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
 from scipy import integrate, special, stats
 
-import gpflow
 from gpflow_ep.datasets import noisy_mixture, two_dimensional
 from gpflow_ep.likelihoods import NoisyStep, Probit
 from gpflow_ep.models import EPGPC
@@ -41,8 +40,14 @@ def test_gaussian_likelihood_reproduces_gpr(regression_data, schedule, power):
     mean_function = gpflow.mean_functions.Linear(A=[[0.3], [-0.2]], b=[0.1])
     gpr = gpflow.models.GPR((X, Y), _kernel(), mean_function=mean_function, noise_variance=0.05)
     m = EPGPC(
-        (X, Y), _kernel(), gpflow.likelihoods.Gaussian(variance=0.05), mean_function=mean_function,
-        schedule=schedule, power=power, tol=1e-12, max_sweeps=1000,
+        (X, Y),
+        _kernel(),
+        gpflow.likelihoods.Gaussian(variance=0.05),
+        mean_function=mean_function,
+        schedule=schedule,
+        power=power,
+        tol=1e-12,
+        max_sweeps=1000,
     )
     assert EP().minimize(m).converged
     np.testing.assert_allclose(m.log_marginal_likelihood(), gpr.log_marginal_likelihood(), rtol=0, atol=1e-8)
@@ -57,9 +62,20 @@ def test_gaussian_likelihood_reproduces_gpr(regression_data, schedule, power):
 
 def _quad_tilted(log_t, m, v):
     sd = np.sqrt(v)
-    pieces = [(m - 30 * sd, 0.0), (0.0, m + 30 * sd)] if m - 30 * sd < 0 < m + 30 * sd else [(m - 30 * sd, m + 30 * sd)]
+    lo, hi = m - 30 * sd, m + 30 * sd
+    pieces = [(lo, 0.0), (0.0, hi)] if lo < 0 < hi else [(lo, hi)]
     mom = [
-        sum(integrate.quad(lambda x: x**k * np.exp(log_t(x)) * stats.norm.pdf(x, m, sd), a, b, epsabs=1e-14, epsrel=1e-12, limit=400)[0] for a, b in pieces)
+        sum(
+            integrate.quad(
+                lambda x, k=k: x**k * np.exp(log_t(x)) * stats.norm.pdf(x, m, sd),
+                a,
+                b,
+                epsabs=1e-14,
+                epsrel=1e-12,
+                limit=400,
+            )[0]
+            for a, b in pieces
+        )
         for k in range(3)
     ]
     mean = mom[1] / mom[0]
@@ -268,8 +284,13 @@ def test_hard_problem_reports_non_convergence_with_finite_values(schedule):
     """
     X, Y, _ = noisy_mixture(20, flip_rate=0.4, seed=3)
     m = EPGPC(
-        (X, Y), gpflow.kernels.SquaredExponential(variance=50.0, lengthscales=3.0), NoisyStep(0.05),
-        schedule=schedule, max_sweeps=50, tol=1e-8, ep_mode="alternated",
+        (X, Y),
+        gpflow.kernels.SquaredExponential(variance=50.0, lengthscales=3.0),
+        NoisyStep(0.05),
+        schedule=schedule,
+        max_sweeps=50,
+        tol=1e-8,
+        ep_mode="alternated",
     )
     with pytest.warns(EPConvergenceWarning):
         result = EP().minimize(m)

@@ -1,8 +1,9 @@
 """The EP optimiser: result object, overrides and argument checks."""
+
+import gpflow
 import numpy as np
 import pytest
 
-import gpflow
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
@@ -31,7 +32,12 @@ def test_sweep_cap_is_honoured_and_reported():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [(dict(damping=2.0), "damping"), (dict(max_sweeps=-1), "max_sweeps"), (dict(tol=0.0), "tol"), (dict(schedule="x"), "schedule")],
+    [
+        (dict(damping=2.0), "damping"),
+        (dict(max_sweeps=-1), "max_sweeps"),
+        (dict(tol=0.0), "tol"),
+        (dict(schedule="x"), "schedule"),
+    ],
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
