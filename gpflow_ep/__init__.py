@@ -6,6 +6,7 @@ optimisers and monitoring are GPflow's).
 
 Subpackages are imported on first use, so that the command line starts without TensorFlow.
 """
+
 import importlib
 
 __version__ = "0.1.0"

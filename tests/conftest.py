@@ -1,4 +1,5 @@
 """Shared test configuration: float64 everywhere (GPflow's default), seeded data."""
+
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -55,6 +55,10 @@ class SiteParameters(tf.Module):
         zeros = np.zeros((num_sites, 1))
         self.precision = tf.Variable(zeros, dtype=default_float(), trainable=False, name="precision")
         self.natural_mean = tf.Variable(zeros, dtype=default_float(), trainable=False, name="natural_mean")
+        # what the latest visit of each site saw: α_i = ∂log Z_i/∂(cavity mean) (Minka's "sample
+        # weighting", the paper's convergence statistic) and the relaxation precision b_i (relaxed EP)
+        self.alpha = tf.Variable(zeros, dtype=default_float(), trainable=False, name="alpha")
+        self.relaxation = tf.Variable(zeros, dtype=default_float(), trainable=False, name="relaxation")
 
     @property
     def num_sites(self) -> int:
@@ -62,8 +66,8 @@ class SiteParameters(tf.Module):
 
     def reset(self) -> None:
         """Flat sites (τ = ν = 0): q equals the prior."""
-        self.precision.assign(tf.zeros_like(self.precision))
-        self.natural_mean.assign(tf.zeros_like(self.natural_mean))
+        for v in (self.precision, self.natural_mean, self.alpha, self.relaxation):
+            v.assign(tf.zeros_like(v))
 
     def assign(self, precision, natural_mean) -> None:
         self.precision.assign(precision)

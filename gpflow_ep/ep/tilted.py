@@ -33,7 +33,12 @@ from ..likelihoods.noisy_step import NoisyStep
 from ..likelihoods.probit import Probit
 from ..numerics import log_ndtr
 
-__all__ = ["TiltedMoments", "tilted_moments", "gauss_hermite_tilted_moments"]
+__all__ = [
+    "TiltedMoments",
+    "tilted_moments",
+    "tilted_expected_log_likelihood",
+    "gauss_hermite_tilted_moments",
+]
 
 _HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -58,11 +63,11 @@ _dispatcher = Dispatcher("tilted_moments")
 
 @check_shapes(
     "Y: [N, 1]",
-    "cavity_mean: [N, 1]",
-    "cavity_var: [N, 1]",
-    "return[0]: [N, 1]",
-    "return[1]: [N, 1]",
-    "return[2]: [N, 1]",
+    "cavity_mean: [batch..., N, 1]",
+    "cavity_var: [batch..., N, 1]",
+    "return[0]: [batch..., N, 1]",
+    "return[1]: [batch..., N, 1]",
+    "return[2]: [batch..., N, 1]",
 )
 def tilted_moments(
     likelihood: Likelihood,
@@ -79,6 +84,9 @@ def tilted_moments(
         ``ScalarLikelihood`` (adaptive Gauss–Hermite quadrature).
     :param X: inputs passed on to the likelihood (may be ``None`` for input-free likelihoods).
     :param power: the power-EP fraction α ∈ (0, 1]; a Python float.
+
+    Leading batch dimensions of the cavity broadcast against the sites (used to evaluate a grid of
+    relaxed cavities at once).
     """
     implementation = _dispatcher.dispatch(type(likelihood))
     return TiltedMoments(*implementation(likelihood, X, Y, cavity_mean, cavity_var, power))
@@ -175,6 +183,35 @@ def _unsupported(likelihood, X, Y, m, v, power):
     )
 
 
+def _gauss_hermite(log_lik, m, v, power, num_points):
+    """(log Z, mean, var, E[log p]) of p^α N(f; m, v) by two-stage Gauss–Hermite (see below)."""
+    x, w = np.polynomial.hermite_e.hermegauss(num_points)  # ∫ h(x) e^{-x²/2} dx ≈ Σ w h(x)
+    x = tf.constant(x.reshape((-1,) + (1,) * len(m.shape)), dtype=m.dtype)
+    log_w = tf.constant(np.log(w / np.sqrt(2.0 * np.pi)).reshape(x.shape), dtype=m.dtype)
+
+    def weighted(log_terms, f, log_p):
+        log_z = tf.reduce_logsumexp(log_terms, axis=0)
+        p = tf.exp(log_terms - log_z)
+        mean = tf.reduce_sum(p * f, axis=0)
+        var = tf.reduce_sum(p * tf.square(f - mean), axis=0)
+        expected = tf.reduce_sum(tf.math.multiply_no_nan(log_p, p), axis=0)
+        return log_z, mean, var, expected
+
+    sd = tf.sqrt(v)
+    f1 = m + sd * x
+    log_p1 = log_lik(f1)
+    _, mu1, var1, _ = weighted(log_w + power * log_p1, f1, log_p1)
+    mu1 = tf.where(tf.math.is_finite(mu1), mu1, m)
+    var1 = tf.where(tf.math.is_finite(var1) & (var1 > 1e-6 * v), var1, v)
+
+    sd1 = tf.sqrt(var1)
+    f2 = mu1 + sd1 * x
+    log_p2 = log_lik(f2)
+    # log N(f; m, v) - log N(f; μ₁, σ₁²) for f = μ₁ + σ₁ x
+    log_ratio = -0.5 * tf.square(f2 - m) / v - 0.5 * tf.math.log(v) + 0.5 * tf.square(x) + tf.math.log(sd1)
+    return weighted(log_w + power * log_p2 + log_ratio, f2, log_p2)
+
+
 def gauss_hermite_tilted_moments(
     log_lik: Callable[[tf.Tensor], tf.Tensor],
     m: tf.Tensor,
@@ -191,31 +228,50 @@ def gauss_hermite_tilted_moments(
     mass is, so the rule stays accurate even when the cavity and the tilted distribution are far
     apart (|z| ≫ 1). All sums are done in log space.
 
-    :param log_lik: maps F of shape [Q, N, 1] to log p(y | F) of the same shape.
-    :return: (log Z, ∂log Z/∂m, ∂²log Z/∂m²), each [N, 1].
+    :param log_lik: maps F of shape [Q, ..., N, 1] to log p(y | F) of the same shape.
+    :return: (log Z, ∂log Z/∂m, ∂²log Z/∂m²), each of the shape of ``m``.
     """
-    x, w = np.polynomial.hermite_e.hermegauss(num_points)  # ∫ h(x) e^{-x²/2} dx ≈ Σ w h(x)
-    x = tf.constant(x[:, None, None], dtype=m.dtype)
-    log_w = tf.constant(np.log(w / np.sqrt(2.0 * np.pi))[:, None, None], dtype=m.dtype)
+    log_z, mean, var, _ = _gauss_hermite(log_lik, m, v, power, num_points)
+    return log_z, (mean - m) / v, (var - v) / tf.square(v)
 
-    def weighted_moments(log_terms, f):
-        log_z = tf.reduce_logsumexp(log_terms, axis=0)
-        p = tf.exp(log_terms - log_z)
-        mean = tf.reduce_sum(p * f, axis=0)
-        var = tf.reduce_sum(p * tf.square(f - mean), axis=0)
-        return log_z, mean, var
 
-    sd = tf.sqrt(v)
-    f1 = m + sd * x
-    _, mu1, var1 = weighted_moments(log_w + power * log_lik(f1), f1)
-    mu1 = tf.where(tf.math.is_finite(mu1), mu1, m)
-    var1 = tf.where(tf.math.is_finite(var1) & (var1 > 1e-6 * v), var1, v)
+# --------------------------------------------------------------------------------------------
+# Expected log-likelihood under the tilted distribution (relaxed EP's T1)
+# --------------------------------------------------------------------------------------------
 
-    sd1 = tf.sqrt(var1)
-    f2 = mu1 + sd1 * x
-    # log N(f; m, v) - log N(f; μ₁, σ₁²) for f = μ₁ + σ₁ x
-    log_ratio = -0.5 * tf.square(f2 - m) / v - 0.5 * tf.math.log(v) + 0.5 * tf.square(x) + tf.math.log(sd1)
-    log_z, mean, var = weighted_moments(log_w + power * log_lik(f2) + log_ratio, f2)
-    dlog_z = (mean - m) / v
-    d2log_z = (var - v) / tf.square(v)
-    return log_z, dlog_z, d2log_z
+_expected_dispatcher = Dispatcher("tilted_expected_log_likelihood")
+
+
+def tilted_expected_log_likelihood(likelihood: Likelihood, X, Y, cavity_mean, cavity_var) -> tf.Tensor:
+    """
+    E_p̂[log p(Y | f)] under the tilted distribution p̂ ∝ p(Y | f) N(f; cavity_mean, cavity_var)
+    (relaxed EP's T1, rep spec §4.5); closed form where registered, Gauss–Hermite otherwise.
+    Leading batch dimensions of the cavity broadcast against Y [N, 1].
+    """
+    implementation = _expected_dispatcher.dispatch(type(likelihood))
+    return implementation(likelihood, X, Y, cavity_mean, cavity_var)
+
+
+@_expected_dispatcher.register(NoisyStep)
+def _noisy_step_expected(likelihood, X, Y, m, v):
+    r"""T1 = {[(1-ε) log(1-ε) - ε log ε] Φ(z) + ε log ε} / Ẑ,  Ẑ = ε + (1-2ε) Φ(z) (App. B)."""
+    eps = tf.convert_to_tensor(likelihood.epsilon)
+    log_z, _, _ = _noisy_step_tilted(likelihood, X, Y, m, v, 1.0)
+    z = binary_labels_to_sign(Y) * m / tf.sqrt(v)
+    a = (1.0 - eps) * tf.math.log1p(-eps) - eps * tf.math.log(eps)
+    return a * tf.exp(log_ndtr(z) - log_z) + eps * tf.math.log(eps) * tf.exp(-log_z)
+
+
+@_expected_dispatcher.register(Gaussian)
+def _gaussian_expected(likelihood, X, Y, m, v):
+    r"""E_p̂[log N(y; f, σ²)] = -½ log 2πσ² - ((y - μ̂)² + σ̂²)/(2σ²) with p̂ Gaussian."""
+    noise = likelihood.variance_at(X) if X is not None else tf.convert_to_tensor(likelihood.variance)
+    t = TiltedMoments(*_gaussian_tilted(likelihood, X, Y, m, v, 1.0))
+    mean, var = t.mean_and_var(m, v)
+    return -_HALF_LOG_2PI - 0.5 * tf.math.log(noise) - 0.5 * (tf.square(Y - mean) + var) / noise
+
+
+@_expected_dispatcher.register(ScalarLikelihood)
+def _scalar_expected(likelihood, X, Y, m, v):
+    """Any ``ScalarLikelihood``: the tilted weights of the adaptive Gauss–Hermite rule."""
+    return _gauss_hermite(lambda F: likelihood._scalar_log_prob(X, F, Y), m, v, 1.0, 64)[3]

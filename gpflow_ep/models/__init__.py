@@ -2,5 +2,7 @@
 
 from .ep_settings import EPSettings
 from .epgpc import EPGPC, EPPosterior
+from .power_ep import PowerEP
+from .relaxed_ep import RelaxedEP
 
-__all__ = ["EPGPC", "EPPosterior", "EPSettings"]
+__all__ = ["EPGPC", "PowerEP", "RelaxedEP", "EPPosterior", "EPSettings"]

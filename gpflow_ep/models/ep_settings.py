@@ -3,7 +3,7 @@
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from ..ep import CAVITY_CHOICES, SCHEDULES
+from ..ep import CAVITY_CHOICES, CRITERIA, SCHEDULES
 from .validation import check_choice, check_positive_int, check_range
 
 EP_MODES = ("nested", "alternated")
@@ -22,7 +22,9 @@ class EPSettings:
     :param schedule: "parallel" or "sequential".
     :param damping: ρ ∈ (0, 1], the weight of the new site; ``None`` uses the schedule's default.
     :param max_sweeps: the cap on sweeps of one EP run.
-    :param tol: converged when no site natural parameter moves by more than ``tol`` in a sweep.
+    :param tol: the convergence tolerance on the statistic chosen by ``criterion``.
+    :param criterion: "sites" (no site natural parameter moves by more than ``tol`` in a sweep and
+        none is skipped) or "alpha" (R = ‖α_t - α_{t-1}‖₂ ≤ ``tol``, Qi & Guo's rule).
     :param ep_mode: "nested" (the training loss re-runs EP to convergence, warm-started) or
         "alternated" (the loss uses the current sites; run :class:`gpflow_ep.optimizers.EP`).
     """
@@ -34,6 +36,7 @@ class EPSettings:
     max_sweeps: int = 100
     tol: float = 1e-6
     ep_mode: str = "nested"
+    criterion: str = "sites"
 
     def __post_init__(self):
         check_range(self.power, "power", 0.0, 1.0)
@@ -44,6 +47,7 @@ class EPSettings:
         check_positive_int(self.max_sweeps, "max_sweeps")
         check_range(self.tol, "tol", 0.0, float("inf"), high_open=True)
         check_choice(self.ep_mode, "ep_mode", EP_MODES)
+        check_choice(self.criterion, "criterion", CRITERIA)
 
     @property
     def resolved_damping(self) -> float:

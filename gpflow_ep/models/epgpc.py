@@ -34,8 +34,10 @@ from ..ep import (
     GPSiteFactorisation,
     SiteParameters,
     ep_log_marginal_likelihood,
+    propose_sites,
     run_parallel_ep,
     run_sequential_ep,
+    tilted_expected_log_likelihood,
     tilted_moments,
 )
 from .diagnostics import EPDiagnostics
@@ -57,6 +59,11 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         given as keyword arguments.
     """
 
+    #: relaxed-EP settings (:class:`~gpflow_ep.ep.Relaxation`); ``None``: (power) EP
+    relaxation = None
+    #: "sites": predict from q; "alpha": mean from the per-site α vector (see ``PowerEP``)
+    predict_with = "sites"
+
     def __init__(
         self,
         data: RegressionData,
@@ -71,9 +78,10 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         max_sweeps: int = 100,
         tol: float = 1e-6,
         ep_mode: str = "nested",
+        criterion: str = "sites",
     ):
         X, Y = check_data(data, likelihood)
-        self.ep_settings = EPSettings(power, cavity, schedule, damping, max_sweeps, tol, ep_mode)
+        self.ep_settings = EPSettings(power, cavity, schedule, damping, max_sweeps, tol, ep_mode, criterion)
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.data = data_input_to_tensor((X, Y))
         self.num_data = X.shape[0]
@@ -91,11 +99,28 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         """Sites act on f; the algebra works on g = f - m(X), whose sites are (τ, ν - τ m)."""
         return GPSiteFactorisation(K, precision, natural_mean - precision * prior_mean)
 
-    def _tilted(self, cavity_mean, cavity_var, index=None):
+    def _site_data(self, index=None):
         X, Y = self.data
         if index is not None:
             X, Y = X[index : index + 1], Y[index : index + 1]
+        return X, Y
+
+    def _tilted(self, cavity_mean, cavity_var, index=None):
+        X, Y = self._site_data(index)
         return tilted_moments(self.likelihood, X, Y, cavity_mean, cavity_var, self.ep_settings.power)
+
+    def _propose(self, cavity, precision, natural_mean, index=None):
+        """One site update of the engine (:func:`~gpflow_ep.ep.propose_sites`) for all sites or one."""
+        X, Y = self._site_data(index)
+        return propose_sites(
+            cavity,
+            precision,
+            natural_mean,
+            lambda m, v: self._tilted(m, v, index),
+            power=self.ep_settings.power,
+            relaxation=self.relaxation,
+            expected_log_lik_fn=lambda m, v: tilted_expected_log_likelihood(self.likelihood, X, Y, m, v),
+        )
 
     # ---------------------------------------------------------------- running EP
 
@@ -103,15 +128,15 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         """
         Run EP to convergence from the stored sites with the hyper-parameters held fixed; store the
         sites and :attr:`ep_diagnostics`. Keyword arguments override :attr:`ep_settings` for this
-        run (``schedule``, ``damping``, ``max_sweeps``, ``tol``).
+        run (``schedule``, ``damping``, ``max_sweeps``, ``tol``, ``criterion``).
 
         :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
         """
         s = self.ep_settings.updated(**settings)
-        return self._run_ep_compiled(s.schedule, s.resolved_damping, s.max_sweeps, s.tol)
+        return self._run_ep_compiled(s.schedule, s.resolved_damping, s.max_sweeps, s.tol, s.criterion)
 
     @tf.function
-    def _run_ep_compiled(self, schedule, damping, max_sweeps, tol):
+    def _run_ep_compiled(self, schedule, damping, max_sweeps, tol, criterion):
         K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
         tau, nu = self.sites.read()
         common = dict(
@@ -120,6 +145,7 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
             damping=damping,
             max_sweeps=max_sweeps,
             tol=tol,
+            criterion=criterion,
         )
         if schedule == "parallel":
 
@@ -127,18 +153,17 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
                 q = self._factorise(K, prior_mean, t, n)
                 return q.mean + prior_mean, q.var, q.proper
 
-            run = run_parallel_ep(marginals, self._tilted, tau, nu, **common)
+            run = run_parallel_ep(marginals, self._propose, tau, nu, **common)
         else:
 
             def joint(t, n):
                 q = self._factorise(K, prior_mean, t, n)
                 return q.covariance(), q.mean + prior_mean, q.proper
 
-            def tilted_one(i, m, v):
-                return self._tilted(m, v, index=i)
-
-            run = run_sequential_ep(joint, tilted_one, tau, nu, **common)
+            run = run_sequential_ep(joint, self._propose, tau, nu, **common)
         self.sites.assign(run.precision, run.natural_mean)
+        self.sites.alpha.assign(run.alpha)
+        self.sites.relaxation.assign(run.relaxation)
         self.ep_diagnostics.record(run)
         return run
 
@@ -211,5 +236,7 @@ class EPPosterior:
         Kxs = model.kernel(X, Xnew)
         Kss = model.kernel(Xnew, full_cov=full_cov)
         mean, cov = self.factorisation.predict(Kxs, Kss, full_cov=full_cov)
+        if model.predict_with == "alpha":
+            mean = tf.linalg.matvec(Kxs, model.sites.alpha[:, 0], transpose_a=True)
         mean = mean[:, None] + model.mean_function(Xnew)
         return mean, (cov[None] if full_cov else cov[:, None])

@@ -4,10 +4,10 @@ The EP optimiser: updates a model's sites the way ``gpflow.optimizers.NaturalGra
 """
 
 import warnings
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import List, Optional
 
-from ..ep import SCHEDULES
+from ..ep import CRITERIA, SCHEDULES
 from ..models.validation import check_choice, check_positive_int, check_range
 
 
@@ -25,6 +25,7 @@ class EPResult:
     :param num_skipped: site updates skipped (improper cavity or tilted distribution), all sweeps.
     :param num_rejected: parallel sweeps rejected because their sites gave an improper posterior.
     :param log_marginal_likelihood: log Z_EP at the final sites.
+    :param history: the convergence statistic of every sweep (-1 for a rejected parallel sweep).
     """
 
     converged: bool
@@ -33,6 +34,7 @@ class EPResult:
     num_skipped: int
     num_rejected: int
     log_marginal_likelihood: float
+    history: List[float] = field(default_factory=list)
 
 
 class EP:
@@ -45,6 +47,7 @@ class EP:
     :param max_sweeps: cap on sweeps; ``None`` = the model's setting.
     :param tol: convergence tolerance on the site change; ``None`` = the model's setting.
     :param schedule: "parallel" or "sequential"; ``None`` = the model's setting.
+    :param criterion: "sites" or "alpha" (see :mod:`gpflow_ep.ep.schedules`); ``None`` = model's.
     :param warn: emit an :class:`EPConvergenceWarning` when EP does not converge.
     """
 
@@ -54,6 +57,7 @@ class EP:
         max_sweeps: Optional[int] = None,
         tol: Optional[float] = None,
         schedule: Optional[str] = None,
+        criterion: Optional[str] = None,
         warn: bool = True,
     ):
         if damping is not None:
@@ -64,19 +68,30 @@ class EP:
             check_range(tol, "tol", 0.0, float("inf"), high_open=True)
         if schedule is not None:
             check_choice(schedule, "schedule", SCHEDULES)
+        if criterion is not None:
+            check_choice(criterion, "criterion", CRITERIA)
         self.damping, self.max_sweeps, self.tol, self.schedule = damping, max_sweeps, tol, schedule
+        self.criterion = criterion
         self.warn = warn
 
     def minimize(self, model) -> EPResult:
         """Update ``model``'s sites; the model must provide ``run_ep`` and ``log_marginal_likelihood``."""
-        run = model.run_ep(damping=self.damping, max_sweeps=self.max_sweeps, tol=self.tol, schedule=self.schedule)
+        run = model.run_ep(
+            damping=self.damping,
+            max_sweeps=self.max_sweeps,
+            tol=self.tol,
+            schedule=self.schedule,
+            criterion=self.criterion,
+        )
+        sweeps = int(run.sweeps.numpy())
         result = EPResult(
             converged=bool(run.converged.numpy()),
-            sweeps=int(run.sweeps.numpy()),
+            sweeps=sweeps,
             max_change=float(run.max_change.numpy()),
             num_skipped=int(run.num_skipped.numpy()),
             num_rejected=int(run.num_rejected.numpy()),
             log_marginal_likelihood=float(model.log_marginal_likelihood().numpy()),
+            history=run.history.numpy()[:sweeps].tolist(),
         )
         if self.warn and not result.converged:
             warnings.warn(

@@ -1,0 +1,1 @@
+"""Benchmarks of gpflow_ep (run with ``python -m gpflow_ep.bench.<name>``)."""
