@@ -3,6 +3,7 @@ The ``gpflow-ep`` command line (also ``python -m gpflow_ep``).
 
     gpflow-ep compare [--dataset NAME] [--split K] [--models EPGPC,VGP,SVGP] [--out PREFIX] ...
     gpflow-ep bench epgpc [benchmark options ...]
+    gpflow-ep reproduce rep [--parts C1,C2,C3] [options ...]
 
 Errors a user can cause (unknown dataset or model, bad split) are printed as
 ``gpflow-ep: error: ...`` on stderr with exit status 2, like argparse's own usage errors.
@@ -13,7 +14,11 @@ import sys
 from typing import List, Optional
 
 PROG = "gpflow-ep"
-BENCHMARKS = ("epgpc",)
+#: command → {name: module with ``main(argv) -> int``}
+RUNNABLES = {
+    "bench": {"epgpc": "gpflow_ep.bench.epgpc"},
+    "reproduce": {"rep": "gpflow_ep.reproduce.rep"},
+}
 
 
 def _positive_int(text: str) -> int:
@@ -65,13 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--log-dir", metavar="PATH", default=None, help="write TensorBoard scalars to PATH/<model>")
     compare.add_argument("--plot", metavar="PNG", default=None, help="save a bar chart of error and NLPD (PNG)")
 
-    bench = commands.add_parser(
-        "bench",
-        help="run a benchmark (options after the name are passed to it)",
-        description="Run a benchmark; the options after its name are the benchmark's own.",
-    )
-    bench.add_argument("name", choices=BENCHMARKS, help="benchmark to run")
-    bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments of the benchmark")
+    for command, help_text in [
+        ("bench", "run a benchmark (options after the name are passed to it)"),
+        ("reproduce", "reproduce a paper's experiments (options after the name are passed to it)"),
+    ]:
+        sub = commands.add_parser(command, help=help_text, description=help_text)
+        sub.add_argument("name", choices=tuple(RUNNABLES[command]), help=f"what to {command}")
+        sub.add_argument("args", nargs=argparse.REMAINDER, help="its own arguments")
     return parser
 
 
@@ -96,16 +101,16 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
-    if args.name == "epgpc":
-        from .bench import epgpc
+def _run_module(command: str, args: argparse.Namespace) -> int:
+    """Run the ``main(argv)`` of the benchmark or reproduction named on the command line."""
+    import importlib
 
-        try:
-            status = epgpc.main(args.args)
-        except SystemExit as exit_:  # the benchmark's own argparse (--help, usage errors)
-            status = exit_.code
-        return 0 if status is None else int(status)
-    raise ValueError(f"name must be one of {list(BENCHMARKS)}; got {args.name!r}")  # unreachable
+    module = importlib.import_module(RUNNABLES[command][args.name])
+    try:
+        status = module.main(args.args)
+    except SystemExit as exit_:  # the module's own argparse (--help, usage errors)
+        status = exit_.code
+    return 0 if status is None else int(status)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -122,7 +127,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "compare":
             return _compare(args)
-        return _bench(args)
+        return _run_module(args.command, args)
     except ValueError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
