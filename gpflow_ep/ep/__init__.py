@@ -8,7 +8,8 @@ The EP engine, written once and shared by every EP model in the package.
 * :mod:`~gpflow_ep.ep.update` — one site update (cavity → relaxation → tilted → site);
 * :mod:`~gpflow_ep.ep.schedules` — parallel and sequential ``tf.while_loop`` drivers;
 * :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood;
-* :mod:`~gpflow_ep.ep.gp_factorisation` — the posterior algebra of a full GP with sites.
+* :mod:`~gpflow_ep.ep.gp_factorisation` — the posterior algebra of a full GP with sites;
+* :mod:`~gpflow_ep.ep.whitened` — the posterior algebra of inducing-point models (whitened).
 """
 
 from .energy import ep_log_marginal_likelihood, site_energy_terms
@@ -18,6 +19,7 @@ from .schedules import CRITERIA, SCHEDULES, EPRun, run_parallel_ep, run_sequenti
 from .sites import CAVITY_CHOICES, Cavity, SiteParameters, cavity, damp, site_update
 from .tilted import TiltedMoments, gauss_hermite_tilted_moments, tilted_expected_log_likelihood, tilted_moments
 from .update import SiteProposal, propose_sites, site_means
+from .whitened import WhitenedGaussian
 
 __all__ = [
     "TiltedMoments",
@@ -46,4 +48,5 @@ __all__ = [
     "ep_log_marginal_likelihood",
     "site_energy_terms",
     "GPSiteFactorisation",
+    "WhitenedGaussian",
 ]

@@ -30,22 +30,13 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
-from ..ep import (
-    GPSiteFactorisation,
-    SiteParameters,
-    ep_log_marginal_likelihood,
-    propose_sites,
-    run_parallel_ep,
-    run_sequential_ep,
-    tilted_expected_log_likelihood,
-    tilted_moments,
-)
-from .diagnostics import EPDiagnostics
+from ..ep import GPSiteFactorisation
+from .ep_base import EPEngineMixin
 from .ep_settings import EPSettings
 from .validation import check_data, check_inputs
 
 
-class EPGPC(GPModel, InternalDataTrainingLossMixin):
+class EPGPC(EPEngineMixin, GPModel, InternalDataTrainingLossMixin):
     """
     Full-GP expectation propagation, a drop-in for ``gpflow.models.VGP``.
 
@@ -58,11 +49,6 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         (``power``, ``cavity``, ``schedule``, ``damping``, ``max_sweeps``, ``tol``, ``ep_mode``),
         given as keyword arguments.
     """
-
-    #: relaxed-EP settings (:class:`~gpflow_ep.ep.Relaxation`); ``None``: (power) EP
-    relaxation = None
-    #: "sites": predict from q; "alpha": mean from the per-site α vector (see ``PowerEP``)
-    predict_with = "sites"
 
     def __init__(
         self,
@@ -81,12 +67,11 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         criterion: str = "sites",
     ):
         X, Y = check_data(data, likelihood)
-        self.ep_settings = EPSettings(power, cavity, schedule, damping, max_sweeps, tol, ep_mode, criterion)
+        settings = EPSettings(power, cavity, schedule, damping, max_sweeps, tol, ep_mode, criterion)
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.data = data_input_to_tensor((X, Y))
         self.num_data = X.shape[0]
-        self.sites = SiteParameters(self.num_data)
-        self.ep_diagnostics = EPDiagnostics()
+        self._init_ep(self.num_data, settings)
 
     # ---------------------------------------------------------------- posterior algebra
 
@@ -99,29 +84,6 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         """Sites act on f; the algebra works on g = f - m(X), whose sites are (τ, ν - τ m)."""
         return GPSiteFactorisation(K, precision, natural_mean - precision * prior_mean)
 
-    def _site_data(self, index=None):
-        X, Y = self.data
-        if index is not None:
-            X, Y = X[index : index + 1], Y[index : index + 1]
-        return X, Y
-
-    def _tilted(self, cavity_mean, cavity_var, index=None):
-        X, Y = self._site_data(index)
-        return tilted_moments(self.likelihood, X, Y, cavity_mean, cavity_var, self.ep_settings.power)
-
-    def _propose(self, cavity, precision, natural_mean, index=None):
-        """One site update of the engine (:func:`~gpflow_ep.ep.propose_sites`) for all sites or one."""
-        X, Y = self._site_data(index)
-        return propose_sites(
-            cavity,
-            precision,
-            natural_mean,
-            lambda m, v: self._tilted(m, v, index),
-            power=self.ep_settings.power,
-            relaxation=self.relaxation,
-            expected_log_lik_fn=lambda m, v: tilted_expected_log_likelihood(self.likelihood, X, Y, m, v),
-        )
-
     # ---------------------------------------------------------------- running EP
 
     def run_ep(self, **settings):
@@ -133,39 +95,21 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
         """
         s = self.ep_settings.updated(**settings)
-        return self._run_ep_compiled(s.schedule, s.resolved_damping, s.max_sweeps, s.tol, s.criterion)
+        return self._run_ep_compiled(s)
 
     @tf.function
-    def _run_ep_compiled(self, schedule, damping, max_sweeps, tol, criterion):
+    def _run_ep_compiled(self, settings: EPSettings):
         K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
-        tau, nu = self.sites.read()
-        common = dict(
-            power=self.ep_settings.power,
-            cavity_kind=self.ep_settings.cavity,
-            damping=damping,
-            max_sweeps=max_sweeps,
-            tol=tol,
-            criterion=criterion,
-        )
-        if schedule == "parallel":
 
-            def marginals(t, n):
-                q = self._factorise(K, prior_mean, t, n)
-                return q.mean + prior_mean, q.var, q.proper
+        def marginals(tau, nu):
+            q = self._factorise(K, prior_mean, tau, nu)
+            return q.mean + prior_mean, q.var, q.proper
 
-            run = run_parallel_ep(marginals, self._propose, tau, nu, **common)
-        else:
+        def joint(tau, nu):
+            q = self._factorise(K, prior_mean, tau, nu)
+            return q.covariance(), q.mean + prior_mean, q.proper
 
-            def joint(t, n):
-                q = self._factorise(K, prior_mean, t, n)
-                return q.covariance(), q.mean + prior_mean, q.proper
-
-            run = run_sequential_ep(joint, self._propose, tau, nu, **common)
-        self.sites.assign(run.precision, run.natural_mean)
-        self.sites.alpha.assign(run.alpha)
-        self.sites.relaxation.assign(run.relaxation)
-        self.ep_diagnostics.record(run)
-        return run
+        return self._run_schedule(settings, self._propose_fn(*self.data), marginals, joint)
 
     # ---------------------------------------------------------------- objective
 
@@ -174,17 +118,8 @@ class EPGPC(GPModel, InternalDataTrainingLossMixin):
         K, prior_mean = self._prior()
         tau, nu = self.sites.read()
         q = self._factorise(K, prior_mean, tau, nu)
-        log_z, _ = ep_log_marginal_likelihood(
-            q.log_normaliser_ratio,
-            q.mean,
-            q.var,
-            tau,
-            nu - tau * prior_mean,
-            self._tilted,
-            offset=prior_mean,
-            power=self.ep_settings.power,
-            cavity_kind=self.ep_settings.cavity,
-        )
+        tilted = self._tilted_fn(*self.data)
+        log_z = self._evidence(q.log_normaliser_ratio, q.mean, q.var, tau, nu - tau * prior_mean, tilted, prior_mean)
         # an improper q (possible only away from a fixed point) has no evidence
         return tf.where(q.proper, log_z, tf.constant(-float("inf"), log_z.dtype))
 
