@@ -11,8 +11,9 @@ posterior algebra as callables; the site update comes as ``propose_fn(cavity, τ
 * **sequential**: sites are visited in order; q is kept as (Σ, μ) in some basis and updated by a
   rank-one Sherman–Morrison step after each site (Minka 2001; rep spec §3.2, eq. 17);
   ``joint_fn(τ, ν) -> (Σ, μ, proper)`` refreshes it at the start of every sweep. The marginal of
-  site i is w_iᵀΣw_i with w_i the i-th row of ``projection`` (identity when ``None``). An update
-  that would make q improper (1 + Δτ σ_i² ≤ 0) is skipped.
+  site i is N(w_iᵀμ + o_i, w_iᵀΣw_i) with w_i the i-th row of ``projection`` (identity when
+  ``None``) and o_i the i-th entry of ``offset`` (a prior mean outside the state, default 0). An
+  update that would make q improper (1 + Δτ σ_i² ≤ 0) is skipped.
 
 Convergence (``criterion``):
 
@@ -164,6 +165,7 @@ def run_sequential_ep(
     natural_mean,
     *,
     projection: Optional[tf.Tensor] = None,
+    offset: Optional[tf.Tensor] = None,
     power: float = 1.0,
     cavity_kind: str = "fractional",
     damping: float = 1.0,
@@ -191,6 +193,8 @@ def run_sequential_ep(
         s = column(Sigma, i)
         var_i = tf.reshape(project(s, i), [1, 1])
         mean_i = tf.reshape(project(mu[:, 0], i), [1, 1])
+        if offset is not None:
+            mean_i = mean_i + offset[i : i + 1]
         tau_i, nu_i = tau[i : i + 1], nu[i : i + 1]
         cav = cavity(mean_i, var_i, tau_i, nu_i, power, cavity_kind)
         prop = propose_fn(cav, tau_i, nu_i, i)

@@ -98,7 +98,9 @@ def cavity(marginal_mean, marginal_var, precision, natural_mean, power=1.0, kind
     safe_den = tf.where(valid, den, tf.ones_like(den))
     var = marginal_var / safe_den
     mean = (marginal_mean - removed * natural_mean * marginal_var) / safe_den
-    valid = valid & (var > 0.0) & tf.math.is_finite(mean) & tf.math.is_finite(var)
+    # var = 0 is legitimate for a projection far from every inducing input (SEP: the FITC variance
+    # carries the uncertainty); a zero *total* variance is caught by the site update's checks
+    valid = valid & (var >= 0.0) & tf.math.is_finite(mean) & tf.math.is_finite(var)
     return Cavity(tf.where(valid, mean, marginal_mean), tf.where(valid, var, marginal_var), valid)
 
 

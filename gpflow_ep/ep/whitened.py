@@ -18,6 +18,7 @@ and the normaliser term of the EP energy (SEP spec §2.5, corrected eq. 29) is
 Everything costs O(nm²); no inverse is formed. A failed Cholesky (q improper, possible only with
 negative site precisions) is detected and flagged, never propagated as NaN.
 """
+
 import tensorflow as tf
 
 __all__ = ["WhitenedGaussian"]

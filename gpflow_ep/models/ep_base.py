@@ -2,6 +2,7 @@
 What every EP model shares: its sites, settings and diagnostics, and the wiring of the one EP
 engine (site update closure, schedule dispatch, evidence). A model adds only its posterior algebra.
 """
+
 from typing import Callable, Optional
 
 import tensorflow as tf
@@ -80,6 +81,7 @@ class EPEngineMixin:
         marginals_fn: Callable,
         joint_fn: Callable,
         projection: Optional[tf.Tensor] = None,
+        offset: Optional[tf.Tensor] = None,
     ):
         """Run the chosen schedule from the stored sites and store the outcome on the model."""
         tau, nu = self.sites.read()
@@ -94,7 +96,7 @@ class EPEngineMixin:
         if settings.schedule == "parallel":
             run = run_parallel_ep(marginals_fn, propose, tau, nu, **common)
         else:
-            run = run_sequential_ep(joint_fn, propose, tau, nu, projection=projection, **common)
+            run = run_sequential_ep(joint_fn, propose, tau, nu, projection=projection, offset=offset, **common)
         self.sites.assign(run.precision, run.natural_mean)
         self.sites.alpha.assign(run.alpha)
         self.sites.relaxation.assign(run.relaxation)

@@ -74,9 +74,15 @@ class EP:
         self.criterion = criterion
         self.warn = warn
 
-    def minimize(self, model) -> EPResult:
-        """Update ``model``'s sites; the model must provide ``run_ep`` and ``log_marginal_likelihood``."""
+    def minimize(self, model, data=None) -> EPResult:
+        """
+        Update ``model``'s sites; the model must provide ``run_ep`` and ``log_marginal_likelihood``.
+
+        :param data: for models that do not hold their data (``SEPGPC``): the (X, Y) to run EP on.
+        """
+        args = () if data is None else (data,)
         run = model.run_ep(
+            *args,
             damping=self.damping,
             max_sweeps=self.max_sweeps,
             tol=self.tol,
@@ -90,7 +96,7 @@ class EP:
             max_change=float(run.max_change.numpy()),
             num_skipped=int(run.num_skipped.numpy()),
             num_rejected=int(run.num_rejected.numpy()),
-            log_marginal_likelihood=float(model.log_marginal_likelihood().numpy()),
+            log_marginal_likelihood=float(model.log_marginal_likelihood(*args).numpy()),
             history=run.history.numpy()[:sweeps].tolist(),
         )
         if self.warn and not result.converged:

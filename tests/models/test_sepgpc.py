@@ -1,0 +1,156 @@
+"""SEPGPC (batch / FITC-EP): oracles of the SEP spec §10 (T1, T2, T3, T9, T11)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import gpflow
+from gpflow_ep.datasets import two_dimensional
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import EPGPC, SEPGPC
+from gpflow_ep.optimizers import EP
+
+
+class PrecomputedKernel(gpflow.kernels.Kernel):
+    """k(i, j) = matrix[i, j] for integer inputs i, j: runs EPGPC on a given covariance matrix."""
+
+    def __init__(self, matrix):
+        super().__init__()
+        self.matrix = tf.constant(matrix)
+
+    def K(self, X, X2=None):
+        i = tf.cast(X[:, 0], tf.int32)
+        j = i if X2 is None else tf.cast(X2[:, 0], tf.int32)
+        return tf.gather(tf.gather(self.matrix, i), j, axis=1)
+
+    def K_diag(self, X):
+        return tf.gather(tf.linalg.diag_part(self.matrix), tf.cast(X[:, 0], tf.int32))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return two_dimensional(40, seed=2)
+
+
+def _kernel():
+    return gpflow.kernels.SquaredExponential(variance=1.7, lengthscales=[0.8, 1.3])
+
+
+def _converged_sep(data, Z, **kw):
+    m = SEPGPC(_kernel(), Probit(), Z, num_data=len(data[0]), tol=1e-12, max_sweeps=5000, ep_mode="alternated", **kw)
+    assert EP().minimize(m, data).converged
+    return m
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "sequential"])
+def test_inducing_points_at_the_data_reproduce_full_ep(data, schedule):
+    """T1: Z = X (jitter 1e-12, so no FITC correction is left): SEP = full-GP EP to 1e-6."""
+    X, Y = data
+    ep = EPGPC(data, _kernel(), Probit(), tol=1e-12, max_sweeps=2000, ep_mode="alternated")
+    assert EP().minimize(ep).converged
+    sep = _converged_sep(data, X.copy(), jitter=1e-12, schedule=schedule)
+    np.testing.assert_allclose(sep.log_marginal_likelihood(data), ep.log_marginal_likelihood(), rtol=0, atol=1e-6)
+    for a, b in zip(sep.sites.read(), ep.sites.read()):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    Xs = X[:6] + 0.2
+    for a, b in zip(sep.predict_f(Xs), ep.predict_f(Xs)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_converged_sep_equals_gfitc(data):
+    """T2: any Z: SEP's log Z_q = full EP on the FITC prior Q_ff + diag(K_ff - Q_ff) (1e-8)."""
+    X, Y = data
+    Z = X[::5].copy()
+    sep = _converged_sep(data, Z)
+    kern = _kernel()
+    Kuu = kern(Z) + sep.jitter * np.eye(len(Z))
+    Kuf = kern(Z, X)
+    Qff = tf.matmul(Kuf, tf.linalg.solve(Kuu, Kuf), transpose_a=True).numpy()
+    K_fitc = Qff + np.diag(np.diag(kern(X).numpy()) - np.diag(Qff))
+    idx = np.arange(len(X), dtype=float)[:, None]
+    gfitc = EPGPC((idx, Y), PrecomputedKernel(K_fitc), Probit(), tol=1e-12, max_sweeps=2000, ep_mode="alternated")
+    assert EP().minimize(gfitc).converged
+    np.testing.assert_allclose(sep.log_marginal_likelihood(data), gfitc.log_marginal_likelihood(), rtol=0, atol=1e-8)
+    # GFITC's predictive at new x*: cov(f*, f) = Q_*f, var f* = K_** (SEP spec T2), from its sites:
+    # mean Q_*f (ν - Tμ), var K_** - Q_*f (T - TΣT) Q_f*, Σ = (K_fitc⁻¹ + T)⁻¹, μ = Σν
+    tau, nu = (v.numpy()[:, 0] for v in gfitc.sites.read())
+    Sigma = np.linalg.inv(np.linalg.inv(K_fitc) + np.diag(tau))
+    mu = Sigma @ nu
+    Xs = two_dimensional(6, seed=13)[0]
+    Qsf = (tf.transpose(kern(Z, Xs)) @ tf.linalg.solve(Kuu, Kuf)).numpy()
+    T = np.diag(tau)
+    mean = Qsf @ (nu - tau * mu)
+    var = np.diag(kern(Xs).numpy()) - np.einsum("ij,jk,ik->i", Qsf, T - T @ Sigma @ T, Qsf)
+    sep_mean, sep_var = sep.predict_f(Xs)
+    np.testing.assert_allclose(sep_mean[:, 0], mean, atol=1e-7)
+    np.testing.assert_allclose(sep_var[:, 0], var, atol=1e-7)
+
+
+def test_gradient_equals_finite_difference_of_converged_evidence(data):
+    """T3: kernel hyper-parameters and every entry of Z, to 1e-5 relative."""
+    m = _converged_sep(data, data[0][::8].copy())
+    with tf.GradientTape() as tape:
+        value = m.log_marginal_likelihood(data)
+    grads = tape.gradient(value, m.trainable_variables)
+    ep = EP()
+
+    def converged_evidence():
+        assert ep.minimize(m, data).converged
+        return m.log_marginal_likelihood(data).numpy()
+
+    h = 1e-5
+    for var, grad in zip(m.trainable_variables, grads):
+        base = var.numpy()
+        for j in range(base.size):
+            step = np.zeros(base.size)
+            step[j] = h
+            var.assign(base + step.reshape(base.shape))
+            up = converged_evidence()
+            var.assign(base - step.reshape(base.shape))
+            down = converged_evidence()
+            var.assign(base)
+            fd = (up - down) / (2 * h)
+            g = grad.numpy().ravel()[j]
+            assert abs(g - fd) <= 1e-5 * max(abs(fd), 1e-3), (var.name, j, g, fd)
+
+
+def test_predictions_match_gpflow_conditional(data):
+    """T11: predict_f = gpflow.conditionals.conditional with q_mu/q_sqrt (white=False)."""
+    m = _converged_sep(data, data[0][::5].copy())
+    Xs = two_dimensional(7, seed=11)[0]
+    mean, var = gpflow.conditionals.conditional(
+        tf.constant(Xs), m.inducing_variable, m.kernel, m.q_mu, q_sqrt=m.q_sqrt, white=False
+    )
+    mu, v = m.predict_f(Xs)
+    np.testing.assert_allclose(mu, mean, atol=1e-8)
+    np.testing.assert_allclose(v, var, atol=1e-8)
+    p1, _ = m.predict_y(Xs)
+    p0 = np.exp(m.predict_log_density((Xs, np.zeros((7, 1)))))
+    np.testing.assert_allclose(p1[:, 0] + p0, 1.0, atol=1e-12)
+
+
+def test_points_far_from_the_inducing_inputs(data):
+    """T9: υ ≈ 0 far away: finite sites, and there q is the prior, p(y*) = 1/2."""
+    X, Y = data
+    X_far = X + np.array([[50.0, 0.0]]) * (np.arange(len(X)) % 2 == 0)[:, None]
+    m = _converged_sep((X_far, Y), X[:5].copy())
+    assert all(np.all(np.isfinite(v)) for v in m.sites.read())
+    p, _ = m.predict_y(np.array([[80.0, 80.0]]))
+    np.testing.assert_allclose(p, 0.5, atol=1e-12)
+
+
+def test_nested_training_with_scipy(data):
+    m = SEPGPC(_kernel(), Probit(), data[0][::5].copy(), num_data=len(data[0]))
+    loss = m.training_loss_closure(data)
+    before = loss().numpy()
+    result = gpflow.optimizers.Scipy().minimize(loss, m.trainable_variables, options=dict(maxiter=20))
+    assert result.fun < before and int(m.ep_diagnostics.converged.numpy()) == 1
+
+
+def test_batch_ep_needs_all_points(data):
+    X, Y = data
+    m = SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=len(X))
+    with pytest.raises(ValueError, match="num_data"):
+        m.run_ep((X[:10], Y[:10]))
+    with pytest.raises(ValueError, match="num_data"):
+        SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=0)
