@@ -1,10 +1,10 @@
 """SEPGPC (batch / FITC-EP): oracles of the SEP spec §10 (T1, T2, T3, T9, T11)."""
 
+import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import gpflow
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC
