@@ -17,8 +17,17 @@ EP to convergence inside the loss — the batch "FITC-EP"/GFITC training of the 
 ``gpflow.optimizers.Scipy``; at convergence SEP equals GFITC (spec T2).
 
 The model keeps q(u) as natural parameters in u-space (``posterior_precision`` Λ_u,
-``posterior_shift`` η_u, refreshed by every EP run), so it predicts without the training data,
-like ``gpflow.models.SVGP``.
+``posterior_shift`` η_u), so it predicts without the training data, like ``gpflow.models.SVGP``.
+
+**Minibatches** (spec §3): every site also keeps the direction υ_i it was last updated with
+(``site_directions`` U, O(nm) memory), and Λ_u = Σ_i τ_i υ_iυ_iᵀ, η_u = Σ_i ν_i υ_i are running
+sums. :meth:`update_sites` refreshes the sites of a batch ``(X, Y, index)`` in O(|M|m² + m³): the
+cavity is q with the site's old contribution (τ_o, ν_o, υ_o) removed, projected on the fresh
+υ_n = K_uu⁻¹k_i; the new site is the engine's (damped, ρ = 0.99 in the paper). With fixed
+hyper-parameters this reaches the batch fixed point. ``training_loss((X, Y, index))`` is then the
+surrogate -F_M of spec §2.6: q and the cavities of the batch frozen, the data term scaled by
+n/|M|; its gradient is an unbiased estimate of the paper's eq. (4)/(6). F_M's *value* is not an
+evidence; use :meth:`log_marginal_likelihood` on the full data for that.
 """
 
 from typing import Optional
@@ -36,9 +45,10 @@ from gpflow.models import ExternalDataTrainingLossMixin, GPModel
 from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
 
 from ..ep import WhitenedGaussian
+from ..ep.sites import damp, site_update
 from .ep_base import EPEngineMixin
 from .ep_settings import EPSettings
-from .validation import check_data, check_inputs, check_positive_int
+from .validation import check_data, check_inputs, check_positive_int, check_range
 
 
 class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
@@ -85,6 +95,9 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         )
         self.posterior_shift = tf.Variable(
             np.zeros((M, 1)), dtype=default_float(), trainable=False, name="posterior_shift"
+        )
+        self.site_directions = tf.Variable(
+            np.zeros((num_data, M)), dtype=default_float(), trainable=False, name="site_directions"
         )
 
     # ---------------------------------------------------------------- data
@@ -146,7 +159,8 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         return run
 
     def _store_posterior(self, L, A, prior_mean, precision, natural_mean):
-        """q(u) in u-space: Λ_u = L⁻ᵀ(A T Aᵀ)L⁻¹, η_u = L⁻ᵀ A (ν - τ m)."""
+        """q(u) in u-space: Λ_u = L⁻ᵀ(A T Aᵀ)L⁻¹, η_u = L⁻ᵀ A (ν - τ m); directions υ_i = L⁻ᵀa_i."""
+        self.site_directions.assign(tf.transpose(tf.linalg.triangular_solve(L, A, adjoint=True)))
         Lambda_v = tf.matmul(A * precision[:, 0][None, :], A, transpose_b=True)
         eta_v = A @ (natural_mean - precision * prior_mean)
         half = tf.linalg.triangular_solve(L, Lambda_v, adjoint=True)  # L⁻ᵀΛ_v
@@ -169,6 +183,9 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
+        """log Z_q for full data ``(X, Y)``; the surrogate F_M for a minibatch ``(X, Y, index)``."""
+        if len(data) == 3:
+            return self.surrogate_objective(data)
         if self.ep_settings.ep_mode == "nested":
             self.run_ep(data)
         return self.log_marginal_likelihood(data)
@@ -205,3 +222,151 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         mean, cov = self._posterior_v(L).predict(A_star, Kss, full_cov=full_cov)
         mean = mean[:, None] + self.mean_function(Xnew)
         return mean, (cov[None] if full_cov else cov[:, None])
+
+    # ---------------------------------------------------------------- minibatches (spec §3)
+
+    @staticmethod
+    def _check_minibatch(batch):
+        if len(batch) != 3:
+            raise ValueError("batch must be (X, Y, index) with the rows' site indices")
+        X, Y, index = batch
+        return (
+            tf.convert_to_tensor(X, default_float()),
+            tf.convert_to_tensor(Y, default_float()),
+            tf.reshape(tf.cast(index, tf.int32), [-1]),
+        )
+
+    def _minibatch_terms(self, X, index):
+        """Fresh directions υ_n = K_uu⁻¹k_i (as a_n = Lᵀυ_n = L⁻¹k_i), FITC variances, prior means."""
+        L, A_new, s, prior_mean = self._prior(X)
+        U_old = tf.gather(self.site_directions, index)  # [B, M]
+        A_old = tf.matmul(L, U_old, transpose_a=True, transpose_b=True)  # Lᵀυ_o, [M, B]
+        q = self._posterior_v(L)
+        return L, A_new, A_old, s, prior_mean, q
+
+    def _minibatch_cavity(self, q, A_new, A_old, precision, centred_natural_mean):
+        """
+        q ÷ (old site on υ_o), projected on υ_n (spec §3):
+        h_{\\i} = h_n + σ_no (τ_o h_o - ν_o)/d, σ²_{\\i} = σ_nn + (τ_o/d) σ_no², d = 1 - τ_o σ_oo.
+        """
+        W_new = tf.linalg.triangular_solve(q._L_B, A_new)
+        W_old = tf.linalg.triangular_solve(q._L_B, A_old)
+        h_new = tf.matmul(W_new, q._c, transpose_a=True)
+        h_old = tf.matmul(W_old, q._c, transpose_a=True)
+        s_nn = tf.reduce_sum(tf.square(W_new), axis=0)[:, None]
+        s_oo = tf.reduce_sum(tf.square(W_old), axis=0)[:, None]
+        s_no = tf.reduce_sum(W_new * W_old, axis=0)[:, None]
+        den = 1.0 - precision * s_oo
+        valid = den > 0.0
+        safe = tf.where(valid, den, tf.ones_like(den))
+        mean = h_new + s_no * (precision * h_old - centred_natural_mean) / safe
+        var = s_nn + precision / safe * tf.square(s_no)
+        valid = valid & (var >= 0.0) & tf.math.is_finite(mean) & tf.math.is_finite(var)
+        return mean, var, valid
+
+    def update_sites(self, batch, damping: float = 0.99):
+        """
+        Refresh the sites of ``batch = (X, Y, index)`` by one damped EP update each and update
+        q(u) (Λ_u, η_u, U) accordingly, with the hyper-parameters held fixed.
+
+        :return: the number of skipped site updates (improper cavity or tilted distribution).
+        """
+        check_range(damping, "damping", 0.0, 1.0)
+        X, Y, index = self._check_minibatch(batch)
+        return self._update_sites_compiled(X, Y, index, float(damping))
+
+    @tf.function
+    def _update_sites_compiled(self, X, Y, index, damping):
+        deltas, skipped = self._site_deltas(X, Y, index, damping)
+        self._apply_site_deltas(index, *deltas)
+        return skipped
+
+    def _site_deltas(self, X, Y, index, damping):
+        """New sites of the batch and the change of (Λ_u, η_u) they make (no state is written)."""
+        L, A_new, A_old, s, prior_mean, q = (
+            tf.stop_gradient(t) if isinstance(t, tf.Tensor) else t for t in self._minibatch_terms(X, index)
+        )
+        tau_o = tf.gather(self.sites.precision, index)
+        nu_o = tf.gather(self.sites.natural_mean, index)
+        mean, var, valid = self._minibatch_cavity(q, A_new, A_old, tau_o, nu_o - tau_o * prior_mean)
+        mean = mean + prior_mean
+        tilted = self._tilted_fn(X, Y, s)(mean, var)
+        tau_new, nu_new, ok = site_update(mean, var, tilted, self.ep_settings.power)
+        ok = ok & valid
+        tau_d = tf.where(ok, damp(tau_o, tau_new, damping), tau_o)
+        nu_d = tf.where(ok, damp(nu_o, nu_new, damping), nu_o)
+        U_old = tf.gather(self.site_directions, index)
+        U_new = tf.transpose(tf.linalg.triangular_solve(L, A_new, adjoint=True))  # υ_n = L⁻ᵀ a_n
+        U_new = tf.where(ok, U_new, U_old)
+        # Λ_u += Σ τ_d υ_nυ_nᵀ - τ_o υ_oυ_oᵀ ;  η_u += Σ (ν_d - τ_d m) υ_n - (ν_o - τ_o m) υ_o
+        d_Lambda = tf.matmul(U_new * tau_d, U_new, transpose_a=True) - tf.matmul(U_old * tau_o, U_old, transpose_a=True)
+        d_eta = tf.matmul(U_new, nu_d - tau_d * prior_mean, transpose_a=True) - tf.matmul(
+            U_old, nu_o - tau_o * prior_mean, transpose_a=True
+        )
+        skipped = tf.reduce_sum(tf.cast(~ok, tf.int32))
+        return (tau_d, nu_d, U_new, d_Lambda, d_eta), skipped
+
+    def _apply_site_deltas(self, index, tau, nu, U, d_Lambda, d_eta):
+        """Write a batch's new sites and q(u)'s change (``scatter_update`` also works on mirrored variables)."""
+        for variable, values in [(self.sites.precision, tau), (self.sites.natural_mean, nu), (self.site_directions, U)]:
+            variable.scatter_update(tf.IndexedSlices(values, index))
+        self.posterior_precision.assign_add(d_Lambda)
+        self.posterior_shift.assign_add(d_eta)
+
+    def refresh_posterior(self, data) -> None:
+        """
+        Recompute Λ_u, η_u from all stored sites and directions (removes the slow round-off drift
+        of the running sums, spec §3 [A]); ``data = (X, Y)`` supplies the prior means m(X).
+        """
+        X = tf.convert_to_tensor(data[0], default_float())
+        U = self.site_directions
+        tau, nu = self.sites.read()
+        centred = nu - tau * self.mean_function(X)
+        self.posterior_precision.assign(tf.matmul(U * tau, U, transpose_a=True))
+        self.posterior_shift.assign(tf.matmul(U, centred, transpose_a=True))
+
+    def surrogate_objective(self, batch) -> tf.Tensor:
+        """
+        F_M (spec §2.6): with q(u) (μ, Σ) and each batch site's cavity frozen,
+
+            F = -½ log|K_uu| - ½ tr(K_uu⁻¹(Σ + μμᵀ)) + (n/|M|) Σ_{i∈M} log Z_i(ξ),
+
+        log Z_i the tilted normaliser at the cavity projected on the fresh υ_i(ξ) (mean
+        υ_iᵀμ + d_i υ_iᵀw_i, variance s_i + υ_iᵀΣυ_i + c_i (υ_iᵀw_i)², w_i = Συ_i^old). Its gradient
+        is an unbiased estimate of the gradient of log Z_q at an EP fixed point; its value is not.
+        """
+        X, Y, index = self._check_minibatch(batch)
+        L0 = tf.stop_gradient(self._chol_Kuu())
+        q0 = self._posterior_v(L0)
+        mu_v = tf.stop_gradient(q0.mean)
+        inv_chol_B = tf.stop_gradient(tf.linalg.triangular_solve(q0._L_B, tf.eye(tf.shape(L0)[0], dtype=L0.dtype)))
+        # u-space: μ = L0 μ_v, Σ = R Rᵀ with R = L0 L_B⁻ᵀ
+        mu = L0 @ mu_v
+        R = L0 @ tf.transpose(inv_chol_B)
+        U_old = tf.stop_gradient(tf.gather(self.site_directions, index))
+        w = tf.matmul(R, tf.matmul(R, U_old, transpose_a=True, transpose_b=True))  # Σ υ_o, [M, B]
+        tau_o = tf.stop_gradient(tf.gather(self.sites.precision, index))
+        nu_o = tf.stop_gradient(tf.gather(self.sites.natural_mean, index))
+        prior_mean0 = tf.stop_gradient(self.mean_function(X))
+        s_oo = tf.reduce_sum(U_old * tf.transpose(w), axis=1, keepdims=True)
+        h_o = U_old @ mu
+        den = tf.maximum(1.0 - tau_o * s_oo, 1e-12)
+        c = tau_o / den
+        d = (tau_o * h_o - (nu_o - tau_o * prior_mean0)) / den
+
+        L = self._chol_Kuu()
+        Kuf = covariances.Kuf(self.inducing_variable, self.kernel, X)
+        upsilon = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)  # [M, B]
+        s = tf.maximum(self.kernel(X, full_cov=False) - tf.reduce_sum(Kuf * upsilon, axis=0), 0.0)[:, None]
+        proj_mu = tf.matmul(upsilon, mu, transpose_a=True)
+        proj_w = tf.reduce_sum(upsilon * w, axis=0)[:, None]
+        proj_var = tf.reduce_sum(tf.square(tf.matmul(R, upsilon, transpose_a=True)), axis=0)[:, None]
+        cav_mean = proj_mu + d * proj_w + self.mean_function(X)
+        cav_var = proj_var + c * tf.square(proj_w)
+        log_z = self._tilted_fn(X, Y, s)(cav_mean, cav_var).log_z
+        prior_part = -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L))) - 0.5 * (
+            tf.reduce_sum(tf.square(tf.linalg.triangular_solve(L, R)))
+            + tf.reduce_sum(tf.square(tf.linalg.triangular_solve(L, mu)))
+        )
+        scale = tf.cast(self.num_data, log_z.dtype) / tf.cast(tf.shape(X)[0], log_z.dtype)
+        return prior_part + scale * tf.reduce_sum(log_z)

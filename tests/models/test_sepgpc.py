@@ -154,3 +154,49 @@ def test_batch_ep_needs_all_points(data):
         m.run_ep((X[:10], Y[:10]))
     with pytest.raises(ValueError, match="num_data"):
         SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=0)
+
+
+# ------------------------------------------------------------------------------ minibatches (spec §3)
+
+
+def test_minibatch_ep_reaches_the_batch_fixed_point(data):
+    """T6: ρ = 0.99, |M| = 12 ≠ m: the minibatch scheme of spec §3 converges to batch EP's sites."""
+    X, Y = data
+    Z = X[::4].copy()
+    batch = _converged_sep(data, Z)
+    mb = SEPGPC(_kernel(), Probit(), Z, num_data=len(X), ep_mode="alternated")
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        perm = rng.permutation(len(X))
+        for j in range(0, len(X) - 11, 12):
+            idx = perm[j : j + 12]
+            assert int(mb.update_sites((X[idx], Y[idx], idx))) == 0
+    for a, b in zip(mb.sites.read(), batch.sites.read()):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(mb.posterior_precision, batch.posterior_precision, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(mb.predict_f(X[:5])[0], batch.predict_f(X[:5])[0], atol=1e-8)
+
+
+def test_minibatch_gradients_average_to_the_exact_gradient(data):
+    """T8 (+T3): over a partition, the mean of the surrogate gradients is ∇log Z_q at convergence."""
+    X, Y = data
+    m = _converged_sep(data, X[::4].copy())
+    with tf.GradientTape() as tape:
+        value = m.log_marginal_likelihood(data)
+    exact = tape.gradient(value, m.trainable_variables)
+    total = [np.zeros(g.shape) for g in exact]
+    parts = np.array_split(np.arange(len(X)), 4)
+    for idx in parts:
+        with tf.GradientTape() as tape:
+            f = m.surrogate_objective((X[idx], Y[idx], idx))
+        for t, g in zip(total, tape.gradient(f, m.trainable_variables)):
+            t += g.numpy() / len(parts)
+    for t, g in zip(total, exact):
+        np.testing.assert_allclose(t, g, rtol=1e-8, atol=1e-10)
+
+
+def test_minibatch_needs_site_indices(data):
+    X, Y = data
+    m = SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=len(X))
+    with pytest.raises(ValueError, match="index"):
+        m.update_sites((X[:4], Y[:4]))

@@ -1,0 +1,218 @@
+r"""
+One training loop for every model: EP models and GPflow's own SVGP/VGP alike (SEP spec §11.3).
+
+    result = gpflow_ep.training.fit(model, (X, Y), batch_size=200, epochs=10)
+
+Per step, for a minibatch M:
+
+* models with minibatch EP (:class:`~gpflow_ep.models.SEPGPC`) first refresh the sites of M
+  (``update_sites``, damped), then take a gradient step on ``training_loss(batch)`` (the surrogate
+  -F_M of SEP spec §2.6) — the paper's "inner" updates;
+* models that hold their data and run EP (:class:`~gpflow_ep.models.EPGPC` and subclasses) are
+  trained in alternated mode: EP to convergence every ``ep_every`` steps, gradient steps between;
+* any other GPflow model with ``training_loss(batch)`` (``SVGP``) takes the gradient step only.
+
+``strategy=`` a ``tf.distribute`` strategy (build the model and the optimiser under
+``strategy.scope()``) splits every batch over the replicas: each replica computes its part of the
+site refresh from the same q(u); the changes of q(u) are summed across replicas and all state is
+assigned in cross-replica context, so the run gives the same numbers as on one device. Each replica
+differentiates F_{M_r}/R (or SVGP's loss / R); the optimiser sums the gradients, which equals the
+single-device gradient of F_M when the replicas get equal batch shares.
+"""
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional
+
+import numpy as np
+import tensorflow as tf
+from gpflow.config import default_float
+from gpflow.keras import tf_keras
+
+from .models.validation import check_positive_int
+
+__all__ = ["fit", "FitResult", "make_dataset", "make_train_step", "paper_adadelta"]
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit` did: steps, epochs, wall time, and the loss of every step."""
+
+    steps: int = 0
+    epochs: float = 0.0
+    seconds: float = 0.0
+    losses: List[float] = field(default_factory=list)
+    skipped_site_updates: int = 0
+
+
+def paper_adadelta():
+    """ADADELTA as in the SEP paper: ρ = 0.9, ε = 1e-5, no global learning rate (lr = 1)."""
+    return tf_keras.optimizers.Adadelta(learning_rate=1.0, rho=0.9, epsilon=1e-5)
+
+
+def _uses_minibatch_ep(model) -> bool:
+    return hasattr(model, "update_sites")
+
+
+def _holds_data(model) -> bool:
+    return hasattr(model, "data") and hasattr(model, "run_ep")
+
+
+def make_dataset(data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True) -> tf.data.Dataset:
+    """
+    ``tf.data.Dataset`` of minibatches ``(X, Y, index)`` from arrays ``(X, Y)``; the index tells a
+    minibatch-EP model which sites the rows belong to (other models ignore it).
+    """
+    X, Y = (np.asarray(a, dtype=np.float64) for a in data[:2])
+    index = np.arange(X.shape[0], dtype=np.int32)
+    ds = tf.data.Dataset.from_tensor_slices((X, Y, index))
+    if shuffle:
+        ds = ds.shuffle(X.shape[0], seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    return ds.batch(batch_size, drop_remainder=True)
+
+
+def _loss_for(model, batch):
+    if _uses_minibatch_ep(model):
+        return model.training_loss(batch)
+    if _holds_data(model):
+        return model.training_loss()
+    return model.training_loss(batch[:2])
+
+
+def make_train_step(
+    model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None, damping: float = 0.99
+) -> Callable:
+    """
+    A compiled step ``step(batch) -> (loss, skipped)``: minibatch site refresh (when the model has
+    one) followed by one optimiser step; with ``strategy``, ``batch`` is a distributed batch.
+    """
+    variables = model.trainable_variables
+
+    if strategy is None:
+
+        @tf.function
+        def step(batch):
+            skipped = tf.constant(0)
+            if _uses_minibatch_ep(model):
+                X, Y, index = batch
+                skipped = model._update_sites_compiled(
+                    tf.cast(X, default_float()), tf.cast(Y, default_float()), tf.reshape(index, [-1]), damping
+                )
+            with tf.GradientTape() as tape:
+                loss = _loss_for(model, batch)
+            optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            return loss, skipped
+
+        return step
+
+    replicas = strategy.num_replicas_in_sync
+
+    def replica_deltas(batch):
+        X, Y, index = batch
+        return model._site_deltas(
+            tf.cast(X, default_float()), tf.cast(Y, default_float()), tf.reshape(index, [-1]), damping
+        )
+
+    def replica_gradient_step(batch):
+        with tf.GradientTape() as tape:
+            loss = _loss_for(model, batch) / replicas
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    def concat_local(values):
+        return tf.concat(strategy.experimental_local_results(values), axis=0)
+
+    @tf.function
+    def step(batch):
+        skipped = tf.constant(0)
+        if _uses_minibatch_ep(model):
+            (tau, nu, U, d_Lambda, d_eta), skipped_r = strategy.run(replica_deltas, args=(batch,))
+            index = concat_local(batch[2])
+            model._apply_site_deltas(
+                tf.reshape(index, [-1]),
+                concat_local(tau),
+                concat_local(nu),
+                concat_local(U),
+                strategy.reduce(tf.distribute.ReduceOp.SUM, d_Lambda, axis=None),
+                strategy.reduce(tf.distribute.ReduceOp.SUM, d_eta, axis=None),
+            )
+            skipped = strategy.reduce(tf.distribute.ReduceOp.SUM, skipped_r, axis=None)
+        losses = strategy.run(replica_gradient_step, args=(batch,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None), skipped
+
+    return step
+
+
+def fit(
+    model,
+    data,
+    *,
+    optimizer=None,
+    batch_size: Optional[int] = None,
+    epochs: Optional[float] = None,
+    iterations: Optional[int] = None,
+    time_budget: Optional[float] = None,
+    damping: float = 0.99,
+    ep_every: int = 50,
+    strategy: Optional[tf.distribute.Strategy] = None,
+    monitor: Optional[Callable] = None,
+    progress: bool = False,
+    seed: int = 0,
+) -> FitResult:
+    """
+    Train ``model`` on ``data``.
+
+    :param data: arrays ``(X, Y)`` (minibatches are drawn with indices) or a ``tf.data.Dataset``
+        of ``(X, Y, index)`` batches.
+    :param optimizer: a ``tf_keras`` optimiser (default Adam(0.01); :func:`paper_adadelta` is the
+        SEP paper's); create it under ``strategy.scope()`` when distributing.
+    :param batch_size: minibatch size (default: all data, i.e. batch gradient steps).
+    :param epochs, iterations, time_budget: stop at whichever comes first (default 1 epoch).
+    :param damping: ρ of the minibatch site refresh (0.99 in the paper).
+    :param ep_every: for models that hold their data: run EP to convergence every this many steps.
+    :param strategy: a ``tf.distribute`` strategy; the batch is split over its replicas.
+    :param monitor: called as ``monitor(step)`` after every step (e.g. a ``gpflow.monitor.Monitor``).
+    :param progress: print a one-line progress report every 10 % of the run.
+    """
+    optimizer = optimizer or tf_keras.optimizers.Adam(0.01)
+    if isinstance(data, tf.data.Dataset):
+        dataset = data
+        steps_per_epoch = None
+    else:
+        n = np.asarray(data[0]).shape[0]
+        batch_size = n if batch_size is None else check_positive_int(batch_size, "batch_size")
+        dataset = make_dataset(data, batch_size, seed=seed, shuffle=batch_size < n)
+        steps_per_epoch = max(n // batch_size, 1)
+    if iterations is None and epochs is None and time_budget is None:
+        epochs = 1
+    limit = np.inf
+    if iterations is not None:
+        limit = check_positive_int(iterations, "iterations")
+    if epochs is not None:
+        if steps_per_epoch is None:
+            raise ValueError("epochs needs array data (X, Y); with a Dataset give iterations or time_budget")
+        limit = min(limit, int(np.ceil(float(epochs) * steps_per_epoch)))
+    if strategy is not None:
+        dataset = strategy.experimental_distribute_dataset(dataset)
+    step = make_train_step(model, optimizer, strategy=strategy, damping=damping)
+
+    result = FitResult()
+    start = time.perf_counter()
+    iterator = iter(dataset)
+    while result.steps < limit and (time_budget is None or time.perf_counter() - start < time_budget):
+        if _holds_data(model) and result.steps % ep_every == 0:
+            model.run_ep()
+        loss, skipped = step(next(iterator))
+        result.steps += 1
+        result.losses.append(float(loss))
+        result.skipped_site_updates += int(skipped)
+        if monitor is not None:
+            monitor(result.steps)
+        if progress and np.isfinite(limit) and result.steps % max(int(limit) // 10, 1) == 0:
+            print(f"step {result.steps}/{int(limit)}  loss {result.losses[-1]:.4f}", flush=True)
+    result.seconds = time.perf_counter() - start
+    if steps_per_epoch:
+        result.epochs = result.steps / steps_per_epoch
+    return result

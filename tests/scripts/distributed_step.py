@@ -1,0 +1,73 @@
+"""
+Run by tests/test_training.py in a subprocess: TensorFlow must see 2 logical CPU devices before it
+initialises. Prints one JSON line: the largest differences between one training step under
+MirroredStrategy over 2 devices and the same step on one device.
+"""
+
+import json
+import sys
+
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import gpflow  # noqa: E402
+import numpy as np  # noqa: E402
+from gpflow.keras import tf_keras  # noqa: E402
+
+from gpflow_ep.datasets import two_dimensional  # noqa: E402
+from gpflow_ep.likelihoods import Probit  # noqa: E402
+from gpflow_ep.models import SEPGPC  # noqa: E402
+from gpflow_ep.training import make_train_step  # noqa: E402
+
+
+def build(kind, X, Z):
+    kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=[0.9, 1.1])
+    if kind == "SEPGPC":
+        return SEPGPC(kernel, Probit(), Z.copy(), num_data=len(X))
+    return gpflow.models.SVGP(kernel, Probit(), Z.copy(), num_data=len(X))
+
+
+def state(model):
+    return [v.numpy().copy() for v in model.variables]
+
+
+def main(kind):
+    X, Y = two_dimensional(64, seed=4)
+    Z = X[::8]
+    index = np.arange(20, 44, dtype=np.int32)
+    batch = (X[index], Y[index], index)
+    results = {}
+    for label in ["single", "mirrored"]:
+        if label == "mirrored":
+            strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+            with strategy.scope():
+                model = build(kind, X, Z)
+                optimizer = tf_keras.optimizers.SGD(learning_rate=1.0)
+            step = make_train_step(model, optimizer, strategy=strategy)
+            ds = tf.data.Dataset.from_tensor_slices(batch).batch(len(index))
+            dist_batch = next(iter(strategy.experimental_distribute_dataset(ds)))
+        else:
+            model = build(kind, X, Z)
+            optimizer = tf_keras.optimizers.SGD(learning_rate=1.0)
+            step = make_train_step(model, optimizer)
+            dist_batch = batch
+        before = state(model)
+        # two steps: the second sees the sites and q(u) written by the first
+        losses = [float(step(dist_batch)[0]) for _ in range(2)]
+        after = state(model)
+        results[label] = (losses, [a - b for a, b in zip(after, before)], after)
+    (l1, d1, s1), (l2, d2, s2) = results["single"], results["mirrored"]
+    report = {
+        "loss": max(abs(a - b) for a, b in zip(l1, l2)),
+        "updates": max(float(np.max(np.abs(a - b))) for a, b in zip(d1, d2)),
+        "state": max(float(np.max(np.abs(a - b))) for a, b in zip(s1, s2)),
+        "update_scale": max(float(np.max(np.abs(a))) for a in d1),
+        "replicas": 2,
+    }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
