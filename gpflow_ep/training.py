@@ -61,16 +61,18 @@ def _holds_data(model) -> bool:
 def make_dataset(data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True) -> tf.data.Dataset:
     """
     ``tf.data.Dataset`` of minibatches ``(X, Y, index)`` from arrays ``(X, Y)``; the index tells a
-    minibatch-EP model which sites the rows belong to (other models ignore it).
+    minibatch-EP model which sites the rows belong to (other models ignore it). Every epoch is a
+    fresh permutation cut into whole batches (the remainder is dropped), so no batch repeats a site.
     """
     X, Y = (np.asarray(a, dtype=np.float64) for a in data[:2])
     index = np.arange(X.shape[0], dtype=np.int32)
     ds = tf.data.Dataset.from_tensor_slices((X, Y, index))
     if shuffle:
         ds = ds.shuffle(X.shape[0], seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
-    return ds.batch(batch_size, drop_remainder=True)
+    # batch within an epoch, then repeat: a batch never holds the same site twice (a minibatch
+    # site refresh would remove that site's old contribution twice)
+    ds = ds.batch(batch_size, drop_remainder=True)
+    return ds.repeat() if repeat else ds
 
 
 def _loss_for(model, batch):

@@ -79,3 +79,21 @@ def test_mirrored_strategy_on_two_devices_matches_one_device(model_name):
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["replicas"] == 2 and report["update_scale"] > 1e-3
     assert report["loss"] <= 1e-10 and report["updates"] <= 1e-10 and report["state"] <= 1e-10
+
+
+def test_batches_never_repeat_a_site_across_epoch_boundaries():
+    """Regression: shuffle → repeat → batch put one site twice into a batch at epoch ends, which
+    made a minibatch refresh remove that site's old contribution twice (found by the benchmark)."""
+    X, Y = two_dimensional(50, seed=0)
+    for _, _, index in make_dataset((X, Y), 12, seed=3).take(40):
+        assert len(np.unique(index.numpy())) == 12
+
+
+def test_minibatch_refresh_rejects_repeated_sites(data):
+    import tensorflow as tf
+
+    (X, Y), _ = data
+    m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:5].copy(), num_data=len(X))
+    idx = np.array([3, 4, 3])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="repeat a site"):
+        m.update_sites((X[idx], Y[idx], idx))

@@ -283,6 +283,9 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     def _site_deltas(self, X, Y, index, damping):
         """New sites of the batch and the change of (Λ_u, η_u) they make (no state is written)."""
+        tf.debugging.assert_equal(
+            tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
+        )
         L, A_new, A_old, s, prior_mean, q = (
             tf.stop_gradient(t) if isinstance(t, tf.Tensor) else t for t in self._minibatch_terms(X, index)
         )
@@ -313,17 +316,35 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         self.posterior_precision.assign_add(d_Lambda)
         self.posterior_shift.assign_add(d_eta)
 
-    def refresh_posterior(self, data) -> None:
+    def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """
-        Recompute Λ_u, η_u from all stored sites and directions (removes the slow round-off drift
-        of the running sums, spec §3 [A]); ``data = (X, Y)`` supplies the prior means m(X).
+        Put every site on the direction of the current hyper-parameters and inducing inputs,
+        υ_i = K_uu⁻¹k_i, and rebuild Λ_u, η_u from the unchanged sites (the batch model's
+        semantics), in O(nm²) for ``data = (X, Y)``. Optional: minibatch sites keep the direction
+        they were last updated with, as in the paper (spec §3); this re-projection also removes the
+        slow round-off drift of the running sums (spec §3 [A]).
         """
-        X = tf.convert_to_tensor(data[0], default_float())
-        U = self.site_directions
+        X = np.asarray(data[0], dtype=np.float64)
+        L = self._chol_Kuu()
         tau, nu = self.sites.read()
-        centred = nu - tau * self.mean_function(X)
-        self.posterior_precision.assign(tf.matmul(U * tau, U, transpose_a=True))
-        self.posterior_shift.assign(tf.matmul(U, centred, transpose_a=True))
+        M = self.inducing_variable.num_inducing
+        Lambda = tf.zeros((M, M), default_float())
+        eta = tf.zeros((M, 1), default_float())
+        for start in range(0, X.shape[0], chunk_size):
+            Xc = tf.constant(X[start : start + chunk_size])
+            U = self._directions(L, Xc)
+            t, n_ = tau[start : start + chunk_size], nu[start : start + chunk_size]
+            centred = n_ - t * self.mean_function(Xc)
+            Lambda += tf.matmul(U * t, U, transpose_a=True)
+            eta += tf.matmul(U, centred, transpose_a=True)
+            self.site_directions[start : start + chunk_size].assign(U)
+        self.posterior_precision.assign(Lambda)
+        self.posterior_shift.assign(eta)
+
+    def _directions(self, L, X):
+        """υ_i = K_uu⁻¹k_i = L⁻ᵀL⁻¹k_i as rows, [N, M]."""
+        Kuf = covariances.Kuf(self.inducing_variable, self.kernel, X)
+        return tf.transpose(tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True))
 
     def surrogate_objective(self, batch) -> tf.Tensor:
         """

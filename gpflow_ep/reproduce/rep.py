@@ -9,6 +9,7 @@ moment matching* (rep spec §9), claim by claim:
 Each part writes ``<out-dir>/<part>.json`` and ``<out-dir>/<part>.md``; options after ``--parts``
 and ``--out-dir`` are passed to every part (``--quick`` gives a short smoke configuration).
 """
+
 import argparse
 import importlib
 from typing import List, Optional

@@ -187,3 +187,12 @@ def test_minibatch_needs_site_indices(data):
     m = SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=len(X))
     with pytest.raises(ValueError, match="index"):
         m.update_sites((X[:4], Y[:4]))
+
+
+def test_reprojection_keeps_q_at_fixed_hyper_parameters(data):
+    """Sites already on the current directions: re-projecting reproduces q(u) (round-off only)."""
+    m = _converged_sep(data, data[0][::4].copy())
+    Lambda, eta = m.posterior_precision.numpy(), m.posterior_shift.numpy()
+    m.reproject_sites(data, chunk_size=7)
+    np.testing.assert_allclose(m.posterior_precision, Lambda, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(m.posterior_shift, eta, rtol=1e-10, atol=1e-10)

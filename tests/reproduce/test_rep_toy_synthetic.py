@@ -1,0 +1,84 @@
+"""
+Smoke tests of the C1 (5-point toy) and C2 (synthetic) reproductions of Qi & Guo (2012), plus the
+toy's exact-posterior oracle (rep spec §8 item 13 analogue) and REP(c = 1000) ≡ EP on the toy.
+
+The runs are shrunk below ``--quick`` (toy: u = 0.8, c = 1000, no random configurations;
+synthetic: the 10 % flip rate only, 1,000 test points) because every EP run re-traces the compiled loop
+(about 1–4 s each), which dominates the cost of these tiny problems.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from gpflow_ep.reproduce import rep_synthetic, rep_toy
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def test_exact_posterior_agrees_with_importance_sampling():
+    """Grid integration and the closed form vs importance sampling (prior proposal, 200k samples)."""
+    X, Y, eps = rep_toy.TOY_X, rep_toy.TOY_Y, 0.2
+    mean_g, cov_g, _ = rep_toy.exact_posterior_grid(X, Y, eps)
+    mean_a, cov_a, _ = rep_toy.exact_posterior_sectors(X, Y, eps)
+    s = rep_toy.importance_sampling(X, Y, eps, num_samples=200_000, seed=0)
+    assert np.all(np.abs(s["mean"] - mean_g) < 5 * s["se_mean"])
+    assert np.all(np.abs(s["cov"] - cov_g) < 5 * s["se_cov"])
+    assert np.all(np.abs(s["mean"] - mean_a) < 5 * s["se_mean"])
+    assert np.all(np.abs(s["cov"] - cov_a) < 5 * s["se_cov"])
+    # the grid's O(h) error is far below the EP errors being measured (~1e-2 in the mean)
+    np.testing.assert_allclose(mean_g, mean_a, atol=5e-4)
+    np.testing.assert_allclose(cov_g, cov_a, atol=5e-4)
+
+
+def test_rep_toy_quick(tmp_path):
+    argv = ["--out-dir", str(tmp_path), "--quick", "--u", "0.8", "--c", "1000", "--random-configs", "0"]
+    assert rep_toy.main(argv) == 0
+    report = json.loads((tmp_path / "C1.json").read_text())
+    md = (tmp_path / "C1.md").read_text()
+    assert "## Claims" in md and "| EP |" in md
+    assert report["runs"] and report["claims"]
+    for row in report["runs"]:
+        for key in ("mean_err", "cov_err", "angle_deg", "mean_err_alpha"):
+            assert _finite(row[key]), (row["method"], key)
+        assert all(_finite(v) for v in row["mean"])
+    by_name = {r["method"]: r for r in report["runs"] if r["eps"] == 0.2}
+    ep, rep = by_name["EP"], by_name["REP(c=1000)"]
+    np.testing.assert_allclose(rep["mean"], ep["mean"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(rep["cov"], ep["cov"], rtol=0, atol=1e-10)
+    assert rep["relaxed_points"] == []
+
+
+def test_rep_synthetic_quick(tmp_path):
+    argv = ["--out-dir", str(tmp_path), "--quick", "--flip-rates", "0.1", "--test-points", "1000"]
+    assert rep_synthetic.main(argv) == 0
+    report = json.loads((tmp_path / "C2.json").read_text())
+    assert report["complete"]
+    assert "## Claims" in (tmp_path / "C2.md").read_text()
+    for name in ("C2_R_curves.png", "C2_boundaries.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+    summary = report["summary"]["1"]["0.1"]
+    assert set(summary) == {"EP", "PEP(u=0.8,full)", "PEP(u=0.8,fractional)", "REP(c=1)"}
+    for s in summary.values():
+        assert s["runs"] == 1
+        assert _finite(s["test_error"]["mean"]) and 0.0 <= s["test_error"]["mean"] <= 1.0
+        assert _finite(s["test_error_alpha"]["mean"]) and _finite(s["test_nlpd"]["mean"])
+        assert _finite(s["mean_sweeps_all"]["mean"])
+    for row in report["runs"]:
+        assert len(row["R_history"]) == row["sweeps"]
+        assert all(_finite(h) for h in row["R_history"])
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.25])
+def test_closed_form_posterior_matches_grid(eps):
+    """The sector formula (the C1 reference) agrees with brute-force grid integration."""
+    X, Y = rep_toy.random_configuration(3)
+    mean_g, cov_g, logz_g = rep_toy.exact_posterior_grid(X, Y, eps, n=1001)
+    mean_a, cov_a, logz_a = rep_toy.exact_posterior_sectors(X, Y, eps)
+    np.testing.assert_allclose(mean_g, mean_a, atol=1e-3)
+    np.testing.assert_allclose(cov_g, cov_a, atol=1e-3)
+    assert abs(logz_g - logz_a) < 1e-2

@@ -1,0 +1,49 @@
+"""Smoke test of claim C3 (UCI benchmarks): ``--quick`` runs Crabs, one split, maxiter 5."""
+
+import json
+import math
+
+import pytest
+
+from gpflow_ep.datasets import benchmark_dir
+from gpflow_ep.reproduce.rep_uci import BASELINES, EP_METHODS, main
+
+
+def _data_available() -> bool:
+    try:
+        benchmark_dir()
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _data_available(), reason="shared benchmark datasets not found")
+def test_rep_uci_quick_writes_finite_results(tmp_path):
+    assert main(["--quick", "--out-dir", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "C3.json").read_text())
+    assert report["complete"] is True
+    assert report["config"]["datasets"] == ["Crabs"] and report["config"]["splits"] == [0]
+
+    runs = report["runs"]
+    assert sorted(r["method"] for r in runs) == sorted(EP_METHODS + BASELINES)
+    for r in runs:
+        assert math.isfinite(r["test_error"]) and 0.0 <= r["test_error"] <= 1.0, r["method"]
+        assert math.isfinite(r["test_nlpd"]) and r["test_nlpd"] > 0.0, r["method"]
+        if r["method"] in EP_METHODS:
+            assert 1 <= r["sweeps"] <= 100 and r["num_skipped"] >= 0
+            assert 0.0 <= r["frac_b_positive"] <= 1.0
+            assert r["width"]["lengthscale"] > 0.0
+
+    summary = report["results"]["summary"]["eps=0.05"]["Crabs"]
+    for name in EP_METHODS + BASELINES:
+        assert math.isfinite(summary[name]["test_error"]["mean"])
+        assert math.isfinite(summary[name]["test_nlpd"]["mean"])
+    diffs = report["results"]["paired_differences"]["eps=0.05"]["Crabs"]
+    assert all(d["n"] == 1 for d in diffs.values())
+
+    md = (tmp_path / "C3.md").read_text()
+    assert "## Claims" in md and "Paired differences" in md
+    for name in EP_METHODS + BASELINES:
+        assert f"| Crabs | {name} |" in md
+    table = md.split("## Results", 1)[1].split("## Claims", 1)[0]
+    assert "nan" not in table.lower() and "inf" not in table.lower()
