@@ -39,7 +39,6 @@ the end).
 """
 
 import argparse
-import datetime as _dt
 import json
 import math
 import sys
@@ -49,7 +48,12 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .common import finite_or_none as _finite
+from .common import mean_se, progress_logger
+from .common import utc_now as _now
 from .rep_toy import ModelSlot, fit
+
+_log = progress_logger("C2")
 
 FLIP_RATES = (0.1, 0.2)
 C_VALUES = (1.0, 10.0)  # on every repetition
@@ -69,23 +73,8 @@ EP_OPTIONS = dict(schedule="sequential", criterion="alpha", tol=1e-3, max_sweeps
 PLOT_REP, PLOT_GRID = 0, 151
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _log(message: str) -> None:
-    print(f"[C2 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
 def _fmt(c: float) -> str:
     return f"{c:g}"
-
-
-def _finite(x) -> Optional[float]:
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def bayes_error(separation: float = SEPARATION) -> Dict:
@@ -187,14 +176,6 @@ def run_one(slot: ModelSlot, data, flip_rate: float, width: float, rep: int) -> 
 
 
 # ---------------------------------------------------------------- statistics
-
-
-def mean_se(values) -> Dict:
-    x = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-    if x.size == 0:
-        return {"mean": None, "se": None, "n": 0}
-    se = float(np.std(x, ddof=1) / math.sqrt(x.size)) if x.size > 1 else None
-    return {"mean": float(np.mean(x)), "se": se, "n": int(x.size)}
 
 
 def summarise(rows: List[Dict], width: float, flip_rates, methods) -> Dict:

@@ -41,7 +41,6 @@ Output: ``<out-dir>/C1.json`` and ``<out-dir>/C1.md``.
 """
 
 import argparse
-import datetime as _dt
 import json
 import math
 import sys
@@ -50,6 +49,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+
+from .common import progress_logger
+from .common import utc_now as _now
+
+_log = progress_logger("C1")
 
 TOY_X = np.array([[-1.0, 1.0], [-2.0, 0.5], [3.0, 0.0], [1.0, 1.5], [1.5, -0.5]])
 TOY_Y = np.array([[1.0], [1.0], [1.0], [0.0], [0.0]])
@@ -72,14 +76,6 @@ GRID_N, GRID_COARSE_N, GRID_HALF_WIDTH = 2001, 1001, 8.0
 #: relative difference below which two errors count as equal: runs stop at R < 1e-3, so two runs
 #: with the same fixed point differ by ~1e-4 in E[w], i.e. by up to ~1 % in the errors
 TIE = 0.01
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _log(message: str) -> None:
-    print(f"[C1 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def _fmt(c: float) -> str:

@@ -42,15 +42,19 @@ re-trace on every call; the runs are otherwise those of ``gpflow_ep.optimizers.E
 """
 
 import argparse
-import datetime as _dt
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import numpy as np
+
+from .common import finite_or_none as _finite
+from .common import mean_se, progress_logger
+from .common import utc_now as _now
+
+_log = progress_logger("C3")
 
 DATASETS = ("Pima", "Australian", "Breast", "Crabs", "Iono", "Sonar")
 QUICK_DATASETS = ("Crabs",)
@@ -63,19 +67,6 @@ BASELINES = ("EP-probit", "VGP-probit")
 REP_METHODS = ("REP(c=1)", "REP(c=10)")
 EP_OPTIONS = dict(schedule="parallel", criterion="alpha", tol=1e-3, max_sweeps=100, ep_mode="alternated")
 WIDTH_MAXITER, VGP_MAXITER, EP_PROBIT_MAXITER, QUICK_MAXITER = 50, 200, 100, 5
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _log(message: str) -> None:
-    print(f"[C3 {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def _finite(x) -> Optional[float]:
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 # ---------------------------------------------------------------- models reused across splits
@@ -327,15 +318,6 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
 
 
 # ---------------------------------------------------------------- statistics
-
-
-def mean_se(values) -> Dict:
-    """Mean, standard error (ddof 1) and count of the finite values."""
-    x = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-    if x.size == 0:
-        return {"mean": None, "se": None, "n": 0}
-    se = float(np.std(x, ddof=1) / math.sqrt(x.size)) if x.size > 1 else None
-    return {"mean": float(np.mean(x)), "se": se, "n": int(x.size)}
 
 
 def _t_quantile(n: int) -> float:
