@@ -53,6 +53,19 @@ class EPSettings:
     def resolved_damping(self) -> float:
         return DEFAULT_DAMPING[self.schedule] if self.damping is None else float(self.damping)
 
+    def as_key(self) -> tuple:
+        """The settings as plain values: a ``tf.function`` traces those by value, not by identity."""
+        return (
+            self.power,
+            self.cavity,
+            self.schedule,
+            self.damping,
+            self.max_sweeps,
+            self.tol,
+            self.ep_mode,
+            self.criterion,
+        )
+
     def updated(self, **changes) -> "EPSettings":
         """A copy with the given fields changed (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -95,10 +95,11 @@ class EPGPC(EPEngineMixin, GPModel, InternalDataTrainingLossMixin):
         :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
         """
         s = self.ep_settings.updated(**settings)
-        return self._run_ep_compiled(s)
+        return self._run_ep_compiled(*s.as_key())
 
     @tf.function
-    def _run_ep_compiled(self, settings: EPSettings):
+    def _run_ep_compiled(self, *settings_key):
+        settings = EPSettings(*settings_key)
         K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
 
         def marginals(tau, nu):

@@ -138,10 +138,11 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         :attr:`ep_settings` for this run.
         """
         X, Y = self._check_batch_data(data)
-        return self._run_ep_compiled(X, Y, self.ep_settings.updated(**settings))
+        return self._run_ep_compiled(X, Y, *self.ep_settings.updated(**settings).as_key())
 
     @tf.function
-    def _run_ep_compiled(self, X, Y, settings: EPSettings):
+    def _run_ep_compiled(self, X, Y, *settings_key):
+        settings = EPSettings(*settings_key)
         L, A, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
 
         def marginals(tau, nu):
