@@ -347,22 +347,39 @@ def paired(rows_a: List[Dict], rows_b: List[Dict], key: str) -> Dict:
     return stats
 
 
+TIE = 1e-12  # paired differences below this are ties (errors are multiples of 1/num_test)
+
+
 def verdict(diff: Dict) -> str:
     """Reading of a paired difference REP − other (negative favours REP)."""
     if diff["n"] == 0 or diff["mean"] is None:
         return "no data"
     if diff["wins"] == 0 and diff["losses"] == 0:
         return "identical on every split"
+    mean = 0.0 if abs(diff["mean"]) <= TIE else diff["mean"]
     if diff["se"] is None or diff["se"] == 0:
-        return "REP lower" if diff["mean"] < 0 else "REP not lower"
+        return "REP lower" if mean < 0 else ("equal means" if mean == 0 else "REP higher")
     half = diff["t95"] * diff["se"]
-    if diff["mean"] + half < 0:
+    if mean + half < 0:
         return "REP lower (significant)"
-    if diff["mean"] < 0:
+    if mean < 0:
         return "REP lower (not significant)"
-    if diff["mean"] - half > 0:
+    if mean - half > 0:
         return "REP higher (significant)"
-    return "REP not lower (not significant)" if diff["mean"] > 0 else "equal means"
+    return "REP higher (not significant)" if mean > 0 else "equal means"
+
+
+def failure_kind(row: Dict) -> Optional[str]:
+    """
+    For a run that missed R < 1e-3: "slow" if R still fell steadily over its last 10 sweeps (e.g.
+    after rejected parallel sweeps halved the damping), otherwise "cycling" (R flat or oscillating).
+    """
+    if not row.get("diverged"):
+        return None
+    h = [x for x in row.get("R_history", []) if x >= 0][-10:]
+    if len(h) >= 2 and all(b <= a for a, b in zip(h, h[1:])) and h[-1] < 0.95 * h[0]:
+        return "slow"
+    return "cycling"
 
 
 def summarise(rows: List[Dict]) -> Dict:
@@ -398,6 +415,8 @@ def summarise(rows: List[Dict]) -> Dict:
                         {
                             "test_error_alpha": mean_se(r.get("test_error_alpha") for r in sel),
                             "num_diverged": int(sum(r["diverged"] for r in sel)),
+                            "num_diverged_slow": int(sum(failure_kind(r) == "slow" for r in sel)),
+                            "num_diverged_cycling": int(sum(failure_kind(r) == "cycling" for r in sel)),
                             "sweeps": mean_se(r["sweeps"] for r in sel),
                             "num_skipped": mean_se(r["num_skipped"] for r in sel),
                             "num_rejected": mean_se(r["num_rejected"] for r in sel),
@@ -427,7 +446,7 @@ def summarise(rows: List[Dict]) -> Dict:
                 ds
                 for ds, d in per_ds.items()
                 if all(d[f"{rep} - {o} / test_error"]["mean"] is not None for o in ("EP", "PEP(u=0.8)"))
-                and all(d[f"{rep} - {o} / test_error"]["mean"] < 0 for o in ("EP", "PEP(u=0.8)"))
+                and all(d[f"{rep} - {o} / test_error"]["mean"] < -TIE for o in ("EP", "PEP(u=0.8)"))
             ]
             significant = [
                 ds
@@ -492,6 +511,7 @@ def markdown(report: Dict) -> str:
         f"Started {report['started']}, finished {report.get('finished') or '(running)'}, wall time "
         f"{report['wall_time_s']:.0f} s on {report['machine'].get('cpu_count')} CPU core(s) shared with another job"
         f"{'' if report['complete'] else ' — **INCOMPLETE (partial results)**'}.",
+        *([f"{report['resummarised']}  "] if report.get("resummarised") else []),
         "",
         "## Protocol (ours; the paper's cross-validation protocol is unspecified)",
         "",
@@ -577,8 +597,9 @@ def markdown(report: Dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def claims_text(results: Dict) -> List[str]:
+def claims_text(results: Dict, majority: Optional[Dict] = None) -> List[str]:
     """Plain-language verdicts on the paper's C3 claims, from the summary and paired differences."""
+    majority = majority or {}
     out = [
         "Paper (Fig. 5): REP has a lower mean test error than both EP and PEP on every dataset (claimed "
         "significant), and REP never diverges. Measured here, on different datasets (see Protocol):",
@@ -604,11 +625,27 @@ def claims_text(results: Dict) -> List[str]:
         summ = results["summary"][s_key]
         div = {m: sum(summ[ds][m]["num_diverged"] for ds in summ if m in summ[ds]) for m in EP_METHODS}
         runs = {m: sum(summ[ds][m]["num_splits"] for ds in summ if m in summ[ds]) for m in EP_METHODS}
+        slow = {m: sum(summ[ds][m]["num_diverged_slow"] for ds in summ if m in summ[ds]) for m in EP_METHODS}
         out.append(
             f"* **Divergences, {s_key}** (paper: REP never diverges, EP most often): "
-            + ", ".join(f"{m} {div[m]}/{runs[m]}" for m in EP_METHODS)
-            + " runs without R < 1e-3 in 100 parallel sweeps."
+            + ", ".join(f"{m} {div[m]}/{runs[m]} ({slow[m]} slow, {div[m] - slow[m]} cycling)" for m in EP_METHODS)
+            + " runs without R < 1e-3 in 100 parallel sweeps. *Slow*: R still falling steadily over the last "
+            "10 sweeps (typically after rejected parallel sweeps halved the damping); *cycling*: R flat or "
+            "oscillating (a limit cycle)."
         )
+        chance = [
+            f"{ds} (EP {100 * summ[ds]['EP']['test_error']['mean']:.1f} % vs majority "
+            f"{100 * majority[ds]['mean']:.1f} %, lengthscale {summ[ds]['EP']['lengthscale']['mean']:.2f})"
+            for ds in summ
+            if ds in majority
+            and majority[ds]["mean"] is not None
+            and summ[ds]["EP"]["test_error"]["mean"] >= majority[ds]["mean"]
+        ]
+        if chance:
+            out.append(
+                f"* **At or below chance, {s_key}:** " + "; ".join(chance) + ". Here the evidence-selected "
+                "width is unusable, so the EP/PEP/REP comparison on these sets says nothing about the claim."
+            )
         sweeps = {m: np.mean([summ[ds][m]["sweeps"]["mean"] for ds in summ if m in summ[ds]]) for m in EP_METHODS}
         out.append(
             f"* **Sweeps, {s_key}** (paper: REP fewest), mean over datasets of the per-dataset mean: "
@@ -646,8 +683,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write(report: Dict, out_dir: Path, data_dir=None) -> None:
+def _finish(report: Dict, out_dir: Path, data_dir=None) -> None:
+    """Summarise ``report["runs"]`` and write C3.json and C3.md (also usable on a saved report)."""
     report["majority_error"] = majority_errors(report["config"]["datasets"], report.get("splits_done") or {}, data_dir)
+    report["results"] = summarise(report["runs"])
+    report["claims_text"] = claims_text(report["results"], report["majority_error"])
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "C3.json").write_text(json.dumps(report, indent=1) + "\n")
     (out_dir / "C3.md").write_text(markdown(report))
@@ -752,16 +792,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             done[s_key].append(k)
             report["splits_done"] = done
             report["wall_time_s"] = time.perf_counter() - t0
-            report["results"] = summarise(report["runs"])
-            report["claims_text"] = claims_text(report["results"])
-            _write(report, out_dir, args.data_dir)
+            _finish(report, out_dir, args.data_dir)
     report["splits_done"] = done
     report["wall_time_s"] = time.perf_counter() - t0
     report["finished"] = _now()
     report["complete"] = True
-    report["results"] = summarise(report["runs"])
-    report["claims_text"] = claims_text(report["results"])
-    _write(report, out_dir, args.data_dir)
+    _finish(report, out_dir, args.data_dir)
     _log(f"done in {report['wall_time_s']:.0f}s; wrote {out_dir / 'C3.json'} and {out_dir / 'C3.md'}")
     return 0
 
