@@ -179,20 +179,7 @@ class DatasetModels:
 
 
 def run_ep(model):
-    """
-    ``model.run_ep()`` with the model's own settings, compiled once per model.
-
-    ``EPGPC.run_ep`` hands its ``tf.function`` a fresh ``EPSettings`` on every call, which TensorFlow
-    keys by object identity, so every call re-traces (1–5 s each; reported to the lead). Passing the
-    model's stored settings object reuses the trace; on any other signature fall back to the
-    public ``run_ep``.
-    """
-    compiled = getattr(model, "_run_ep_compiled", None)
-    if compiled is not None:
-        try:
-            return compiled(model.ep_settings)
-        except TypeError:
-            pass
+    """``model.run_ep()`` with the model's own settings (compiled once per model)."""
     return model.run_ep()
 
 
