@@ -131,3 +131,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -296,8 +296,8 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
         pd = [summary[f][n]["divergent"] for f in frs]
         ok = all(e > p > 0 for e, p in zip(ep_div, pd))
         ok_all &= ok
-        ok_any |= any(e > p for e, p in zip(ep_div, pd))
-        pieces.append(f"{n} {div(n)}")
+        ok_any |= ok
+        pieces.append(f"{n} {div(n)}: EP > PEP > 0 at every rate {'holds' if ok else 'fails'}")
     text = (
         f"divergent runs (flip rates {', '.join(frs)}): EP {div('EP')}; "
         + "; ".join(pieces)
@@ -311,7 +311,7 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
     # REP fewest sweeps
     pieces, ok_all, ok_any = [], True, False
     for f in frs:
-        conv = {n: summary[f][n]["mean_sweeps_converged"]["mean"] for n in methods}
+        conv = {n: summary[f][n]["mean_sweeps_converged"] for n in methods}
         allr = {n: summary[f][n]["mean_sweeps_all"]["mean"] for n in methods}
         best_rep_s = min((allr[n], n) for n in rep_names)
         best_other = min((allr[n], n) for n in methods if n not in rep_names)
@@ -322,7 +322,10 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
             f"{f}: mean sweeps over all runs (cap 100) "
             + ", ".join(f"{n} {allr[n]:.1f}" for n in methods)
             + "; over converged runs "
-            + ", ".join(f"{n} {'–' if conv[n] is None else f'{conv[n]:.1f}'}" for n in methods)
+            + ", ".join(
+                f"{n} " + ("–" if conv[n]["mean"] is None else f"{conv[n]['mean']:.1f} ({conv[n]['n']} runs)")
+                for n in methods
+            )
         )
     verdict = "reproduced" if ok_all else ("partly reproduced" if ok_any else "not reproduced")
     out.append(
@@ -337,11 +340,19 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
         best_rep_e = min((errs[n], n) for n in rep_names)
         best_other = min((errs[n], n) for n in methods if n not in rep_names)
         d = paired(rows, best_rep_e[1], best_other[1], float(f), width, "test_error")
-        ok = best_rep_e[0] < best_other[0]
+        # "lower" must beat the repetition noise: paired mean + 2 s.e. < 0
+        ok = d["mean"] is not None and d["se"] is not None and d["mean"] + 2.0 * d["se"] < 0.0
         ok_all &= ok
         ok_any |= ok
+        if ok:
+            reading = "REP lower (paired mean + 2 s.e. < 0)"
+        elif d["mean"] is not None and d["mean"] < 0:
+            reading = "REP lower on average but within 2 s.e."
+        else:
+            reading = "REP not lower"
         pieces.append(
-            f"{f}: mean test error (sites) "
+            f"{f}: {reading}; "
+            + "mean test error (sites) "
             + ", ".join(f"{n} {100 * errs[n]:.2f}%" for n in methods)
             + f"; best REP ({best_rep_e[1]}) − best other ({best_other[1]}) = {100 * d['mean']:+.2f}"
             + (f" ± {100 * d['se']:.2f}" if d["se"] is not None else "")
@@ -366,15 +377,24 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
         }
     )
 
-    # relaxation targets flipped labels (spec §8 item 18)
+    # relaxation targets flipped labels (spec §8 item 18): pooled over the REP settings per flip rate
     pieces, ok_all, any_relaxed = [], True, False
     for f in frs:
-        for n in rep_names + list(extra_methods):
+        names = rep_names + list(extra_methods)
+        total = sum(summary[f][n]["relaxed_sites_total"] for n in names)
+        if total:
+            flipped = sum(
+                summary[f][n]["relaxed_sites_total"] * summary[f][n]["flipped_frac_among_relaxed_pooled"]
+                for n in names
+                if summary[f][n]["relaxed_sites_total"]
+            )
+            any_relaxed = True
+            ok_all &= flipped / total > float(f)
+            pieces.append(f"{f}, all REP settings pooled: {total} relaxed sites, {100 * flipped / total:.0f}% flipped")
+        for n in names:
             s = summary[f][n]
             ff = s["flipped_frac_among_relaxed_pooled"]
             if s["relaxed_sites_total"]:
-                any_relaxed = True
-                ok_all &= ff > float(f)
                 pieces.append(
                     f"{f}, {n}: {s['relaxed_sites_total']} relaxed sites in {s['runs']} runs, {100 * ff:.0f}% flipped"
                 )
@@ -561,6 +581,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=EXTRA_C_REPETITIONS,
         help=f"repetitions for --extra-c (default {EXTRA_C_REPETITIONS})",
     )
+    p.add_argument(
+        "--rerender",
+        action="store_true",
+        help="recompute summaries, claims and Markdown from an existing <out-dir>/C2.json (no EP runs, no figures)",
+    )
     p.add_argument("--flip-rates", default=None, help="comma-separated flip rates (default 0.1,0.2)")
     p.add_argument("--width", type=float, default=WIDTH, help="SE lengthscale (default 1)")
     p.add_argument("--extra-widths", default="", help="comma-separated extra lengthscales, reported separately")
@@ -579,11 +604,11 @@ def _default_reductions(reps: int, extra_c, extra_reps: int, extra_widths=()) ->
     )
     return (
         f"REP with c ∈ {{{', '.join(_fmt(c) for c in extra_c)}}} ran on the first {extra_reps} repetitions only "
-        "(the other "
-        f"methods on all {reps}): one repetition of all seven methods at both flip rates took about 8 min on this "
-        "shared 2-core machine (a 100-sweep run costs 20–70 s), so the full design (10 × 2 × 7 runs) would have "
-        "taken about 75 min, beyond the ~50 min budget. The verdicts use the methods run on every repetition; "
-        "the extra c values are listed in the tables and the evidence. " + widths
+        f"(the other methods on all {reps}): when this default was set, one repetition of all seven methods at both "
+        "flip rates took about 8 min on the shared, heavily loaded 2-core machine (a 100-sweep run at n = 400 costs "
+        "15–80 s), so the full design (10 × 2 × 7 runs) would have taken about 75 min, beyond the ~50 min budget. "
+        "Run `--c 0.3,1,3,10 --extra-c ''` for the full design. The verdicts use the methods run on every "
+        "repetition; the extra c values are listed in the tables and the evidence. " + widths
     )
 
 
@@ -593,10 +618,34 @@ def _write(report: Dict, out_dir: Path) -> None:
     (out_dir / "C2.md").write_text(markdown(report))
 
 
+def rerender(out_dir: Path) -> int:
+    """Summaries, claims and Markdown again from the stored runs (after a change of the analysis)."""
+    report = json.loads((out_dir / "C2.json").read_text())
+    cfg = report["config"]
+    flip_rates = cfg["flip_rates"]
+    methods = cfg["methods"]
+    widths = [cfg["width"]] + list(cfg["extra_widths"])
+    if cfg.get("reductions", "").startswith("REP with c ∈"):  # the generated default: refresh its wording
+        cfg["reductions"] = _default_reductions(
+            cfg["repetitions"], cfg.get("extra_c", []), cfg["extra_c_repetitions"], cfg["extra_widths"]
+        )
+    report["summary"] = {_fmt(w): summarise(report["runs"], w, flip_rates, methods) for w in widths}
+    extra = [f"REP(c={_fmt(c)})" for c in cfg.get("extra_c", [])]
+    main_methods = [m for m in methods if m not in extra]
+    summary = report["summary"][_fmt(cfg["width"])]
+    report["claims"] = claims(summary, report["runs"], cfg["width"], flip_rates, main_methods, extra)
+    report["rerendered"] = _now()
+    _write(report, out_dir)
+    _log(f"re-rendered {out_dir / 'C2.json'} and {out_dir / 'C2.md'}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args, ignored = build_parser().parse_known_args(argv)
     if ignored:
         _log(f"ignoring options meant for other parts: {ignored}")
+    if args.rerender:
+        return rerender(Path(args.out_dir))
     import gpflow
 
     from ..bench.epgpc import machine_info

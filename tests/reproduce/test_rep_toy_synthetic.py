@@ -2,7 +2,7 @@
 Smoke tests of the C1 (5-point toy) and C2 (synthetic) reproductions of Qi & Guo (2012), plus the
 toy's exact-posterior oracle (rep spec §8 item 13 analogue) and REP(c = 1000) ≡ EP on the toy.
 
-The runs are shrunk below ``--quick`` (toy: u = 0.8, c = 1000, no random configurations;
+The runs are shrunk below ``--quick`` (toy: u = 0.8, c = 1000, one random configuration;
 synthetic: the 10 % flip rate only, 1,000 test points) because every EP run re-traces the compiled loop
 (about 1–4 s each), which dominates the cost of these tiny problems.
 """
@@ -36,13 +36,14 @@ def test_exact_posterior_agrees_with_importance_sampling():
 
 
 def test_rep_toy_quick(tmp_path):
-    argv = ["--out-dir", str(tmp_path), "--quick", "--u", "0.8", "--c", "1000", "--random-configs", "0"]
+    argv = ["--out-dir", str(tmp_path), "--quick", "--u", "0.8", "--c", "1000", "--random-configs", "1"]
     assert rep_toy.main(argv) == 0
     report = json.loads((tmp_path / "C1.json").read_text())
     md = (tmp_path / "C1.md").read_text()
     assert "## Claims" in md and "| EP |" in md
-    assert report["runs"] and report["claims"]
-    for row in report["runs"]:
+    assert report["runs"] and report["random"]["runs"] and report["claims"]
+    assert set(report["random"]["summary"]) == {"PEP(u=0.8,full)", "REP(c=1)"}
+    for row in report["runs"] + report["random"]["runs"]:
         for key in ("mean_err", "cov_err", "angle_deg", "mean_err_alpha"):
             assert _finite(row[key]), (row["method"], key)
         assert all(_finite(v) for v in row["mean"])
