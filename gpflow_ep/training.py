@@ -97,13 +97,15 @@ def make_train_step(
         @tf.function
         def step(batch):
             skipped = tf.constant(0)
-            if _uses_minibatch_ep(model):
-                X, Y, index = batch
-                skipped = model._update_sites_compiled(
-                    tf.cast(X, default_float()), tf.cast(Y, default_float()), tf.reshape(index, [-1]), damping
-                )
             with tf.GradientTape() as tape:
-                loss = _loss_for(model, batch)
+                if _uses_minibatch_ep(model):  # site refresh, then F_M at the refreshed q, sharing chol(K_uu)
+                    X, Y, index = batch
+                    objective, skipped = model._refresh_and_surrogate(
+                        tf.cast(X, default_float()), tf.cast(Y, default_float()), tf.reshape(index, [-1]), damping
+                    )
+                    loss = -(objective + model.log_prior_density())
+                else:
+                    loss = _loss_for(model, batch)
             optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
             return loss, skipped
 
@@ -113,9 +115,10 @@ def make_train_step(
 
     def replica_deltas(batch):
         X, Y, index = batch
-        return model._site_deltas(
+        deltas, skipped, _ = model._site_deltas(
             tf.cast(X, default_float()), tf.cast(Y, default_float()), tf.reshape(index, [-1]), damping
         )
+        return deltas, skipped
 
     def replica_gradient_step(batch):
         with tf.GradientTape() as tape:
@@ -162,6 +165,7 @@ def fit(
     monitor: Optional[Callable] = None,
     progress: bool = False,
     seed: int = 0,
+    train_step: Optional[Callable] = None,
 ) -> FitResult:
     """
     Train ``model`` on ``data``.
@@ -177,6 +181,8 @@ def fit(
     :param strategy: a ``tf.distribute`` strategy; the batch is split over its replicas.
     :param monitor: called as ``monitor(step)`` after every step (e.g. a ``gpflow.monitor.Monitor``).
     :param progress: print a one-line progress report every 10 % of the run.
+    :param train_step: a step from :func:`make_train_step` for this model, optimiser, strategy
+        and damping, to reuse across ``fit`` calls (each call otherwise compiles a new one).
     """
     optimizer = optimizer or tf_keras.optimizers.Adam(0.01)
     if isinstance(data, tf.data.Dataset):
@@ -198,7 +204,7 @@ def fit(
         limit = min(limit, int(np.ceil(float(epochs) * steps_per_epoch)))
     if strategy is not None:
         dataset = strategy.experimental_distribute_dataset(dataset)
-    step = make_train_step(model, optimizer, strategy=strategy, damping=damping)
+    step = train_step or make_train_step(model, optimizer, strategy=strategy, damping=damping)
 
     result = FitResult()
     start = time.perf_counter()

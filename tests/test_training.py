@@ -9,11 +9,12 @@ from pathlib import Path
 import gpflow
 import numpy as np
 import pytest
+from gpflow.keras import tf_keras
 
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC
-from gpflow_ep.training import fit, make_dataset, paper_adadelta
+from gpflow_ep.training import fit, make_dataset, make_train_step, paper_adadelta
 
 SCRIPT = Path(__file__).parent / "scripts" / "distributed_step.py"
 
@@ -40,6 +41,18 @@ def test_paper_adadelta_and_iteration_limit(data):
     m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:20].copy(), num_data=len(X))
     result = fit(m, (X, Y), batch_size=20, iterations=5, optimizer=paper_adadelta())
     assert result.steps == 5
+
+
+def test_a_train_step_is_reused_across_fit_calls(data):
+    (X, Y), _ = data
+    m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:20].copy(), num_data=len(X))
+    optimizer = tf_keras.optimizers.Adam(0.01)
+    step = make_train_step(m, optimizer)
+    first = fit(m, (X, Y), batch_size=20, iterations=3, optimizer=optimizer, train_step=step)
+    traces = step.experimental_get_tracing_count()  # the optimiser's slots are created in the first call
+    second = fit(m, (X, Y), batch_size=20, iterations=3, optimizer=optimizer, train_step=step)
+    assert first.steps == second.steps == 3
+    assert step.experimental_get_tracing_count() == traces
 
 
 def test_alternated_training_of_a_model_that_holds_its_data(data):

@@ -177,30 +177,12 @@ def _header(title, report) -> List[str]:
 # ---------------------------------------------------------------- minibatches
 
 MINIBATCH_NOTE = (
-    "Minibatches come from `epoch_dataset` (shuffle → batch with drop_remainder → repeat), not from "
-    "`gpflow_ep.training.make_dataset`/`fit`: those repeat before batching, so when the batch size does not "
-    "divide n a batch at an epoch boundary can hold the same site index twice; `SEPGPC._site_deltas` then "
-    "subtracts the old site twice but `scatter_update` stores one new value, the running sums Λ_u, η_u drift "
-    "(Crabs n=180, batch 50, 100 epochs: |Λ_u − Σ τ_i υ_iυ_iᵀ| = 3.0 on |Λ_u| = 51, Λ_u indefinite), 44 % of "
-    "the site updates are then skipped as improper and the test NLL is 1.95 instead of 0.14. The shuffled "
-    "epoch-aligned batches drop n mod batch points per epoch (different ones each epoch)."
+    "Minibatches come from `gpflow_ep.training.make_dataset` (shuffle → batch with drop_remainder → repeat), so "
+    "no batch holds a site index twice; each epoch drops n mod batch points (different ones each epoch). "
+    "(Before that builder batched within epochs, a batch straddling an epoch boundary could repeat a site and "
+    "corrupt the running sums Λ_u, η_u — Crabs n=180, batch 50: test NLL 1.95 instead of 0.14; "
+    "`SEPGPC.update_sites` now refuses such batches.)"
 )
-
-
-def epoch_dataset(data, batch_size, seed=0):
-    """
-    Minibatches ``(X, Y, index)`` that never straddle an epoch: shuffle → batch (drop remainder) →
-    repeat, so no batch holds an index twice. (``gpflow_ep.training.make_dataset`` repeats before
-    batching; when ``batch_size`` does not divide n, a batch at an epoch boundary can contain the
-    same site twice, and SEPGPC's minibatch site refresh then corrupts its running sums Λ_u, η_u —
-    see the module notes. Hence this builder for every minibatch run here.)
-    """
-    import tensorflow as tf
-
-    X, Y = (np.asarray(a, dtype=np.float64) for a in data[:2])
-    index = np.arange(X.shape[0], dtype=np.int32)
-    ds = tf.data.Dataset.from_tensor_slices((X, Y, index)).shuffle(X.shape[0], seed=seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size, drop_remainder=True).repeat()
 
 
 # ---------------------------------------------------------------- table 1
@@ -251,7 +233,9 @@ class _Slot:
         if self.method == "SEP minibatch":
             steps_per_epoch = max(self.n // self.batch_size, 1)
             steps = int(math.ceil(self.epochs * steps_per_epoch))
-            it = iter(epoch_dataset((X, Y), self.batch_size, seed=seed))
+            from ..training import make_dataset
+
+            it = iter(make_dataset((X, Y), self.batch_size, seed=seed))
             first = None
             skipped = 0
             for k in range(steps):
@@ -306,10 +290,18 @@ def run_table1(
     budget=None,
     min_splits=3,
     max_m=None,
+    previous=None,
+    checkpoint=None,
     log=print,
 ) -> Dict:
+    """
+    The Table 1 protocol. ``previous``: a earlier report whose per-split records (same dataset,
+    fraction, M and all ``methods``) are reused instead of re-run; ``checkpoint(rows)`` is called
+    after every (dataset, fraction) row so a long run can be resumed.
+    """
     from ..datasets import load_benchmark
 
+    old = {(r["dataset"], r["fraction"], r["M"]): r for r in (previous or {}).get("rows", [])}
     rows, notes = [], []
     t_start = time.perf_counter()
     for name in datasets:
@@ -338,7 +330,16 @@ def run_table1(
                 per_split={m: [] for m in methods},
             )
             slots = {}
+            prev = old.get((name, frac, M))
             for k in splits:
+                reused = (
+                    {m: [r for r in prev["per_split"].get(m, []) if r["split"] == k] for m in methods} if prev else {}
+                )
+                if reused and all(reused.values()):
+                    for m in methods:
+                        row["per_split"][m].append(dict(reused[m][0], reused=True))
+                    row["splits"].append(k)
+                    continue
                 if budget is not None and len(row["splits"]) >= min_splits and time.perf_counter() - t_start > budget:
                     notes.append(f"{name} {frac:.0%}: stopped after {len(row['splits'])} splits (time budget).")
                     break
@@ -387,6 +388,8 @@ def run_table1(
                     iterations_median=float(np.median([r["iterations"] for r in recs])) if recs else float("nan"),
                 )
             rows.append(row)
+            if checkpoint is not None:
+                checkpoint(dict(rows=rows, notes=notes))
     return dict(rows=rows, notes=notes)
 
 
@@ -581,7 +584,7 @@ class _Runner:
 
         from ..likelihoods import Probit
         from ..models import SEPGPC
-        from ..training import make_train_step
+        from ..training import make_dataset, make_train_step
 
         n, D = X.shape
         if method == "SVGP":
@@ -591,7 +594,7 @@ class _Runner:
         self.method, self.n, self.batch_size = method, n, batch_size
         self.optimizer = _make_optimizer(optimizer)
         self.step = make_train_step(self.model, self.optimizer, damping=0.99)
-        self.iterator = iter(epoch_dataset((X, Y), batch_size, seed=seed))
+        self.iterator = iter(make_dataset((X, Y), batch_size, seed=seed))
         self.steps, self.train_seconds, self.skipped = 0, 0.0, 0
         self.chunk_times = []  # (steps, seconds)
 
@@ -908,9 +911,13 @@ def scaling_markdown(report) -> str:
 # ---------------------------------------------------------------- entry point
 
 
+def _write_json(path: Path, report: Dict):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
+
+
 def _write(out_dir: Path, stem: str, report: Dict, md: str):
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
+    _write_json(out_dir / f"{stem}.json", report)
     (out_dir / f"{stem}.md").write_text(md)
     print(f"wrote {out_dir / stem}.json/.md (wall time {report['wall_time_s']:.0f} s)", flush=True)
 
@@ -948,6 +955,11 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", default=",".join(METHODS), help="table1: methods to run")
     parser.add_argument(
         "--reuse", default=None, help="table1: a previous table1.json; rows of methods not run now are taken from it"
+    )
+    parser.add_argument(
+        "--resume",
+        default=None,
+        help="table1: a previous table1.json (or table1.partial.json); its per-split results are kept, not re-run",
     )
     parser.add_argument("--max-m", type=int, default=None, help="table1: skip (dataset, fraction) with M above this")
     parser.add_argument("--time-budget", type=float, default=240.0, help="airline: training seconds per method")
@@ -992,6 +1004,8 @@ def main(argv=None) -> int:
                 budget=args.table1_budget,
                 max_m=args.max_m,
                 methods=_parse_list(args.methods),
+                previous=json.loads(Path(args.resume).read_text()) if args.resume else None,
+                checkpoint=lambda partial: _write_json(out_dir / "table1.partial.json", dict(partial, command=command)),
             ),
         )
         if args.reuse:

@@ -20,7 +20,8 @@ Convergence (``criterion``):
 * "sites" (default): the largest change of a site natural parameter in a sweep (on the undamped
   proposal, so damping cannot fake convergence) is ≤ ``tol`` and no site was skipped in it;
 * "alpha": the paper's R = ‖α_t - α_{t-1}‖₂ ≤ ``tol`` over the vector of per-site
-  α_i = ∂log Z_i/∂(cavity mean) of the latest visits (Qi & Guo §6.2; rep spec §3.2).
+  α_i = ∂log Z_i/∂(cavity mean) of the latest visits (Qi & Guo §6.2; rep spec §3.2), with at
+  least one site accepted in the sweep.
 
 Improper cavities are skipped and counted, never turned into NaN. ``EPRun.history`` holds the
 convergence statistic of every sweep (zeros after the last).
@@ -59,9 +60,11 @@ def _site_change(old_tau, new_tau, old_nu, new_nu, ok):
     return tf.reduce_max(tf.where(ok, diff, tf.zeros_like(diff)))
 
 
-def _converged(change, tol, skipped_now, criterion):
+def _converged(change, tol, skipped_now, criterion, num_sites):
+    """ "sites": small change and nothing skipped; "alpha": small R and at least one accepted update
+    (a sweep that skips every site leaves α unchanged, R = 0, and proves nothing)."""
     done = change <= tol
-    return done if criterion == "alpha" else done & (skipped_now == 0)
+    return done & (skipped_now < num_sites) if criterion == "alpha" else done & (skipped_now == 0)
 
 
 def _warm_start(state_fn, precision, natural_mean):
@@ -136,7 +139,7 @@ def run_parallel_ep(
 
     def cond(sweep, *state):
         change, skipped_now = state[-5], state[-2]
-        return (sweep < max_sweeps) & ~_converged(change, tol, skipped_now, criterion)
+        return (sweep < max_sweeps) & ~_converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
 
     init = (
         tf.constant(0),
@@ -154,7 +157,7 @@ def run_parallel_ep(
         tf.zeros([max_sweeps], dtype),
     )
     sweep, tau, nu, _, _, alpha, b, _, change, skipped, rejected, skipped_now, history = tf.while_loop(cond, body, init)
-    converged = _converged(change, tol, skipped_now, criterion)
+    converged = _converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
     return EPRun(tau, nu, converged, sweep, change, skipped, rejected, skipped_now, alpha, b, history)
 
 
@@ -235,7 +238,7 @@ def run_sequential_ep(
 
     def cond(sweep, *state):
         change, skipped_now = state[-4], state[-2]
-        return (sweep < max_sweeps) & ~_converged(change, tol, skipped_now, criterion)
+        return (sweep < max_sweeps) & ~_converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
 
     init = (
         tf.constant(0),
@@ -251,5 +254,5 @@ def run_sequential_ep(
         tf.zeros([max_sweeps], dtype),
     )
     sweep, tau, nu, _, _, alpha, b, change, skipped, skipped_now, history = tf.while_loop(cond, sweep_body, init)
-    converged = _converged(change, tol, skipped_now, criterion)
+    converged = _converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
     return EPRun(tau, nu, converged, sweep, change, skipped, tf.constant(0), skipped_now, alpha, b, history)

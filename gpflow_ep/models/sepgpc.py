@@ -30,7 +30,7 @@ n/|M|; its gradient is an unbiased estimate of the paper's eq. (4)/(6). F_M's *v
 evidence; use :meth:`log_marginal_likelihood` on the full data for that.
 """
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -237,21 +237,41 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
             tf.reshape(tf.cast(index, tf.int32), [-1]),
         )
 
-    def _minibatch_terms(self, X, index):
-        """Fresh directions υ_n = K_uu⁻¹k_i (as a_n = Lᵀυ_n = L⁻¹k_i), FITC variances, prior means."""
-        L, A_new, s, prior_mean = self._prior(X)
-        U_old = tf.gather(self.site_directions, index)  # [B, M]
-        A_old = tf.matmul(L, U_old, transpose_a=True, transpose_b=True)  # Lᵀυ_o, [M, B]
-        q = self._posterior_v(L)
-        return L, A_new, A_old, s, prior_mean, q
-
-    def _minibatch_cavity(self, q, A_new, A_old, precision, centred_natural_mean):
+    def _minibatch_frame(self, X, index):
         """
-        q ÷ (old site on υ_o), projected on υ_n (spec §3):
-        h_{\\i} = h_n + σ_no (τ_o h_o - ν_o)/d, σ²_{\\i} = σ_nn + (τ_o/d) σ_no², d = 1 - τ_o σ_oo.
+        Everything a minibatch step needs at the current hyper-parameters, without gradient: the
+        kernel matrices K_uu, K_uf, diag K_ff, L = chol(K_uu), fresh projections a_n = L⁻¹k_i
+        (υ_n = L⁻ᵀa_n = K_uu⁻¹k_i), FITC variances s, prior means m(X), the stored directions as
+        a_o = Lᵀυ_o, and q(v) from the stored Λ_u, η_u.
+        """
+        Kuu = tf.stop_gradient(covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter))
+        Kuf = tf.stop_gradient(covariances.Kuf(self.inducing_variable, self.kernel, X))
+        L = tf.linalg.cholesky(Kuu)
+        A_new = tf.linalg.triangular_solve(L, Kuf)
+        s = tf.maximum(tf.stop_gradient(self.kernel(X, full_cov=False)) - tf.reduce_sum(tf.square(A_new), axis=0), 0.0)
+        U_old = tf.gather(self.site_directions, index)  # [B, M]
+        return _Frame(
+            L=L,
+            A_new=A_new,
+            A_old=tf.matmul(L, U_old, transpose_a=True, transpose_b=True),  # Lᵀυ_o, [M, B]
+            U_old=U_old,
+            s=s[:, None],
+            prior_mean=tf.stop_gradient(self.mean_function(X)),
+            q=self._posterior_v(L),
+        )
+
+    @staticmethod
+    def _minibatch_cavity(q, A_new, A_old, precision, centred_natural_mean, same=None) -> "_Cavity":
+        """
+        q ÷ (old site on υ_o), projected on υ_n (spec §3), with σ_ab = υ_aᵀΣυ_b and h = υᵀμ:
+
+            h_{\\i} = h_n + σ_no d,  σ²_{\\i} = σ_nn + c σ_no²,
+            d = (τ_o h_o - ν_o)/den,  c = τ_o/den,  den = 1 - τ_o σ_oo.
+
+        ``same`` (a boolean scalar tensor, optional) says that A_old = A_new, saving a solve.
         """
         W_new = tf.linalg.triangular_solve(q._L_B, A_new)
-        W_old = tf.linalg.triangular_solve(q._L_B, A_old)
+        W_old = _unless_same(same, W_new, lambda: tf.linalg.triangular_solve(q._L_B, A_old))
         h_new = tf.matmul(W_new, q._c, transpose_a=True)
         h_old = tf.matmul(W_old, q._c, transpose_a=True)
         s_nn = tf.reduce_sum(tf.square(W_new), axis=0)[:, None]
@@ -260,10 +280,12 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         den = 1.0 - precision * s_oo
         valid = den > 0.0
         safe = tf.where(valid, den, tf.ones_like(den))
-        mean = h_new + s_no * (precision * h_old - centred_natural_mean) / safe
-        var = s_nn + precision / safe * tf.square(s_no)
+        d = (precision * h_old - centred_natural_mean) / safe
+        c = precision / safe
+        mean = h_new + s_no * d
+        var = s_nn + c * tf.square(s_no)
         valid = valid & (var >= 0.0) & tf.math.is_finite(mean) & tf.math.is_finite(var)
-        return mean, var, valid
+        return _Cavity(mean=mean, var=var, valid=valid, W_new=W_new, W_old=W_old, d=d, c=c, s_no=s_no)
 
     def update_sites(self, batch, damping: float = 0.99):
         """
@@ -278,37 +300,39 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     @tf.function
     def _update_sites_compiled(self, X, Y, index, damping):
-        deltas, skipped = self._site_deltas(X, Y, index, damping)
+        deltas, skipped, _ = self._site_deltas(X, Y, index, damping)
         self._apply_site_deltas(index, *deltas)
         return skipped
 
     def _site_deltas(self, X, Y, index, damping):
-        """New sites of the batch and the change of (Λ_u, η_u) they make (no state is written)."""
+        """
+        New sites of the batch and the change of (Λ_u, η_u) they make (no state is written);
+        also the frame they were computed in and the batch's stored directions after the update
+        (whitened, Lᵀυ), which a following surrogate step reuses.
+        """
         tf.debugging.assert_equal(
             tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
         )
-        L, A_new, A_old, s, prior_mean, q = (
-            tf.stop_gradient(t) if isinstance(t, tf.Tensor) else t for t in self._minibatch_terms(X, index)
-        )
+        fr = self._minibatch_frame(X, index)
         tau_o = tf.gather(self.sites.precision, index)
         nu_o = tf.gather(self.sites.natural_mean, index)
-        mean, var, valid = self._minibatch_cavity(q, A_new, A_old, tau_o, nu_o - tau_o * prior_mean)
-        mean = mean + prior_mean
-        tilted = self._tilted_fn(X, Y, s)(mean, var)
-        tau_new, nu_new, ok = site_update(mean, var, tilted, self.ep_settings.power)
-        ok = ok & valid
+        cav = self._minibatch_cavity(fr.q, fr.A_new, fr.A_old, tau_o, nu_o - tau_o * fr.prior_mean)
+        tilted = self._tilted_fn(X, Y, fr.s)(cav.mean + fr.prior_mean, cav.var)
+        tau_new, nu_new, ok = site_update(cav.mean + fr.prior_mean, cav.var, tilted, self.ep_settings.power)
+        ok = ok & cav.valid
         tau_d = tf.where(ok, damp(tau_o, tau_new, damping), tau_o)
         nu_d = tf.where(ok, damp(nu_o, nu_new, damping), nu_o)
-        U_old = tf.gather(self.site_directions, index)
-        U_new = tf.transpose(tf.linalg.triangular_solve(L, A_new, adjoint=True))  # υ_n = L⁻ᵀ a_n
-        U_new = tf.where(ok, U_new, U_old)
-        # Λ_u += Σ τ_d υ_nυ_nᵀ - τ_o υ_oυ_oᵀ ;  η_u += Σ (ν_d - τ_d m) υ_n - (ν_o - τ_o m) υ_o
-        d_Lambda = tf.matmul(U_new * tau_d, U_new, transpose_a=True) - tf.matmul(U_old * tau_o, U_old, transpose_a=True)
-        d_eta = tf.matmul(U_new, nu_d - tau_d * prior_mean, transpose_a=True) - tf.matmul(
-            U_old, nu_o - tau_o * prior_mean, transpose_a=True
-        )
+        U_new = tf.transpose(tf.linalg.triangular_solve(fr.L, fr.A_new, adjoint=True))  # υ_n = L⁻ᵀ a_n
+        U_new = tf.where(ok, U_new, fr.U_old)
+        # Λ_u += Σ τ_d υ_nυ_nᵀ - τ_o υ_oυ_oᵀ ;  η_u += Σ (ν_d - τ_d m) υ_n - (ν_o - τ_o m) υ_o  (one product each)
+        U_both = tf.concat([U_new, fr.U_old], axis=0)
+        weights = tf.concat([tau_d, -tau_o], axis=0)
+        shifts = tf.concat([nu_d - tau_d * fr.prior_mean, -(nu_o - tau_o * fr.prior_mean)], axis=0)
+        d_Lambda = tf.matmul(U_both * weights, U_both, transpose_a=True)
+        d_eta = tf.matmul(U_both, shifts, transpose_a=True)
         skipped = tf.reduce_sum(tf.cast(~ok, tf.int32))
-        return (tau_d, nu_d, U_new, d_Lambda, d_eta), skipped
+        A_site = tf.where(tf.transpose(ok), fr.A_new, fr.A_old)  # Lᵀυ of each batch site after the update
+        return (tau_d, nu_d, U_new, d_Lambda, d_eta), skipped, (fr, A_site)
 
     def _apply_site_deltas(self, index, tau, nu, U, d_Lambda, d_eta):
         """Write a batch's new sites and q(u)'s change (``scatter_update`` also works on mirrored variables)."""
@@ -349,46 +373,111 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     def surrogate_objective(self, batch) -> tf.Tensor:
         """
-        F_M (spec §2.6): with q(u) (μ, Σ) and each batch site's cavity frozen,
+        F_M (spec §2.6) for ``batch = (X, Y, index)`` at the stored sites: with q(u) (μ, Σ) and each
+        batch site's cavity frozen,
 
             F = -½ log|K_uu| - ½ tr(K_uu⁻¹(Σ + μμᵀ)) + (n/|M|) Σ_{i∈M} log Z_i(ξ),
 
-        log Z_i the tilted normaliser at the cavity projected on the fresh υ_i(ξ) (mean
-        υ_iᵀμ + d_i υ_iᵀw_i, variance s_i + υ_iᵀΣυ_i + c_i (υ_iᵀw_i)², w_i = Συ_i^old). Its gradient
-        is an unbiased estimate of the gradient of log Z_q at an EP fixed point; its value is not.
+        log Z_i the tilted normaliser at the cavity projected on the fresh υ_i(ξ) = K_uu⁻¹k_i
+        (mean υ_iᵀμ + d_i υ_iᵀw_i, variance s_i + υ_iᵀΣυ_i + c_i (υ_iᵀw_i)², w_i = Συ_i^old).
+        Its gradient is an unbiased estimate of the gradient of log Z_q at an EP fixed point (the
+        paper's eq. 6); its value is not an evidence. Sites whose cavity is improper contribute 0.
         """
         X, Y, index = self._check_minibatch(batch)
-        L0 = tf.stop_gradient(self._chol_Kuu())
-        q0 = self._posterior_v(L0)
-        mu_v = tf.stop_gradient(q0.mean)
-        inv_chol_B = tf.stop_gradient(tf.linalg.triangular_solve(q0._L_B, tf.eye(tf.shape(L0)[0], dtype=L0.dtype)))
-        # u-space: μ = L0 μ_v, Σ = R Rᵀ with R = L0 L_B⁻ᵀ
-        mu = L0 @ mu_v
-        R = L0 @ tf.transpose(inv_chol_B)
-        U_old = tf.stop_gradient(tf.gather(self.site_directions, index))
-        w = tf.matmul(R, tf.matmul(R, U_old, transpose_a=True, transpose_b=True))  # Σ υ_o, [M, B]
-        tau_o = tf.stop_gradient(tf.gather(self.sites.precision, index))
-        nu_o = tf.stop_gradient(tf.gather(self.sites.natural_mean, index))
-        prior_mean0 = tf.stop_gradient(self.mean_function(X))
-        s_oo = tf.reduce_sum(U_old * tf.transpose(w), axis=1, keepdims=True)
-        h_o = U_old @ mu
-        den = tf.maximum(1.0 - tau_o * s_oo, 1e-12)
-        c = tau_o / den
-        d = (tau_o * h_o - (nu_o - tau_o * prior_mean0)) / den
+        return self._surrogate(X, Y, index, self._minibatch_frame(X, index))
 
-        L = self._chol_Kuu()
-        Kuf = covariances.Kuf(self.inducing_variable, self.kernel, X)
-        upsilon = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)  # [M, B]
-        s = tf.maximum(self.kernel(X, full_cov=False) - tf.reduce_sum(Kuf * upsilon, axis=0), 0.0)[:, None]
-        proj_mu = tf.matmul(upsilon, mu, transpose_a=True)
-        proj_w = tf.reduce_sum(upsilon * w, axis=0)[:, None]
-        proj_var = tf.reduce_sum(tf.square(tf.matmul(R, upsilon, transpose_a=True)), axis=0)[:, None]
-        cav_mean = proj_mu + d * proj_w + self.mean_function(X)
-        cav_var = proj_var + c * tf.square(proj_w)
-        log_z = self._tilted_fn(X, Y, s)(cav_mean, cav_var).log_z
-        prior_part = -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L))) - 0.5 * (
-            tf.reduce_sum(tf.square(tf.linalg.triangular_solve(L, R)))
-            + tf.reduce_sum(tf.square(tf.linalg.triangular_solve(L, mu)))
-        )
+    def _refresh_and_surrogate(self, X, Y, index, damping):
+        """
+        One minibatch step (spec §3): refresh the batch's sites, rebuild q, and return F_M at the
+        refreshed q and the number of skipped updates. Shares the kernel matrices, chol(K_uu) and
+        the projections between the two halves.
+        """
+        deltas, skipped, (fr, A_site) = self._site_deltas(X, Y, index, damping)
+        self._apply_site_deltas(index, *deltas)
+        refreshed = fr._replace(A_old=A_site, q=self._posterior_v(fr.L), same=tf.equal(skipped, 0))
+        return self._surrogate(X, Y, index, refreshed), skipped
+
+    def _surrogate(self, X, Y, index, fr: "_Frame") -> tf.Tensor:
+        r"""
+        F_M with an exact gradient and no differentiation through Cholesky factors: F depends on the
+        hyper-parameters ξ only through K_uu, K_uf, diag K_ff, m(X) and the likelihood, so it is
+        returned as its value plus ⟨∂F/∂K, K(ξ) - K(ξ₀)⟩ for each of these (zero in value, exact
+        in gradient at ξ₀). With whitened quantities (a = L⁻¹k, Ã = L⁻¹K_uf, B = I + LᵀΛ_uL,
+        μ_v = L⁻¹μ, g_m, g_v the derivatives of log Z_i in the cavity mean and variance, scaled by
+        n/|M|):
+
+            R  = ∂F/∂ã_i = g_m (μ_v + d_i B⁻¹a_i^old) + 2 g_v (B⁻¹ã_i + c_i σ_no,i B⁻¹a_i^old),
+            ∂F/∂K_uf = L⁻ᵀ(R - 2Ã diag g_v),       ∂F/∂diag K_ff = g_v,      ∂F/∂m(X) = g_m,
+            ∂F/∂K_uu = L⁻ᵀ[½(B⁻¹ + μ_vμ_vᵀ - I) - (R - Ã diag g_v)Ãᵀ]L⁻¹,
+
+        the last from d(υ) = K_uu⁻¹(dk - dK_uu υ), ds_i = υ_iᵀdK_uuυ_i - 2υ_iᵀdk_i and
+        d(-½log|K| - ½tr K⁻¹S) = ½tr[(K⁻¹SK⁻¹ - K⁻¹)dK].
+        """
+        tau = tf.gather(self.sites.precision, index)
+        nu = tf.gather(self.sites.natural_mean, index)
+        cav = self._minibatch_cavity(fr.q, fr.A_new, fr.A_old, tau, nu - tau * fr.prior_mean, fr.same)
+        mean = tf.where(cav.valid, cav.mean + fr.prior_mean, 0.0)
+        var = tf.where(cav.valid, cav.var, 1.0)
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch([mean, var])
+            log_z = tf.where(cav.valid, self._tilted_fn(X, Y, fr.s)(mean, var).log_z, 0.0)
+        g_m, g_v = (tf.stop_gradient(g) for g in tape.gradient(log_z, [mean, var]))
         scale = tf.cast(self.num_data, log_z.dtype) / tf.cast(tf.shape(X)[0], log_z.dtype)
-        return prior_part + scale * tf.reduce_sum(log_z)
+        g_m, g_v = scale * g_m, scale * g_v  # [B, 1]
+
+        L, L_B, A = fr.L, fr.q._L_B, fr.A_new
+        mu_v = fr.q.mean
+        V_new = tf.linalg.triangular_solve(L_B, cav.W_new, adjoint=True)  # B⁻¹ã
+        V_old = _unless_same(fr.same, V_new, lambda: tf.linalg.triangular_solve(L_B, cav.W_old, adjoint=True))
+        R = mu_v * tf.transpose(g_m) + V_old * tf.transpose(g_m * cav.d + 2.0 * g_v * cav.c * cav.s_no)
+        R += 2.0 * V_new * tf.transpose(g_v)
+        eye = tf.eye(tf.shape(L)[0], dtype=L.dtype)
+        B_inv = tf.linalg.cholesky_solve(L_B, eye)
+        H = 0.5 * (B_inv - eye + mu_v * tf.transpose(mu_v)) - tf.matmul(R - A * tf.transpose(g_v), A, transpose_b=True)
+        half = tf.linalg.triangular_solve(L, H, adjoint=True)  # L⁻ᵀH
+        dF_dKuu = tf.transpose(tf.linalg.triangular_solve(L, tf.transpose(half), adjoint=True))
+        dF_dKuf = tf.linalg.triangular_solve(L, R - 2.0 * A * tf.transpose(g_v), adjoint=True)
+
+        value = (
+            -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
+            - 0.5 * (tf.linalg.trace(B_inv) + tf.reduce_sum(tf.square(mu_v)))
+            + scale * tf.reduce_sum(log_z)
+        )
+        live = [
+            (dF_dKuu, covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)),
+            (dF_dKuf, covariances.Kuf(self.inducing_variable, self.kernel, X)),
+            (g_v[:, 0], self.kernel(X, full_cov=False)),
+            (g_m, self.mean_function(X)),
+        ]
+        return value + tf.add_n([tf.reduce_sum(g * (t - tf.stop_gradient(t))) for g, t in live])
+
+
+class _Frame(NamedTuple):
+    """A minibatch's quantities at the current hyper-parameters (see ``SEPGPC._minibatch_frame``)."""
+
+    L: tf.Tensor
+    A_new: tf.Tensor
+    A_old: tf.Tensor
+    U_old: tf.Tensor
+    s: tf.Tensor
+    prior_mean: tf.Tensor
+    q: WhitenedGaussian
+    same: Optional[tf.Tensor] = None  # True when A_old = A_new (all batch sites on fresh directions)
+
+
+def _unless_same(same, value, compute):
+    """``value`` when ``same`` is a true tensor, else ``compute()`` (always ``compute()`` if ``same`` is None)."""
+    return compute() if same is None else tf.cond(same, lambda: value, compute)
+
+
+class _Cavity(NamedTuple):
+    """Minibatch cavities projected on the fresh directions (see ``SEPGPC._minibatch_cavity``)."""
+
+    mean: tf.Tensor
+    var: tf.Tensor
+    valid: tf.Tensor
+    W_new: tf.Tensor
+    W_old: tf.Tensor
+    d: tf.Tensor
+    c: tf.Tensor
+    s_no: tf.Tensor
