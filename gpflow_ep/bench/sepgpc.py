@@ -7,10 +7,13 @@ into ``--out-dir`` (``airline`` also writes ``airline.png``):
 * **table1** — the paper's Table 1 protocol on the six binary sets of ``shared/datasets``
   (Australian, Breast, Crabs, Iono, Pima, Sonar; the paper's Heart is not shipped): SE-ARD kernel,
   exact probit, M = a fraction (15 %, 25 %, 50 %) of the dataset size, inducing points initialised
-  at a random subset of the training inputs (the same for every method), three methods:
+  at a random subset of the training inputs (the same for every method), four methods:
 
-  - *SEP batch* (the paper's FITC-EP/GFITC "outer" scheme): ``SEPGPC(ep_mode="nested")`` trained
-    by ``gpflow.optimizers.Scipy`` (L-BFGS-B, ``maxiter`` 250), EP re-converged inside every loss;
+  - *FITC-EP* (the paper's GFITC, "outer" updates): ``SEPGPC(ep_mode="nested")`` trained by
+    ``gpflow.optimizers.Scipy`` (L-BFGS-B, ``maxiter`` 250), EP re-converged inside every loss;
+  - *SEP inner* (the paper's batch SEP, spec §2.7): ``maxiter`` iterations of one damped
+    (ρ = 0.5) parallel sweep over all sites + one step of the sign-adaptive rule
+    (:class:`~gpflow_ep.optimizers.SignAdaptive`, η₀ = 0.01) — ``fit`` on the full batch;
   - *SEP minibatch*: minibatch EP + surrogate-gradient steps (spec §3) with batch size
     min(M, 100) for a fixed number of epochs;
   - *SVGP*: ``gpflow.models.SVGP`` (whitened, same likelihood) trained by Scipy L-BFGS-B.
@@ -47,7 +50,8 @@ from .epgpc import _json_default, _load_average, _now, _parse_list, machine_info
 TABLE1_DATASETS = ("Australian", "Breast", "Crabs", "Iono", "Pima", "Sonar")
 PAPER_NAME = {"Iono": "Ionosphere"}
 FRACTIONS = (0.15, 0.25, 0.50)
-METHODS = ("SEP batch", "SEP minibatch", "SVGP")
+METHODS = ("FITC-EP", "SEP inner", "SEP minibatch", "SVGP")
+LEGACY_METHODS = {"SEP batch": "FITC-EP"}  # the name of FITC-EP in reports written before "SEP inner" existed
 
 #: Paper Table 1 (spec §9.1): NLL mean ± spread per dataset, fraction, method; last row time (s).
 PAPER_TABLE1 = {
@@ -213,6 +217,11 @@ class _Slot:
         if method == "SEP minibatch":
             self.optimizer = _make_optimizer(optimizer)
             self.step = make_train_step(self.model, self.optimizer, damping=0.99)
+        elif method == "SEP inner":
+            from ..optimizers import SignAdaptive
+
+            self.optimizer = SignAdaptive(0.01)
+            self.step = make_train_step(self.model, self.optimizer, damping=0.5)
         else:
             self.scipy = gpflow.optimizers.Scipy()
             self.closure = self.model.training_loss_closure((self.X, self.Y))
@@ -226,16 +235,20 @@ class _Slot:
         if self.method == "SEP minibatch":
             for v in _optimizer_variables(self.optimizer):
                 v.assign(tf_zeros_like(v))
+        elif self.method == "SEP inner":
+            self.optimizer.reset()
 
     def fit(self, X, Y, seed):
         """Train; returns a dict with seconds, iterations/steps, first-iteration seconds."""
         t0 = time.perf_counter()
-        if self.method == "SEP minibatch":
-            steps_per_epoch = max(self.n // self.batch_size, 1)
-            steps = int(math.ceil(self.epochs * steps_per_epoch))
+        if self.method in ("SEP minibatch", "SEP inner"):
             from ..training import make_dataset
 
-            it = iter(make_dataset((X, Y), self.batch_size, seed=seed))
+            if self.method == "SEP inner":  # full batch, maxiter sweeps + steps
+                steps, it = self.maxiter, iter(make_dataset((X, Y), self.n, shuffle=False))
+            else:
+                steps = int(math.ceil(self.epochs * max(self.n // self.batch_size, 1)))
+                it = iter(make_dataset((X, Y), self.batch_size, seed=seed))
             first = None
             skipped = 0
             for k in range(steps):
@@ -258,7 +271,7 @@ class _Slot:
             self.closure, self.model.trainable_variables, options=dict(maxiter=self.maxiter), step_callback=cb
         )
         seconds = time.perf_counter() - t0
-        if self.method == "SEP batch":  # q(u) at the final hyper-parameters
+        if self.method == "FITC-EP":  # q(u) at the final hyper-parameters
             self.model.run_ep((self.X, self.Y))
         return dict(
             seconds=seconds,
@@ -424,8 +437,16 @@ def _paper_cells(name, frac):
     return paper
 
 
+SHORT = {"FITC-EP": "FITC-EP", "SEP inner": "SEP inner", "SEP minibatch": "SEP mb", "SVGP": "SVGP"}
+
+
+def _methods_in(report) -> List[str]:
+    return [m for m in METHODS if any(m in r["summary"] for r in report["rows"])]
+
+
 def table1_markdown(report) -> str:
     s = report["settings"]
+    methods = _methods_in(report)
     lines = _header("SEPGPC vs SVGP on the paper's Table 1 protocol (UCI binary)", report)
     lines += [
         f"Setup: SE-ARD kernel (variance 1, lengthscales √D initially), exact probit "
@@ -435,20 +456,25 @@ def table1_markdown(report) -> str:
         f"{', '.join(f'{f:.0%}' for f in s['fractions'])}. Inducing points start at a random subset of the "
         "training inputs (seed 1000+split), identical for all methods; Z, kernel variance and lengthscales "
         "are trained.",
-        f"*SEP batch* = FITC-EP/GFITC 'outer' scheme: `SEPGPC(ep_mode='nested')` (parallel EP, damping 0.5, "
-        f"tol {s['sep_tol']:g}) trained by `gpflow.optimizers.Scipy` (L-BFGS-B, maxiter {s['maxiter']}); "
+        f"*FITC-EP* = the paper's GFITC ('outer' updates): `SEPGPC(ep_mode='nested')` (parallel EP, damping "
+        f"0.5, tol {s['sep_tol']:g}) trained by `gpflow.optimizers.Scipy` (L-BFGS-B, maxiter {s['maxiter']}); "
+        f"*SEP inner* = the paper's batch SEP: {s['maxiter']} iterations of one damped (ρ = 0.5) parallel sweep "
+        "+ one sign-adaptive step (`SignAdaptive(0.01)`, ×1.02 / ×0.5), i.e. `fit` on the full batch; "
         f"*SEP minibatch* = minibatch EP (damping 0.99) + surrogate-gradient steps, batch min(M, 100), "
         f"{s['epochs']} epochs, optimiser {s['optimizer']}; *SVGP* = `gpflow.models.SVGP` (whitened, same "
         f"likelihood, Gauss–Hermite expectations) trained by Scipy L-BFGS-B, maxiter {s['maxiter']}.",
         "Error and NLL: mean ± standard error over splits. Time: median training time over splits "
         "(wall clock, includes compilation on the first split of each configuration only: one model, "
         "one compiled loss and one compiled step are reused across splits). The paper column is the "
-        "paper's NLL (± its spread, probably a standard deviation) for GFITC / SEP / SVI; the paper's "
-        "SEP is batch SEP with *inner* updates, its GFITC is our *SEP batch*.",
+        "paper's NLL (± its spread, probably a standard deviation) for GFITC / SEP / SVI.",
         "",
-        "| dataset | M (frac) | splits | SEP batch err | SEP mb err | SVGP err | SEP batch NLL | SEP mb NLL "
-        "| SVGP NLL | paper NLL GFITC / SEP / SVI | SEP batch s | SEP mb s | SVGP s | L-BFGS it. SEP / SVGP |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | M (frac) | splits "
+        + "".join(f"| {SHORT[m]} err " for m in methods)
+        + "".join(f"| {SHORT[m]} NLL " for m in methods)
+        + "| paper NLL GFITC / SEP / SVI "
+        + "".join(f"| {SHORT[m]} s " for m in methods)
+        + "|",
+        "|---|---|---" + "|---" * (3 * len(methods) + 1) + "|",
     ]
     for r in report["rows"]:
         sm = r["summary"]
@@ -460,35 +486,38 @@ def table1_markdown(report) -> str:
         ptxt = " / ".join(f"{a:.2f}±{b:.2f}" for a, b in paper) if paper else "–"
         lines.append(
             f"| {r['dataset']} | {r['M']} ({r['fraction']:.0%}) | {len(r['splits'])} "
-            + "".join(f"| {_f(g(m, 'error'))}±{_f(g(m, 'error_se'))} " for m in METHODS)
-            + "".join(f"| {_f(g(m, 'nll'))}±{_f(g(m, 'nll_se'))} " for m in METHODS)
+            + "".join(f"| {_f(g(m, 'error'))}±{_f(g(m, 'error_se'))} " for m in methods)
+            + "".join(f"| {_f(g(m, 'nll'))}±{_f(g(m, 'nll_se'))} " for m in methods)
             + f"| {ptxt} "
-            + "".join(f"| {_t(g(m, 'time_median_s'))} " for m in METHODS)
-            + f"| {_t(g('SEP batch', 'iterations_median'))} / {_t(g('SVGP', 'iterations_median'))} |"
+            + "".join(f"| {_t(g(m, 'time_median_s'))} " for m in methods)
+            + "|"
         )
-    # column means and time ratios
     lines += [
         "",
         "## Averages over the datasets run",
         "",
-        "| fraction | datasets | SEP batch NLL | SEP mb NLL | SVGP NLL | paper GFITC / SEP / SVI NLL (7 sets) "
-        "| SEP batch s | SEP mb s | SVGP s | SEP batch / SVGP time | paper GFITC / SEP / SVI s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| fraction | datasets "
+        + "".join(f"| {SHORT[m]} NLL " for m in methods)
+        + "| paper GFITC / SEP / SVI NLL (7 sets) "
+        + "".join(f"| {SHORT[m]} s " for m in methods)
+        + "| paper GFITC / SEP / SVI s |",
+        "|---|---" + "|---" * (2 * len(methods) + 2) + "|",
     ]
     paper_means = {0.15: (0.353, 0.339, 0.334), 0.25: (0.349, 0.336, 0.339), 0.50: (0.349, 0.326, 0.331)}
     for frac in report["settings"]["fractions"]:
         rs = [r for r in report["rows"] if r["fraction"] == frac]
         if not rs:
             continue
-        nll = {m: float(np.mean([r["summary"][m]["nll"] for r in rs])) for m in METHODS}
-        tm = {m: float(np.mean([r["summary"][m]["time_median_s"] for r in rs])) for m in METHODS}
+        nll = {m: float(np.mean([r["summary"][m]["nll"] for r in rs])) for m in methods}
+        tm = {m: float(np.mean([r["summary"][m]["time_median_s"] for r in rs])) for m in methods}
         pm = paper_means.get(frac)
         pt = PAPER_TABLE1["time"].get(frac)
         lines.append(
-            f"| {frac:.0%} | {len(rs)} | {_f(nll['SEP batch'])} | {_f(nll['SEP minibatch'])} | {_f(nll['SVGP'])} "
-            f"| {' / '.join(f'{x:.3f}' for x in pm) if pm else '–'} | {_t(tm['SEP batch'])} | {_t(tm['SEP minibatch'])} "
-            f"| {_t(tm['SVGP'])} | {tm['SEP batch'] / tm['SVGP']:.2f} "
-            f"| {' / '.join(f'{a:g}±{b:g}' for a, b in pt) if pt else '–'} |"
+            f"| {frac:.0%} | {len(rs)} "
+            + "".join(f"| {_f(nll[m])} " for m in methods)
+            + f"| {' / '.join(f'{x:.3f}' for x in pm) if pm else '–'} "
+            + "".join(f"| {_t(tm[m])} " for m in methods)
+            + f"| {' / '.join(f'{a:g}±{b:g}' for a, b in pt) if pt else '–'} |"
         )
     lines += ["", "## Claim checks (spec B1)", ""] + [f"- {c}" for c in report.get("claims", [])]
     if report.get("notes"):
@@ -498,39 +527,42 @@ def table1_markdown(report) -> str:
 
 def table1_claims(report) -> List[str]:
     out = []
-    within, total = 0, 0
-    for r in report["rows"]:
-        sm = r["summary"]
-        total += 1
-        sep = sm["SEP batch"]["nll"]
-        svgp = sm["SVGP"]["nll"]
-        se = math.hypot(sm["SEP batch"]["nll_se"] or 0, sm["SVGP"]["nll_se"] or 0)
-        if math.isfinite(se) and abs(sep - svgp) <= 2 * se:
-            within += 1
-    out.append(f"SEP batch NLL within 2 combined standard errors of SVGP's: {within} of {total} (dataset, M) rows.")
-    faster = [
-        r for r in report["rows"] if r["summary"]["SEP batch"]["time_median_s"] < r["summary"]["SVGP"]["time_median_s"]
-    ]
-    out.append(
-        f"SEP batch (FITC-EP, nested) faster than SVGP (both Scipy L-BFGS-B): {len(faster)} of "
-        f"{len(report['rows'])} rows. (Paper: its inner-update SEP is 1.5–2.4× faster than SVI, GFITC "
-        "3.5–3.8× slower than SEP; our SEP batch is the GFITC-like nested scheme.)"
-    )
-    mb_faster = [
-        r
-        for r in report["rows"]
-        if r["summary"]["SEP minibatch"]["time_median_s"] < r["summary"]["SVGP"]["time_median_s"]
-    ]
-    out.append(f"SEP minibatch faster than SVGP L-BFGS: {len(mb_faster)} of {len(report['rows'])} rows.")
-    inside = 0
-    for r in report["rows"]:
-        paper = _paper_cells(r["dataset"], r["fraction"])
-        if paper:
-            m, s = paper[1]
-            if abs(r["summary"]["SEP batch"]["nll"] - m) <= s:
-                inside += 1
-    out.append(f"SEP batch NLL inside the paper's SEP mean ± spread: {inside} of {len(report['rows'])} rows.")
+    rows = report["rows"]
+    methods = _methods_in(report)
+    for m in (x for x in methods if x != "SVGP"):
+        within = 0
+        for r in rows:
+            a, b = r["summary"][m], r["summary"]["SVGP"]
+            se = math.hypot(a["nll_se"] or 0, b["nll_se"] or 0)
+            within += bool(math.isfinite(se) and abs(a["nll"] - b["nll"]) <= 2 * se)
+        ratios = [r["summary"][m]["time_median_s"] / r["summary"]["SVGP"]["time_median_s"] for r in rows]
+        out.append(
+            f"{m}: NLL within 2 combined standard errors of SVGP's on {within} of {len(rows)} rows; "
+            f"training time / SVGP's (L-BFGS-B) median {np.median(ratios):.2f} (range {min(ratios):.2f}–"
+            f"{max(ratios):.2f}); faster than SVGP on {sum(x < 1 for x in ratios)} of {len(rows)} rows."
+        )
+    for m, k, label in (("FITC-EP", 0, "GFITC"), ("SEP inner", 1, "SEP")):
+        if m not in methods:
+            continue
+        inside = 0
+        for r in rows:
+            paper = _paper_cells(r["dataset"], r["fraction"])
+            if paper:
+                mean, spread = paper[k]
+                inside += abs(r["summary"][m]["nll"] - mean) <= spread
+        out.append(f"{m} NLL inside the paper's {label} mean ± spread: {inside} of {len(rows)} rows.")
+    out.append("Paper: SEP (inner) 1.5–2.4× faster than SVI, GFITC 3.5–3.8× slower than SEP, all three similar in NLL.")
     return out
+
+
+def _rename_legacy(report: Dict) -> Dict:
+    """Reports written before "SEP inner" existed call FITC-EP "SEP batch"."""
+    for r in report.get("rows", []):
+        for key in ("per_split", "summary"):
+            for old, new in LEGACY_METHODS.items():
+                if old in r.get(key, {}):
+                    r[key][new] = r[key].pop(old)
+    return report
 
 
 # ---------------------------------------------------------------- flights data
@@ -1004,12 +1036,12 @@ def main(argv=None) -> int:
                 budget=args.table1_budget,
                 max_m=args.max_m,
                 methods=_parse_list(args.methods),
-                previous=json.loads(Path(args.resume).read_text()) if args.resume else None,
+                previous=_rename_legacy(json.loads(Path(args.resume).read_text())) if args.resume else None,
                 checkpoint=lambda partial: _write_json(out_dir / "table1.partial.json", dict(partial, command=command)),
             ),
         )
         if args.reuse:
-            _merge_previous(rep, json.loads(Path(args.reuse).read_text()), _parse_list(args.methods))
+            _merge_previous(rep, _rename_legacy(json.loads(Path(args.reuse).read_text())), _parse_list(args.methods))
         rep["settings"] = dict(
             datasets=datasets,
             fractions=fractions,

@@ -33,13 +33,23 @@ def test_bench_sepgpc_table1_quick(tmp_path):
     assert "0.07±0.07 / 0.06±0.06 / 0.07±0.06" in md  # the paper's Crabs 15% NLLs beside ours
     (row,) = report["rows"]
     assert row["dataset"] == "Crabs" and row["M"] == 30 and row["splits"] == [0]
-    for method in ("SEP batch", "SEP minibatch", "SVGP"):
+    for method in ("FITC-EP", "SEP inner", "SEP minibatch", "SVGP"):
         (rec,) = row["per_split"][method]
         for key in ("error", "nll", "seconds"):
             assert _finite(rec[key]), (method, key)
         assert 0.0 <= rec["error"] <= 1.0 and rec["nll"] > 0
         assert _finite(row["summary"][method]["time_median_s"])
     assert report["machine"]["tensorflow"]
+
+    # --resume keeps finished (dataset, fraction, split) results instead of re-running them
+    again = tmp_path / "again"
+    resume = ["--resume", str(tmp_path / "table1.json")]
+    assert main(["--quick", "--part", "table1", "--out-dir", str(again), *resume]) == 0
+    resumed = json.loads((again / "table1.json").read_text())
+    for method, recs in resumed["rows"][0]["per_split"].items():
+        (rec,) = recs
+        assert rec.pop("reused") is True
+        assert rec == row["per_split"][method][0]
 
 
 def _flights_available():

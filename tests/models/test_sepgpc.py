@@ -272,3 +272,52 @@ def test_reprojection_keeps_q_at_fixed_hyper_parameters(data):
     m.reproject_sites(data, chunk_size=7)
     np.testing.assert_allclose(m.posterior_precision, Lambda, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(m.posterior_shift, eta, rtol=1e-10, atol=1e-10)
+
+
+def test_inner_updates_raise_the_evidence_like_outer_updates():
+    """
+    T10: the paper's batch SEP — one damped parallel sweep, then one sign-adaptive gradient step
+    (``fit`` on the full batch) — raises the converged log Z_q and ends comparable to outer updates
+    (EP to convergence before every step). The spec's toy check reached 83–95 % of the outer gain;
+    we ask for 80 %, and for no checkpoint to fall more than 5 % of the gain below the previous one.
+    """
+    from copy import deepcopy
+
+    from gpflow_ep.optimizers import SignAdaptive
+    from gpflow_ep.training import fit, make_train_step
+
+    X, Y = two_dimensional(60, seed=5)
+
+    def model(**kw):
+        k = gpflow.kernels.SquaredExponential(variance=0.5, lengthscales=[3.0, 3.0])
+        return SEPGPC(k, Probit(), X[::6].copy(), num_data=len(X), **kw)
+
+    def converged_log_z(m):
+        c = deepcopy(m)
+        assert bool(c.run_ep((X, Y), tol=1e-9, max_sweeps=2000).converged)
+        return float(c.log_marginal_likelihood((X, Y)))
+
+    inner = model()
+    opt = SignAdaptive(0.01)
+    step = make_train_step(inner, opt, damping=0.5)
+    start = converged_log_z(inner)
+    trace = [start]
+    for _ in range(5):
+        fit(inner, (X, Y), iterations=30, damping=0.5, optimizer=opt, train_step=step)
+        trace.append(converged_log_z(inner))
+
+    outer = model(ep_mode="nested")
+    opt_out = SignAdaptive(0.01)
+
+    @tf.function
+    def outer_step():
+        with tf.GradientTape() as tape:
+            loss = outer.training_loss((tf.constant(X), tf.constant(Y)))
+        opt_out.apply_gradients(zip(tape.gradient(loss, outer.trainable_variables), outer.trainable_variables))
+
+    for _ in range(150):
+        outer_step()
+    gain_outer = converged_log_z(outer) - start
+    assert gain_outer > 1.0
+    assert trace[-1] - start >= 0.8 * gain_outer
+    assert all(b >= a - 0.05 * gain_outer for a, b in zip(trace, trace[1:])), trace
