@@ -7,7 +7,9 @@ Per step, for a minibatch M:
 
 * models with minibatch EP (:class:`~gpflow_ep.models.SEPGPC`) first refresh the sites of M
   (``update_sites``, damped), then take a gradient step on ``training_loss(batch)`` (the surrogate
-  -F_M of SEP spec §2.6) — the paper's "inner" updates;
+  -F_M of SEP spec §2.6) at the refreshed q. With the full batch, ``damping=0.5`` and
+  :class:`~gpflow_ep.optimizers.SignAdaptive` this is the paper's batch SEP ("inner" updates,
+  SEP spec §2.7); with minibatches it is the paper's stochastic SEP (spec §3);
 * models that hold their data and run EP (:class:`~gpflow_ep.models.EPGPC` and subclasses) are
   trained in alternated mode: EP to convergence every ``ep_every`` steps, gradient steps between;
 * any other GPflow model with ``training_loss(batch)`` (``SVGP``) takes the gradient step only.

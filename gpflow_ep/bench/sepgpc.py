@@ -428,7 +428,7 @@ def _merge_previous(rep, old, methods_run):
     rep["notes"].append(
         f"Methods {', '.join(rep['reused_from']['methods'])} taken from the earlier run `{old.get('command')}` "
         f"(started {old.get('started')}, wall time {old.get('wall_time_s', 0):.0f} s); methods "
-        f"{', '.join(methods_run)} re-run by this command with epoch-aligned minibatches (see Notes on make_dataset)."
+        f"{', '.join(methods_run)} run by this command."
     )
 
 

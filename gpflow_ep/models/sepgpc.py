@@ -239,24 +239,19 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     def _minibatch_frame(self, X, index):
         """
-        Everything a minibatch step needs at the current hyper-parameters, without gradient: the
-        kernel matrices K_uu, K_uf, diag K_ff, L = chol(K_uu), fresh projections a_n = L⁻¹k_i
-        (υ_n = L⁻ᵀa_n = K_uu⁻¹k_i), FITC variances s, prior means m(X), the stored directions as
-        a_o = Lᵀυ_o, and q(v) from the stored Λ_u, η_u.
+        Everything a minibatch step needs at the current hyper-parameters, without gradient:
+        L = chol(K_uu), fresh projections a_n = L⁻¹k_i (υ_n = L⁻ᵀa_n = K_uu⁻¹k_i), FITC variances
+        s, prior means m(X), the stored directions υ_o and a_o = Lᵀυ_o, and q(v) from Λ_u, η_u.
         """
-        Kuu = tf.stop_gradient(covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter))
-        Kuf = tf.stop_gradient(covariances.Kuf(self.inducing_variable, self.kernel, X))
-        L = tf.linalg.cholesky(Kuu)
-        A_new = tf.linalg.triangular_solve(L, Kuf)
-        s = tf.maximum(tf.stop_gradient(self.kernel(X, full_cov=False)) - tf.reduce_sum(tf.square(A_new), axis=0), 0.0)
+        L, A_new, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
         U_old = tf.gather(self.site_directions, index)  # [B, M]
         return _Frame(
             L=L,
             A_new=A_new,
             A_old=tf.matmul(L, U_old, transpose_a=True, transpose_b=True),  # Lᵀυ_o, [M, B]
             U_old=U_old,
-            s=s[:, None],
-            prior_mean=tf.stop_gradient(self.mean_function(X)),
+            s=s,
+            prior_mean=prior_mean,
             q=self._posterior_v(L),
         )
 
