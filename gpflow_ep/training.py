@@ -22,6 +22,7 @@ differentiates F_{M_r}/R (or SVGP's loss / R); the optimiser sums the gradients,
 single-device gradient of F_M when the replicas get equal batch shares.
 """
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
@@ -33,7 +34,7 @@ from gpflow.keras import tf_keras
 
 from .models.validation import check_positive_int
 
-__all__ = ["fit", "FitResult", "make_dataset", "make_train_step", "paper_adadelta"]
+__all__ = ["fit", "FitResult", "ProgressBar", "make_dataset", "make_train_step", "paper_adadelta"]
 
 
 @dataclass
@@ -152,6 +153,43 @@ def make_train_step(
     return step
 
 
+class ProgressBar:
+    """
+    A one-line text progress bar, redrawn at most every ``interval`` seconds: the fraction done is
+    steps/``total`` or elapsed/``time_budget``, whichever is larger.
+    """
+
+    def __init__(self, total: float, time_budget: Optional[float], stream=None, width: int = 30, interval: float = 0.2):
+        self.total, self.time_budget, self.width, self.interval = total, time_budget, width, interval
+        self.stream = sys.stderr if stream is None else stream
+        self._last = -np.inf
+
+    def _fraction(self, steps: int, elapsed: float) -> float:
+        done = steps / self.total if np.isfinite(self.total) else 0.0
+        if self.time_budget:
+            done = max(done, elapsed / self.time_budget)
+        return min(done, 1.0)
+
+    def render(self, steps: int, loss: float, elapsed: float) -> str:
+        frac = self._fraction(steps, elapsed)
+        filled = int(round(frac * self.width))
+        total = f"/{int(self.total)}" if np.isfinite(self.total) else ""
+        return (
+            f"|{'#' * filled}{'.' * (self.width - filled)}| {frac:4.0%} step {steps}{total}"
+            f"  {elapsed:6.1f} s  loss {loss:.4g}"
+        )
+
+    def update(self, steps: int, loss: float, elapsed: float) -> None:
+        if elapsed - self._last >= self.interval:
+            self._last = elapsed
+            self.stream.write("\r" + self.render(steps, loss, elapsed))
+            self.stream.flush()
+
+    def close(self, steps: int, loss: float, elapsed: float) -> None:
+        self.stream.write("\r" + self.render(steps, loss, elapsed) + "\n")
+        self.stream.flush()
+
+
 def fit(
     model,
     data,
@@ -182,7 +220,7 @@ def fit(
     :param ep_every: for models that hold their data: run EP to convergence every this many steps.
     :param strategy: a ``tf.distribute`` strategy; the batch is split over its replicas.
     :param monitor: called as ``monitor(step)`` after every step (e.g. a ``gpflow.monitor.Monitor``).
-    :param progress: print a one-line progress report every 10 % of the run.
+    :param progress: draw a progress bar (steps or time budget, elapsed time, last loss) on stderr.
     :param train_step: a step from :func:`make_train_step` for this model, optimiser, strategy
         and damping, to reuse across ``fit`` calls (each call otherwise compiles a new one).
     """
@@ -209,6 +247,7 @@ def fit(
     step = train_step or make_train_step(model, optimizer, strategy=strategy, damping=damping)
 
     result = FitResult()
+    bar = ProgressBar(limit, time_budget) if progress else None
     start = time.perf_counter()
     iterator = iter(dataset)
     while result.steps < limit and (time_budget is None or time.perf_counter() - start < time_budget):
@@ -220,9 +259,11 @@ def fit(
         result.skipped_site_updates += int(skipped)
         if monitor is not None:
             monitor(result.steps)
-        if progress and np.isfinite(limit) and result.steps % max(int(limit) // 10, 1) == 0:
-            print(f"step {result.steps}/{int(limit)}  loss {result.losses[-1]:.4f}", flush=True)
+        if bar is not None:
+            bar.update(result.steps, result.losses[-1], time.perf_counter() - start)
     result.seconds = time.perf_counter() - start
+    if bar is not None:
+        bar.close(result.steps, result.losses[-1] if result.losses else float("nan"), result.seconds)
     if steps_per_epoch:
         result.epochs = result.steps / steps_per_epoch
     return result

@@ -9,12 +9,13 @@ from pathlib import Path
 import gpflow
 import numpy as np
 import pytest
+import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC
-from gpflow_ep.training import fit, make_dataset, make_train_step, paper_adadelta
+from gpflow_ep.training import ProgressBar, fit, make_dataset, make_train_step, paper_adadelta
 
 SCRIPT = Path(__file__).parent / "scripts" / "distributed_step.py"
 
@@ -110,3 +111,24 @@ def test_minibatch_refresh_rejects_repeated_sites(data):
     idx = np.array([3, 4, 3])
     with pytest.raises(tf.errors.InvalidArgumentError, match="repeat a site"):
         m.update_sites((X[idx], Y[idx], idx))
+
+
+def test_progress_bar_and_gpflow_monitor_tasks(data, tmp_path, capsys):
+    """``progress=True`` draws a bar to stderr; ``monitor=`` runs gpflow.monitor tasks (TensorBoard)."""
+    from gpflow.monitor import Monitor, MonitorTaskGroup, ScalarToTensorBoard
+
+    (X, Y), _ = data
+    m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:20].copy(), num_data=len(X))
+    task = ScalarToTensorBoard(str(tmp_path), lambda: m.kernel.variance, "variance")
+    fit(m, (X, Y), batch_size=20, iterations=6, progress=True, monitor=Monitor(MonitorTaskGroup([task], period=2)))
+    assert capsys.readouterr().err.rstrip("\n").split("\r")[-1].startswith("|" + "#" * 30 + "| 100% step 6/6")
+    events = [str(p) for p in tmp_path.rglob("events.out.tfevents*")]
+    tags = [v.tag for path in events for e in tf.compat.v1.train.summary_iterator(path) for v in e.summary.value]
+    assert tags.count("variance") == 3  # steps 2, 4, 6
+
+
+def test_progress_bar_follows_the_larger_of_steps_and_time():
+    bar = ProgressBar(total=float("inf"), time_budget=10.0, width=10)
+    assert bar.render(3, 0.5, 2.5).startswith("|##........|  25% step 3 ")
+    bar = ProgressBar(total=8, time_budget=100.0, width=8)
+    assert bar.render(6, 0.5, 1.0).startswith("|######..|  75% step 6/8 ")
