@@ -1040,6 +1040,12 @@ def main(argv=None) -> int:
                 checkpoint=lambda partial: _write_json(out_dir / "table1.partial.json", dict(partial, command=command)),
             ),
         )
+        if args.resume:
+            reused = sum(bool(x.get("reused")) for r in rep["rows"] for recs in r["per_split"].values() for x in recs)
+            total = sum(len(recs) for r in rep["rows"] for recs in r["per_split"].values())
+            rep["notes"].append(
+                f'{reused} of {total} per-split results were taken from {args.resume} (marked "reused" in the JSON).'
+            )
         if args.reuse:
             _merge_previous(rep, _rename_legacy(json.loads(Path(args.reuse).read_text())), _parse_list(args.methods))
         rep["settings"] = dict(
