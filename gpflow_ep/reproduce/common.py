@@ -4,7 +4,8 @@ import datetime as _dt
 import math
 import sys
 import time
-from typing import Callable, Dict, Optional
+from argparse import ArgumentParser, Namespace
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -21,6 +22,19 @@ def progress_logger(part: str) -> Callable[[str], None]:
         print(f"[{part} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
     return log
+
+
+def parse_part_args(
+    build_parser: Callable[[], ArgumentParser], argv: Optional[List[str]], log: Callable[[str], None]
+) -> Namespace:
+    """
+    A part's options from a command line shared by all parts (``reproduce rep --parts ...``);
+    the other parts' options are logged and ignored.
+    """
+    args, ignored = build_parser().parse_known_args(argv)
+    if ignored:
+        log(f"ignoring options meant for other parts: {ignored}")
+    return args
 
 
 def finite_or_none(x) -> Optional[float]:

@@ -50,7 +50,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .common import progress_logger
+from .common import parse_part_args, progress_logger
 from .common import utc_now as _now
 
 _log = progress_logger("C1")
@@ -746,9 +746,7 @@ def rerender(out_dir: Path) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args, ignored = build_parser().parse_known_args(argv)
-    if ignored:
-        _log(f"ignoring options meant for other parts: {ignored}")
+    args = parse_part_args(build_parser, argv, _log)
     if args.rerender:
         return rerender(Path(args.out_dir))
     import gpflow
