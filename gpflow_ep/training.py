@@ -5,14 +5,20 @@ One training loop for every model: EP models and GPflow's own SVGP/VGP alike (SE
 
 Per step, for a minibatch M:
 
-* models with minibatch EP (:class:`~gpflow_ep.models.SEPGPC`) first refresh the sites of M
-  (``update_sites``, damped), then take a gradient step on ``training_loss(batch)`` (the surrogate
-  -F_M of SEP spec §2.6) at the refreshed q. With the full batch, ``damping=0.5`` and
-  :class:`~gpflow_ep.optimizers.SignAdaptive` this is the paper's batch SEP ("inner" updates,
-  SEP spec §2.7); with minibatches it is the paper's stochastic SEP (spec §3);
-* models that hold their data and run EP (:class:`~gpflow_ep.models.EPGPC` and subclasses) are
-  trained in alternated mode: EP to convergence every ``ep_every`` steps, gradient steps between;
-* any other GPflow model with ``training_loss(batch)`` (``SVGP``) takes the gradient step only.
+* models with minibatch EP (:class:`~gpflow_ep.models.MinibatchEP`, e.g.
+  :class:`~gpflow_ep.models.SEPGPC`) first refresh the sites of M (damped by the model's
+  ``EPSettings.minibatch_damping``), then take a gradient step on the surrogate -F_M of SEP spec
+  §2.6 at the refreshed q (``refresh_and_objective``). With the full batch,
+  ``minibatch_damping=0.5`` and :class:`~gpflow_ep.optimizers.SignAdaptive` this is the paper's
+  batch SEP ("inner" updates, SEP spec §2.7); with minibatches it is the paper's stochastic SEP
+  (spec §3);
+* EP models that hold their data (:class:`~gpflow_ep.models.EPModel` with GPflow's internal-data
+  loss: :class:`~gpflow_ep.models.EPGPC` and subclasses) are trained in alternated mode: EP to
+  convergence (``run_ep``) every ``ep_every`` steps, gradient steps on ``training_loss()`` between;
+* any other GPflow model takes the gradient step only: ``training_loss()`` for models that hold
+  their data (``VGP``), ``training_loss((X, Y))`` otherwise (``SVGP``).
+
+Only public methods of the models are called.
 
 ``strategy=`` a ``tf.distribute`` strategy (build the model and the optimiser under
 ``strategy.scope()``) splits every batch over the replicas: each replica computes its part of the
@@ -29,10 +35,12 @@ from typing import Callable, List, Optional
 
 import numpy as np
 import tensorflow as tf
-from gpflow.config import default_float
 from gpflow.keras import tf_keras
 
-from .models.validation import check_positive_int
+from gpflow.models import InternalDataTrainingLossMixin
+
+from .models import EPModel, MinibatchEP, SiteRefresh
+from .validation import check_positive_int
 
 __all__ = ["fit", "FitResult", "ProgressBar", "make_dataset", "make_train_step", "paper_adadelta"]
 
@@ -54,11 +62,15 @@ def paper_adadelta():
 
 
 def _uses_minibatch_ep(model) -> bool:
-    return hasattr(model, "update_sites")
+    return isinstance(model, MinibatchEP)
 
 
 def _holds_data(model) -> bool:
-    return hasattr(model, "data") and hasattr(model, "run_ep")
+    return isinstance(model, InternalDataTrainingLossMixin)
+
+
+def _runs_batch_ep(model) -> bool:
+    return isinstance(model, EPModel) and _holds_data(model)
 
 
 def make_dataset(data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True) -> tf.data.Dataset:
@@ -78,20 +90,20 @@ def make_dataset(data, batch_size: int, *, shuffle: bool = True, seed: int = 0, 
     return ds.repeat() if repeat else ds
 
 
-def _loss_for(model, batch):
+def _gradient_loss(model, batch):
+    """The loss whose gradient the step follows, without any site refresh."""
     if _uses_minibatch_ep(model):
-        return model.training_loss(batch)
+        return -(model.minibatch_objective(batch) + model.log_prior_density())
     if _holds_data(model):
         return model.training_loss()
     return model.training_loss(batch[:2])
 
 
-def make_train_step(
-    model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None, damping: float = 0.99
-) -> Callable:
+def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None) -> Callable:
     """
-    A compiled step ``step(batch) -> (loss, skipped)``: minibatch site refresh (when the model has
-    one) followed by one optimiser step; with ``strategy``, ``batch`` is a distributed batch.
+    A compiled step ``step(batch) -> (loss, skipped)``: minibatch site refresh (for a
+    :class:`~gpflow_ep.models.MinibatchEP` model) followed by one optimiser step; with
+    ``strategy``, ``batch`` is a distributed batch.
     """
     variables = model.trainable_variables
 
@@ -101,14 +113,11 @@ def make_train_step(
         def step(batch):
             skipped = tf.constant(0)
             with tf.GradientTape() as tape:
-                if _uses_minibatch_ep(model):  # site refresh, then F_M at the refreshed q, sharing chol(K_uu)
-                    X, Y, index = batch
-                    objective, skipped = model._refresh_and_surrogate(
-                        tf.cast(X, default_float()), tf.cast(Y, default_float()), tf.reshape(index, [-1]), damping
-                    )
+                if _uses_minibatch_ep(model):  # site refresh, then F_M at the refreshed q (shared work)
+                    objective, skipped = model.refresh_and_objective(batch)
                     loss = -(objective + model.log_prior_density())
                 else:
-                    loss = _loss_for(model, batch)
+                    loss = _gradient_loss(model, batch)
             optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
             return loss, skipped
 
@@ -116,37 +125,22 @@ def make_train_step(
 
     replicas = strategy.num_replicas_in_sync
 
-    def replica_deltas(batch):
-        X, Y, index = batch
-        deltas, skipped, _ = model._site_deltas(
-            tf.cast(X, default_float()), tf.cast(Y, default_float()), tf.reshape(index, [-1]), damping
-        )
-        return deltas, skipped
-
     def replica_gradient_step(batch):
         with tf.GradientTape() as tape:
-            loss = _loss_for(model, batch) / replicas
+            loss = _gradient_loss(model, batch) / replicas
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
 
-    def concat_local(values):
-        return tf.concat(strategy.experimental_local_results(values), axis=0)
+    def merged(per_replica: SiteRefresh) -> SiteRefresh:
+        return SiteRefresh.merge([SiteRefresh(*local) for local in strategy.experimental_local_results(per_replica)])
 
     @tf.function
     def step(batch):
         skipped = tf.constant(0)
-        if _uses_minibatch_ep(model):
-            (tau, nu, U, d_Lambda, d_eta), skipped_r = strategy.run(replica_deltas, args=(batch,))
-            index = concat_local(batch[2])
-            model._apply_site_deltas(
-                tf.reshape(index, [-1]),
-                concat_local(tau),
-                concat_local(nu),
-                concat_local(U),
-                strategy.reduce(tf.distribute.ReduceOp.SUM, d_Lambda, axis=None),
-                strategy.reduce(tf.distribute.ReduceOp.SUM, d_eta, axis=None),
-            )
-            skipped = strategy.reduce(tf.distribute.ReduceOp.SUM, skipped_r, axis=None)
+        if _uses_minibatch_ep(model):  # every replica proposes from the same q; merged, then written once
+            refresh = merged(strategy.run(model.propose_refresh, args=(batch,)))
+            model.apply_refresh(refresh)
+            skipped = refresh.num_skipped
         losses = strategy.run(replica_gradient_step, args=(batch,))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None), skipped
 
@@ -199,7 +193,6 @@ def fit(
     epochs: Optional[float] = None,
     iterations: Optional[int] = None,
     time_budget: Optional[float] = None,
-    damping: float = 0.99,
     ep_every: int = 50,
     strategy: Optional[tf.distribute.Strategy] = None,
     monitor: Optional[Callable] = None,
@@ -216,13 +209,14 @@ def fit(
         SEP paper's); create it under ``strategy.scope()`` when distributing.
     :param batch_size: minibatch size (default: all data, i.e. batch gradient steps).
     :param epochs, iterations, time_budget: stop at whichever comes first (default 1 epoch).
-    :param damping: ρ of the minibatch site refresh (0.99 in the paper).
     :param ep_every: for models that hold their data: run EP to convergence every this many steps.
     :param strategy: a ``tf.distribute`` strategy; the batch is split over its replicas.
     :param monitor: called as ``monitor(step)`` after every step (e.g. a ``gpflow.monitor.Monitor``).
     :param progress: draw a progress bar (steps or time budget, elapsed time, last loss) on stderr.
-    :param train_step: a step from :func:`make_train_step` for this model, optimiser, strategy
-        and damping, to reuse across ``fit`` calls (each call otherwise compiles a new one).
+    :param train_step: a step from :func:`make_train_step` for this model, optimiser and
+        strategy, to reuse across ``fit`` calls (each call otherwise compiles a new one).
+
+    EP options (damping of the minibatch refresh, power, ...) are the model's ``ep_settings``.
     """
     optimizer = optimizer or tf_keras.optimizers.Adam(0.01)
     if isinstance(data, tf.data.Dataset):
@@ -244,14 +238,14 @@ def fit(
         limit = min(limit, int(np.ceil(float(epochs) * steps_per_epoch)))
     if strategy is not None:
         dataset = strategy.experimental_distribute_dataset(dataset)
-    step = train_step or make_train_step(model, optimizer, strategy=strategy, damping=damping)
+    step = train_step or make_train_step(model, optimizer, strategy=strategy)
 
     result = FitResult()
     bar = ProgressBar(limit, time_budget) if progress else None
     start = time.perf_counter()
     iterator = iter(dataset)
     while result.steps < limit and (time_budget is None or time.perf_counter() - start < time_budget):
-        if _holds_data(model) and result.steps % ep_every == 0:
+        if _runs_batch_ep(model) and result.steps % ep_every == 0:
             model.run_ep()
         loss, skipped = step(next(iterator))
         result.steps += 1

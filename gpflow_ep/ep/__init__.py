@@ -1,52 +1,95 @@
 """
 The EP engine, written once and shared by every EP model in the package.
 
-* :mod:`~gpflow_ep.ep.tilted` — tilted moments of any GPflow likelihood (closed form or adaptive
-  Gauss–Hermite), the likelihood's only contribution;
-* :mod:`~gpflow_ep.ep.sites` — site state, cavity (with power α), site update, damping;
+A model supplies its posterior algebra (:class:`SiteAlgebra`) and the factors its sites
+approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine does the rest:
+
+* :mod:`~gpflow_ep.ep.settings` — :class:`EPSettings`, the one carrier of EP options;
+* :mod:`~gpflow_ep.ep.tilted` — tilted moments of any GPflow likelihood (closed forms registered
+  next to the likelihoods, adaptive Gauss–Hermite otherwise);
+* :mod:`~gpflow_ep.ep.factors` — the site-factor interface;
+* :mod:`~gpflow_ep.ep.sites` — site state, cavity (with power α), site update, clipping, damping;
 * :mod:`~gpflow_ep.ep.relaxation` — relaxed EP's relaxation factor, objective and line search;
-* :mod:`~gpflow_ep.ep.update` — one site update (cavity → relaxation → tilted → site);
-* :mod:`~gpflow_ep.ep.schedules` — parallel and sequential ``tf.while_loop`` drivers;
+* :mod:`~gpflow_ep.ep.update` — one site proposal (cavity → relaxation → tilted → site) and its
+  damped acceptance;
+* :mod:`~gpflow_ep.ep.schedules` — the schedule interface, parallel and sequential schedules;
 * :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood;
-* :mod:`~gpflow_ep.ep.gp_factorisation` — the posterior algebra of a full GP with sites;
-* :mod:`~gpflow_ep.ep.whitened` — the posterior algebra of inducing-point models (whitened).
+* :mod:`~gpflow_ep.ep.algebra` — the posterior-algebra interface; implemented by
+  :mod:`~gpflow_ep.ep.gp_factorisation` (full GP) and :mod:`~gpflow_ep.ep.whitened`
+  (inducing points).
 """
 
+from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
 from .energy import ep_log_marginal_likelihood, site_energy_terms
-from .gp_factorisation import GPSiteFactorisation
+from .factors import LikelihoodFactor, SiteFactor
+from .gp_factorisation import GPAlgebra, GPSiteFactorisation
 from .relaxation import MESSAGE_UPDATES, OBJECTIVES, Relaxation, penalised_line_search, relaxation_objective
-from .schedules import CRITERIA, SCHEDULES, EPRun, run_parallel_ep, run_sequential_ep
-from .sites import CAVITY_CHOICES, Cavity, SiteParameters, cavity, damp, site_update
-from .tilted import TiltedMoments, gauss_hermite_tilted_moments, tilted_expected_log_likelihood, tilted_moments
-from .update import SiteProposal, propose_sites, site_means
-from .whitened import WhitenedGaussian
+from .schedules import (
+    EPRun,
+    ParallelSchedule,
+    Schedule,
+    SequentialSchedule,
+    get_schedule,
+    register_schedule,
+    run_ep,
+    schedule_names,
+)
+from .settings import CAVITY_CHOICES, CRITERIA, DEFAULT_DAMPING, EP_MODES, EPSettings
+from .sites import Cavity, SiteParameters, cavity_distribution, clip_site, damp, site_update
+from .tilted import (
+    TiltedMoments,
+    gauss_hermite_tilted_moments,
+    quadrature_tilted_moments,
+    tilted_expected_log_likelihood,
+    tilted_moments,
+)
+from .update import SiteProposal, accept_proposal, propose_sites, site_means
+from .whitened import Projections, WhitenedAlgebra, WhitenedGaussian
 
 __all__ = [
+    "EPSettings",
+    "DEFAULT_DAMPING",
+    "CAVITY_CHOICES",
+    "CRITERIA",
+    "EP_MODES",
+    "SiteAlgebra",
+    "SiteMarginals",
+    "JointPosterior",
+    "GPAlgebra",
+    "GPSiteFactorisation",
+    "WhitenedAlgebra",
+    "WhitenedGaussian",
+    "Projections",
+    "SiteFactor",
+    "LikelihoodFactor",
     "TiltedMoments",
     "tilted_moments",
     "tilted_expected_log_likelihood",
+    "gauss_hermite_tilted_moments",
+    "quadrature_tilted_moments",
+    "SiteParameters",
+    "Cavity",
+    "cavity_distribution",
+    "site_update",
+    "clip_site",
+    "damp",
+    "SiteProposal",
+    "propose_sites",
+    "accept_proposal",
+    "site_means",
     "Relaxation",
     "relaxation_objective",
     "penalised_line_search",
     "MESSAGE_UPDATES",
     "OBJECTIVES",
-    "SiteProposal",
-    "propose_sites",
-    "site_means",
-    "CRITERIA",
-    "gauss_hermite_tilted_moments",
-    "SiteParameters",
-    "Cavity",
-    "cavity",
-    "site_update",
-    "damp",
-    "CAVITY_CHOICES",
     "EPRun",
-    "run_parallel_ep",
-    "run_sequential_ep",
-    "SCHEDULES",
+    "Schedule",
+    "ParallelSchedule",
+    "SequentialSchedule",
+    "register_schedule",
+    "get_schedule",
+    "schedule_names",
+    "run_ep",
     "ep_log_marginal_likelihood",
     "site_energy_terms",
-    "GPSiteFactorisation",
-    "WhitenedGaussian",
 ]

@@ -22,23 +22,29 @@ All quantities here are in the coordinates of the posterior algebra (the prior m
 ``offset`` (the prior mean) is added to the cavity mean only when the likelihood is evaluated.
 """
 
+from typing import TYPE_CHECKING
+
 import tensorflow as tf
 
-from .sites import cavity
+from .factors import SiteFactor
+from .sites import cavity_distribution
+
+if TYPE_CHECKING:  # settings import the schedule registry
+    from .settings import EPSettings
 
 __all__ = ["site_energy_terms", "ep_log_marginal_likelihood"]
 
 
 def site_energy_terms(
-    marginal_mean, marginal_var, precision, natural_mean, tilted_fn, *, offset=0.0, power=1.0, cavity_kind="fractional"
+    marginal_mean, marginal_var, precision, natural_mean, factor: SiteFactor, settings: "EPSettings", *, offset=0.0
 ):
     """
-    Per-site terms (1/α)[log Z_i + g(q^{\\i}) - g(q_i)], [N, 1], and a mask of the sites whose
+    Per-site terms (1/α)[log Z_i + g(q^{\i}) - g(q_i)], [N, 1], and a mask of the sites whose
     cavity is proper (an improper cavity contributes 0 and should be reported).
     """
-    beta = power if cavity_kind == "fractional" else 1.0
-    cav = cavity(marginal_mean, marginal_var, precision, natural_mean, power, cavity_kind)
-    log_z = tilted_fn(cav.mean + offset, cav.var).log_z
+    power, beta = settings.power, settings.removed_fraction
+    cav = cavity_distribution(marginal_mean, marginal_var, precision, natural_mean, beta)
+    log_z = factor.tilted(cav.mean + offset, cav.var, power).log_z
     d = 1.0 - beta * precision * marginal_var
     safe_d = tf.where(cav.valid, d, tf.ones_like(d))
     quad = (
@@ -52,8 +58,10 @@ def site_energy_terms(
 
 
 def ep_log_marginal_likelihood(
-    log_normaliser_ratio, marginal_mean, marginal_var, precision, natural_mean, tilted_fn, **kwargs
+    log_normaliser_ratio, marginal_mean, marginal_var, precision, natural_mean, factor, settings, *, offset=0.0
 ):
     """log Z_EP (module docstring) and the number of sites left out for an improper cavity."""
-    terms, valid = site_energy_terms(marginal_mean, marginal_var, precision, natural_mean, tilted_fn, **kwargs)
+    terms, valid = site_energy_terms(
+        marginal_mean, marginal_var, precision, natural_mean, factor, settings, offset=offset
+    )
     return log_normaliser_ratio + tf.reduce_sum(terms), tf.reduce_sum(tf.cast(~valid, tf.int32))

@@ -25,7 +25,9 @@ The normaliser needed by the EP energy is
 import tensorflow as tf
 from check_shapes import check_shapes
 
-__all__ = ["GPSiteFactorisation"]
+from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+
+__all__ = ["GPSiteFactorisation", "GPAlgebra"]
 
 
 def _safe_cholesky(matrix):
@@ -127,3 +129,26 @@ class GPSiteFactorisation:
         else:
             cov = Kss - tf.reduce_sum(tf.square(Vs), axis=0) + tf.reduce_sum(tf.square(Ws), axis=0)
         return mean, cov
+
+
+class GPAlgebra(SiteAlgebra):
+    """
+    The posterior algebra of a full GP (:class:`~gpflow_ep.ep.SiteAlgebra`): x = f, h_i = f_i,
+    prior N(m_X, K). Sites act on f; the factorisation works on g = f - m_X, whose sites are
+    (τ, ν - τ m).
+    """
+
+    @check_shapes("K: [N, N]", "prior_mean: [N, 1]")
+    def __init__(self, K, prior_mean):
+        self.K, self.prior_mean = K, prior_mean
+
+    def factorise(self, precision, natural_mean) -> GPSiteFactorisation:
+        return GPSiteFactorisation(self.K, precision, natural_mean - precision * self.prior_mean)
+
+    def marginals(self, precision, natural_mean) -> SiteMarginals:
+        q = self.factorise(precision, natural_mean)
+        return SiteMarginals(q.mean + self.prior_mean, q.var, q.proper)
+
+    def joint(self, precision, natural_mean) -> JointPosterior:
+        q = self.factorise(precision, natural_mean)
+        return JointPosterior(q.covariance(), q.mean + self.prior_mean, q.proper)

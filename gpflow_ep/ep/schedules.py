@@ -1,42 +1,55 @@
 r"""
 EP schedules: the loops that drive the site update of :mod:`gpflow_ep.ep.update`.
 
-Both loops are ``tf.while_loop``s (DESIGN principle 4) and are model-agnostic. A model supplies its
-posterior algebra as callables; the site update comes as ``propose_fn(cavity, τ, ν, index)``
-(``index=None`` for all sites at once, or the visited site in the sequential schedule).
+A schedule is a :class:`Schedule`: ``run(algebra, factor, precision, natural_mean, settings)``
+takes a model's posterior algebra (:class:`~gpflow_ep.ep.SiteAlgebra`), the sites' factors
+(:class:`~gpflow_ep.ep.SiteFactor`), warm-start sites and the :class:`~gpflow_ep.ep.EPSettings`,
+and returns an :class:`EPRun`. Schedules are registered by name (:func:`register_schedule`) and
+chosen with ``EPSettings(schedule=name)``, so a new one (e.g. a convergent double loop) is an
+addition, not a copy. Both built-in loops are ``tf.while_loop``s (DESIGN principle 4):
 
 * **parallel**: every site is updated from the same q, the update is damped, then q is rebuilt
-  from all sites (``marginals_fn(τ, ν) -> (mean, var, proper)``). A sweep whose damped sites give
-  an improper q (possible only with negative site precisions) is rejected and the damping halved.
-* **sequential**: sites are visited in order; q is kept as (Σ, μ) in some basis and updated by a
-  rank-one Sherman–Morrison step after each site (Minka 2001; rep spec §3.2, eq. 17);
-  ``joint_fn(τ, ν) -> (Σ, μ, proper)`` refreshes it at the start of every sweep. The marginal of
-  site i is N(w_iᵀμ + o_i, w_iᵀΣw_i) with w_i the i-th row of ``projection`` (identity when
-  ``None``) and o_i the i-th entry of ``offset`` (a prior mean outside the state, default 0). An
-  update that would make q improper (1 + Δτ σ_i² ≤ 0) is skipped.
+  from all sites (``algebra.marginals``). A sweep whose damped sites give an improper q
+  (possible only with negative site precisions) is rejected and the damping halved.
+* **sequential**: sites are visited in order; q is kept as (Σ, μ) (``algebra.joint``, refreshed
+  at the start of every sweep against round-off drift) and updated by ``algebra.update_joint``
+  after each site. An update that would make q improper (1 + Δτ σ_i² ≤ 0) is skipped.
 
-Convergence (``criterion``):
+Convergence (``settings.criterion``):
 
 * "sites" (default): the largest change of a site natural parameter in a sweep (on the undamped
   proposal, so damping cannot fake convergence) is ≤ ``tol`` and no site was skipped in it;
-* "alpha": the paper's R = ‖α_t - α_{t-1}‖₂ ≤ ``tol`` over the vector of per-site
-  α_i = ∂log Z_i/∂(cavity mean) of the latest visits (Qi & Guo §6.2; rep spec §3.2), with at
-  least one site accepted in the sweep.
+* "alpha": the paper's R = ‖a_t - a_{t-1}‖₂ ≤ ``tol`` over the per-site statistics
+  a_i = ∂log Z_i/∂(cavity mean) of the latest visits (``dual``; Qi & Guo §6.2, rep spec §3.2),
+  with at least one site accepted in the sweep.
 
 Improper cavities are skipped and counted, never turned into NaN. ``EPRun.history`` holds the
-convergence statistic of every sweep (zeros after the last).
+convergence statistic of every sweep (zeros after the last; -1 for a rejected parallel sweep).
 """
 
-from typing import Callable, NamedTuple, Optional
+import abc
+from typing import TYPE_CHECKING, Dict, NamedTuple
 
 import tensorflow as tf
 
-from .sites import cavity, damp
+from .algebra import JointPosterior, SiteAlgebra
+from .factors import SiteFactor
+from .sites import cavity_distribution
+from .update import accept_proposal, propose_sites
 
-__all__ = ["EPRun", "run_parallel_ep", "run_sequential_ep", "SCHEDULES", "CRITERIA"]
+if TYPE_CHECKING:  # settings import the schedule registry
+    from .settings import EPSettings
 
-SCHEDULES = ("parallel", "sequential")
-CRITERIA = ("sites", "alpha")
+__all__ = [
+    "EPRun",
+    "Schedule",
+    "ParallelSchedule",
+    "SequentialSchedule",
+    "register_schedule",
+    "get_schedule",
+    "schedule_names",
+    "run_ep",
+]
 
 
 class EPRun(NamedTuple):
@@ -50,209 +63,287 @@ class EPRun(NamedTuple):
     num_skipped: tf.Tensor
     num_rejected: tf.Tensor
     skipped_last_sweep: tf.Tensor
-    alpha: tf.Tensor  # [N, 1] per-site α of the latest visits
+    dual: tf.Tensor  # [N, 1] per-site ∂log Z_i/∂(cavity mean) of the latest visits
     relaxation: tf.Tensor  # [N, 1] relaxation precisions b of the latest visits (relaxed EP)
     history: tf.Tensor  # [max_sweeps] convergence statistic per sweep
 
 
-def _site_change(old_tau, new_tau, old_nu, new_nu, ok):
+class Schedule(abc.ABC):
+    """An EP driver: runs site updates until convergence or ``settings.max_sweeps`` sweeps."""
+
+    @abc.abstractmethod
+    def run(
+        self, algebra: SiteAlgebra, factor: SiteFactor, precision: tf.Tensor, natural_mean: tf.Tensor, settings: "EPSettings"
+    ) -> EPRun:
+        """EP from the warm-start sites (``precision``, ``natural_mean``, each [N, 1])."""
+
+
+_SCHEDULES: Dict[str, Schedule] = {}
+
+
+def register_schedule(name: str, schedule: Schedule) -> Schedule:
+    """Make ``schedule`` available as ``EPSettings(schedule=name)``."""
+    if not isinstance(schedule, Schedule):
+        raise ValueError(f"schedule must be a gpflow_ep.ep.Schedule; got {schedule!r}")
+    _SCHEDULES[name] = schedule
+    return schedule
+
+
+def get_schedule(name: str) -> Schedule:
+    if name not in _SCHEDULES:
+        raise ValueError(f"schedule must be one of {schedule_names()}; got {name!r}")
+    return _SCHEDULES[name]
+
+
+def schedule_names():
+    return tuple(_SCHEDULES)
+
+
+def run_ep(algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: "EPSettings") -> EPRun:
+    """Run the schedule named by ``settings.schedule``."""
+    return get_schedule(settings.schedule).run(algebra, factor, precision, natural_mean, settings)
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def site_change(old_tau, new_tau, old_nu, new_nu, ok):
+    """The largest change of a site natural parameter among the accepted (``ok``) sites."""
     diff = tf.maximum(tf.abs(new_tau - old_tau), tf.abs(new_nu - old_nu))
     return tf.reduce_max(tf.where(ok, diff, tf.zeros_like(diff)))
 
 
-def _converged(change, tol, skipped_now, criterion, num_sites):
+def converged(change, skipped_now, num_sites, settings: "EPSettings"):
     """ "sites": small change and nothing skipped; "alpha": small R and at least one accepted update
-    (a sweep that skips every site leaves α unchanged, R = 0, and proves nothing)."""
-    done = change <= tol
-    return done & (skipped_now < num_sites) if criterion == "alpha" else done & (skipped_now == 0)
+    (a sweep that skips every site leaves the statistics unchanged, R = 0, and proves nothing)."""
+    done = change <= settings.tol
+    return done & (skipped_now < num_sites) if settings.criterion == "alpha" else done & (skipped_now == 0)
 
 
-def _warm_start(state_fn, precision, natural_mean):
+def warm_start(state_fn, precision, natural_mean):
     """
-    (τ, ν, *state) of q at the stored sites, or at flat sites (q = prior) when the stored sites
-    give an improper q, e.g. negative-precision sites kept from other hyper-parameters.
+    (τ, ν, state) of q at the stored sites, or at flat sites (q = prior) when the stored sites give
+    an improper q, e.g. negative-precision sites kept from other hyper-parameters. ``state_fn``
+    returns a NamedTuple whose last field is ``proper``.
     """
-    *state, proper = state_fn(precision, natural_mean)
+    state = state_fn(precision, natural_mean)
 
     def cold_start():
         zeros = tf.zeros_like(precision)
-        *cold_state, _ = state_fn(zeros, zeros)
-        return (zeros, zeros, *cold_state)
+        return zeros, zeros, state_fn(zeros, zeros)
 
-    return tf.cond(proper, lambda: (precision, natural_mean, *state), cold_start)
+    return tf.cond(state.proper, lambda: (precision, natural_mean, state), cold_start)
 
 
-def run_parallel_ep(
-    marginals_fn: Callable,
-    propose_fn: Callable,
-    precision,
-    natural_mean,
-    *,
-    power: float = 1.0,
-    cavity_kind: str = "fractional",
-    damping: float = 0.8,
-    max_sweeps: int = 100,
-    tol: float = 1e-6,
-    criterion: str = "sites",
-) -> EPRun:
-    """Damped parallel EP from warm-start sites (reset to flat sites if they give an improper q)."""
-    dtype = precision.dtype
-    tau, nu, mean, var = _warm_start(marginals_fn, precision, natural_mean)
-    zeros = tf.zeros_like(precision)
+def record(history, sweep, value):
+    return tf.tensor_scatter_nd_update(history, [[sweep]], [value])
 
-    def body(sweep, tau, nu, mean, var, alpha, b, rho, change, skipped, rejected, skipped_now, history):
-        cav = cavity(mean, var, tau, nu, power, cavity_kind)
-        prop = propose_fn(cav, tau, nu, None)
-        ok = prop.valid
-        new_alpha = tf.where(ok, prop.alpha, alpha)
-        if criterion == "alpha":
-            change = tf.norm(new_alpha - alpha)
-        else:
-            change = _site_change(tau, prop.precision, nu, prop.natural_mean, ok)
-        tau_p = tf.where(ok, damp(tau, prop.precision, rho), tau)
-        nu_p = tf.where(ok, damp(nu, prop.natural_mean, rho), nu)
-        mean_p, var_p, accept = marginals_fn(tau_p, nu_p)
-        skipped_now = tf.reduce_sum(tf.cast(~ok, tf.int32))
-        new = (tau_p, nu_p, mean_p, var_p, new_alpha, tf.where(ok, prop.relaxation, b))
-        old = (tau, nu, mean, var, alpha, b)
-        tau, nu, mean, var, alpha, b = [tf.where(accept, a, c) for a, c in zip(new, old)]
-        rho = tf.where(accept, rho, 0.5 * rho)
-        rejected += tf.cast(~accept, tf.int32)
-        change = tf.where(accept, change, tf.constant(float("inf"), dtype))
-        recorded = tf.where(accept, change, tf.constant(-1.0, dtype))
-        history = tf.tensor_scatter_nd_update(history, [[sweep]], [recorded])
-        return (
-            sweep + 1,
-            tau,
-            nu,
-            mean,
-            var,
-            alpha,
-            b,
-            rho,
-            change,
-            skipped + skipped_now,
-            rejected,
-            skipped_now,
-            history,
+
+# ------------------------------------------------------------------------------------------ parallel
+
+
+class _ParallelState(NamedTuple):
+    sweep: tf.Tensor
+    precision: tf.Tensor
+    natural_mean: tf.Tensor
+    mean: tf.Tensor
+    var: tf.Tensor
+    dual: tf.Tensor
+    relaxation: tf.Tensor
+    damping: tf.Tensor
+    change: tf.Tensor
+    skipped: tf.Tensor
+    rejected: tf.Tensor
+    skipped_now: tf.Tensor
+    history: tf.Tensor
+
+
+class ParallelSchedule(Schedule):
+    """Damped parallel EP (module docstring)."""
+
+    def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
+        dtype = precision.dtype
+        num_sites = tf.shape(precision)[0]
+        tau, nu, q = warm_start(algebra.marginals, precision, natural_mean)
+        zeros = tf.zeros_like(precision)
+        inf = tf.constant(float("inf"), dtype)
+
+        def body(s: _ParallelState) -> _ParallelState:
+            cav = cavity_distribution(s.mean, s.var, s.precision, s.natural_mean, settings.removed_fraction)
+            prop = propose_sites(cav, s.precision, s.natural_mean, factor, settings)
+            ok = prop.valid
+            dual = tf.where(ok, prop.dual, s.dual)
+            if settings.criterion == "alpha":
+                change = tf.norm(dual - s.dual)
+            else:
+                change = site_change(s.precision, prop.precision, s.natural_mean, prop.natural_mean, ok)
+            tau_p, nu_p = accept_proposal(s.precision, s.natural_mean, prop, s.damping)
+            q = algebra.marginals(tau_p, nu_p)
+            accept = q.proper
+
+            def pick(new, old):
+                return tf.where(accept, new, old)
+
+            skipped_now = tf.reduce_sum(tf.cast(~ok, tf.int32))
+            return _ParallelState(
+                sweep=s.sweep + 1,
+                precision=pick(tau_p, s.precision),
+                natural_mean=pick(nu_p, s.natural_mean),
+                mean=pick(q.mean, s.mean),
+                var=pick(q.var, s.var),
+                dual=pick(dual, s.dual),
+                relaxation=pick(tf.where(ok, prop.relaxation, s.relaxation), s.relaxation),
+                damping=pick(s.damping, 0.5 * s.damping),
+                change=pick(change, inf),
+                skipped=s.skipped + skipped_now,
+                rejected=s.rejected + tf.cast(~accept, tf.int32),
+                skipped_now=skipped_now,
+                history=record(s.history, s.sweep, pick(change, tf.constant(-1.0, dtype))),
+            )
+
+        def cond(s: _ParallelState):
+            return (s.sweep < settings.max_sweeps) & ~converged(s.change, s.skipped_now, num_sites, settings)
+
+        init = _ParallelState(
+            sweep=tf.constant(0),
+            precision=tau,
+            natural_mean=nu,
+            mean=q.mean,
+            var=q.var,
+            dual=zeros,
+            relaxation=zeros,
+            damping=tf.constant(settings.resolved_damping, dtype),
+            change=inf,
+            skipped=tf.constant(0),
+            rejected=tf.constant(0),
+            skipped_now=tf.constant(0),
+            history=tf.zeros([settings.max_sweeps], dtype),
+        )
+        s = tf.while_loop(cond, lambda s: (body(s),), (init,))[0]
+        return EPRun(
+            s.precision,
+            s.natural_mean,
+            converged(s.change, s.skipped_now, num_sites, settings),
+            s.sweep,
+            s.change,
+            s.skipped,
+            s.rejected,
+            s.skipped_now,
+            s.dual,
+            s.relaxation,
+            s.history,
         )
 
-    def cond(sweep, *state):
-        change, skipped_now = state[-5], state[-2]
-        return (sweep < max_sweeps) & ~_converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
 
-    init = (
-        tf.constant(0),
-        tau,
-        nu,
-        mean,
-        var,
-        zeros,
-        zeros,
-        tf.constant(damping, dtype),
-        tf.constant(float("inf"), dtype),
-        tf.constant(0),
-        tf.constant(0),
-        tf.constant(0),
-        tf.zeros([max_sweeps], dtype),
-    )
-    sweep, tau, nu, _, _, alpha, b, _, change, skipped, rejected, skipped_now, history = tf.while_loop(cond, body, init)
-    converged = _converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
-    return EPRun(tau, nu, converged, sweep, change, skipped, rejected, skipped_now, alpha, b, history)
+# ------------------------------------------------------------------------------------------ sequential
 
 
-def run_sequential_ep(
-    joint_fn: Callable,
-    propose_fn: Callable,
-    precision,
-    natural_mean,
-    *,
-    projection: Optional[tf.Tensor] = None,
-    offset: Optional[tf.Tensor] = None,
-    power: float = 1.0,
-    cavity_kind: str = "fractional",
-    damping: float = 1.0,
-    max_sweeps: int = 100,
-    tol: float = 1e-6,
-    criterion: str = "sites",
-) -> EPRun:
-    """Sequential EP with rank-one updates of (Σ, μ); ``propose_fn`` gets [1, 1] site slices."""
-    dtype = precision.dtype
-    n = tf.shape(precision)[0]
-    tau, nu, Sigma, mu = _warm_start(joint_fn, precision, natural_mean)
-    zeros = tf.zeros_like(precision)
+class _SweepState(NamedTuple):
+    sweep: tf.Tensor
+    precision: tf.Tensor
+    natural_mean: tf.Tensor
+    joint_cov: tf.Tensor
+    joint_mean: tf.Tensor
+    dual: tf.Tensor
+    relaxation: tf.Tensor
+    change: tf.Tensor
+    skipped: tf.Tensor
+    skipped_now: tf.Tensor
+    history: tf.Tensor
 
-    def column(Sigma, i):
-        if projection is None:
-            return Sigma[:, i]
-        return tf.linalg.matvec(Sigma, projection[i])
 
-    def project(vec, i):
-        if projection is None:
-            return vec[i]
-        return tf.reduce_sum(projection[i] * vec)
+class SequentialSchedule(Schedule):
+    """Sequential EP with rank-one updates of q (module docstring)."""
 
-    def site_body(i, tau, nu, Sigma, mu, alpha, b, change, skipped_now):
-        s = column(Sigma, i)
-        var_i = tf.reshape(project(s, i), [1, 1])
-        mean_i = tf.reshape(project(mu[:, 0], i), [1, 1])
-        if offset is not None:
-            mean_i = mean_i + offset[i : i + 1]
-        tau_i, nu_i = tau[i : i + 1], nu[i : i + 1]
-        cav = cavity(mean_i, var_i, tau_i, nu_i, power, cavity_kind)
-        prop = propose_fn(cav, tau_i, nu_i, i)
-        d_tau = damp(tau_i, prop.precision, damping) - tau_i
-        d_nu = damp(nu_i, prop.natural_mean, damping) - nu_i
-        den = 1.0 + d_tau * var_i
-        ok = prop.valid & (den > 0.0)
-        ok_s = tf.reshape(ok, [])
-        safe_den = tf.where(ok, den, tf.ones_like(den))
-        c = tf.reshape(tf.where(ok, d_tau / safe_den, tf.zeros_like(den)), [])
-        shift = tf.reshape(tf.where(ok, (d_nu - d_tau * mean_i) / safe_den, tf.zeros_like(den)), [])
-        Sigma = Sigma - c * s[:, None] * s[None, :]
-        mu = mu + shift * s[:, None]
-        idx = [[i]]
-        tau = tf.tensor_scatter_nd_add(tau, idx, tf.where(ok, d_tau, tf.zeros_like(d_tau)))
-        nu = tf.tensor_scatter_nd_add(nu, idx, tf.where(ok, d_nu, tf.zeros_like(d_nu)))
-        alpha = tf.tensor_scatter_nd_update(alpha, idx, tf.where(ok, prop.alpha, alpha[i : i + 1]))
-        b = tf.tensor_scatter_nd_update(b, idx, tf.where(ok, prop.relaxation, b[i : i + 1]))
-        if criterion == "sites":
-            site_change = _site_change(tau_i, prop.precision, nu_i, prop.natural_mean, ok)
-            change = tf.where(ok_s, tf.maximum(change, site_change), change)
-        return i + 1, tau, nu, Sigma, mu, alpha, b, change, skipped_now + tf.cast(~ok_s, tf.int32)
+    def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
+        dtype = precision.dtype
+        n = tf.shape(precision)[0]
+        tau, nu, joint = warm_start(algebra.joint, precision, natural_mean)
+        zeros = tf.zeros_like(precision)
+        damping = settings.resolved_damping
 
-    def sweep_body(sweep, tau, nu, Sigma, mu, alpha, b, change, skipped, skipped_now, history):
-        S, m, ok = joint_fn(tau, nu)  # refresh against round-off drift
-        Sigma = tf.where(ok, S, Sigma)
-        mu = tf.where(ok, m, mu)
-        alpha_old = alpha
-        _, tau, nu, Sigma, mu, alpha, b, change, skipped_now = tf.while_loop(
-            lambda i, *_: i < n,
-            site_body,
-            (tf.constant(0), tau, nu, Sigma, mu, alpha, b, tf.zeros([], dtype), tf.constant(0)),
+        def visit(i, s: _SweepState) -> _SweepState:
+            mean_i, var_i, column = algebra.site_marginal(JointPosterior(s.joint_cov, s.joint_mean, joint.proper), i)
+            tau_i, nu_i = s.precision[i : i + 1], s.natural_mean[i : i + 1]
+            cav = cavity_distribution(mean_i, var_i, tau_i, nu_i, settings.removed_fraction)
+            prop = propose_sites(cav, tau_i, nu_i, factor.site(i), settings)
+            new_tau, new_nu = accept_proposal(tau_i, nu_i, prop, damping)
+            d_tau, d_nu = new_tau - tau_i, new_nu - nu_i
+            ok = prop.valid & (1.0 + d_tau * var_i > 0.0)
+            d_tau, d_nu = tf.where(ok, d_tau, tf.zeros_like(d_tau)), tf.where(ok, d_nu, tf.zeros_like(d_nu))
+            updated = algebra.update_joint(
+                JointPosterior(s.joint_cov, s.joint_mean, joint.proper), column, mean_i, var_i, d_tau, d_nu
+            )
+            idx = [[i]]
+            ok_s = tf.reshape(ok, [])
+            change = s.change
+            if settings.criterion == "sites":
+                change = tf.where(
+                    ok_s,
+                    tf.maximum(change, site_change(tau_i, prop.precision, nu_i, prop.natural_mean, ok)),
+                    change,
+                )
+            return s._replace(
+                precision=tf.tensor_scatter_nd_add(s.precision, idx, d_tau),
+                natural_mean=tf.tensor_scatter_nd_add(s.natural_mean, idx, d_nu),
+                joint_cov=updated.cov,
+                joint_mean=updated.mean,
+                dual=tf.tensor_scatter_nd_update(s.dual, idx, tf.where(ok, prop.dual, s.dual[i : i + 1])),
+                relaxation=tf.tensor_scatter_nd_update(
+                    s.relaxation, idx, tf.where(ok, prop.relaxation, s.relaxation[i : i + 1])
+                ),
+                change=change,
+                skipped_now=s.skipped_now + tf.cast(~ok_s, tf.int32),
+            )
+
+        def sweep(s: _SweepState) -> _SweepState:
+            fresh = algebra.joint(s.precision, s.natural_mean)  # refresh against round-off drift
+            start = s._replace(
+                joint_cov=tf.where(fresh.proper, fresh.cov, s.joint_cov),
+                joint_mean=tf.where(fresh.proper, fresh.mean, s.joint_mean),
+                change=tf.zeros([], dtype),
+                skipped_now=tf.constant(0),
+            )
+            _, end = tf.while_loop(lambda i, _: i < n, lambda i, st: (i + 1, visit(i, st)), (tf.constant(0), start))
+            change = tf.norm(end.dual - s.dual) if settings.criterion == "alpha" else end.change
+            return end._replace(
+                sweep=s.sweep + 1,
+                change=change,
+                skipped=s.skipped + end.skipped_now,
+                history=record(s.history, s.sweep, change),
+            )
+
+        def cond(s: _SweepState):
+            return (s.sweep < settings.max_sweeps) & ~converged(s.change, s.skipped_now, n, settings)
+
+        init = _SweepState(
+            sweep=tf.constant(0),
+            precision=tau,
+            natural_mean=nu,
+            joint_cov=joint.cov,
+            joint_mean=joint.mean,
+            dual=zeros,
+            relaxation=zeros,
+            change=tf.constant(float("inf"), dtype),
+            skipped=tf.constant(0),
+            skipped_now=tf.constant(0),
+            history=tf.zeros([settings.max_sweeps], dtype),
         )
-        if criterion == "alpha":
-            change = tf.norm(alpha - alpha_old)
-        history = tf.tensor_scatter_nd_update(history, [[sweep]], [change])
-        return sweep + 1, tau, nu, Sigma, mu, alpha, b, change, skipped + skipped_now, skipped_now, history
+        s = tf.while_loop(cond, lambda s: (sweep(s),), (init,))[0]
+        return EPRun(
+            s.precision,
+            s.natural_mean,
+            converged(s.change, s.skipped_now, n, settings),
+            s.sweep,
+            s.change,
+            s.skipped,
+            tf.constant(0),
+            s.skipped_now,
+            s.dual,
+            s.relaxation,
+            s.history,
+        )
 
-    def cond(sweep, *state):
-        change, skipped_now = state[-4], state[-2]
-        return (sweep < max_sweeps) & ~_converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
 
-    init = (
-        tf.constant(0),
-        tau,
-        nu,
-        Sigma,
-        mu,
-        zeros,
-        zeros,
-        tf.constant(float("inf"), dtype),
-        tf.constant(0),
-        tf.constant(0),
-        tf.zeros([max_sweeps], dtype),
-    )
-    sweep, tau, nu, _, _, alpha, b, change, skipped, skipped_now, history = tf.while_loop(cond, sweep_body, init)
-    converged = _converged(change, tol, skipped_now, criterion, tf.shape(precision)[0])
-    return EPRun(tau, nu, converged, sweep, change, skipped, tf.constant(0), skipped_now, alpha, b, history)
+register_schedule("parallel", ParallelSchedule())
+register_schedule("sequential", SequentialSchedule())

@@ -10,35 +10,40 @@ inducing-point model), held in natural parameters
 that are not log-concave (e.g. ``NoisyStep``). With power α (power EP; α = 1 is EP) one update of
 site i, given the marginal q(h_i) = N(μ_i, σ_i²), is:
 
-1. **Cavity** q^{\i} ∝ q / t̃_i^α, in the division-free form of SEP spec §2.1:
+1. **Cavity** q^{\i} ∝ q / t̃_i^β (β = α, or β = 1 for ``cavity="full"``, the literal reading of
+   Qi & Guo's power EP, rep spec §5), a rank-one downdate of q's precision along h_i. For *any*
+   linear function h' of q's variables with q-moments (μ', σ'²) and Cov_q(h', h_i) = s' it gives
+   (Sherman–Morrison; SEP spec §2.1 and §3 in its division-free form)
 
-       d_i = 1 - α τ_i σ_i²,   σ_{\i}² = σ_i² / d_i,   μ_{\i} = (μ_i - α ν_i σ_i²) / d_i;
+       d_i = 1 - β τ_i σ_i²,   shift_i = β (τ_i μ_i - ν_i) / d_i,   scale_i = β τ_i / d_i,
+       mean^{\i}(h') = μ' + s' shift_i,      var^{\i}(h') = σ'² + scale_i s'².
 
-   the cavity is improper when d_i ≤ 0 and the update is then skipped (and counted).
-   ``cavity="full"`` removes the whole site (α replaced by 1 here), the literal reading of
-   Qi & Guo's power EP (rep spec §5).
+   With h' = h_i (s' = σ_i²) this is σ_{\i}² = σ_i²/d_i, μ_{\i} = (μ_i - β ν_i σ_i²)/d_i. A model
+   whose site variable moves between updates (minibatch SEP: h_i = υ_iᵀu with a fresh υ_i) takes
+   the cavity of the new variable from the same downdate (:meth:`Cavity.of`). The cavity is
+   improper when d_i ≤ 0 and the update is then skipped (and counted).
 2. **Tilted moments** of p(y_i | h_i)^α q^{\i}(h_i) via (log Z, g = ∂log Z/∂μ_{\i},
-   H = ∂²log Z/∂μ_{\i}²) from :func:`~gpflow_ep.ep.tilted_moments`.
+   H = ∂²log Z/∂μ_{\i}²) from the site's factor (:mod:`gpflow_ep.ep.factors`).
 3. **New site**: the natural parameters of (proj[p̂] / q^{\i})^{1/α} (GPML infEP, Minka 2004):
 
        τ_i^new = -H / (1 + σ_{\i}² H) / α,    ν_i^new = (g - μ_{\i} H) / (1 + σ_{\i}² H) / α;
 
    1 + σ_{\i}² H = Var_p̂ / σ_{\i}² is positive for any proper tilted distribution; otherwise the
-   update is skipped.
+   update is skipped. With site clipping (``min_precision`` ε) a precision below ε becomes ε and
+   ν is chosen so that q^{\i} t̃_i^α keeps the tilted mean m̂ (spike-and-slab spec §2.3 item 4):
+   ν = (m̂ (1/σ_{\i}² + αε) - μ_{\i}/σ_{\i}²) / α.
 4. **Damping** ρ ∈ (0, 1] in natural parameters: τ_i ← (1 - ρ) τ_i + ρ τ_i^new (same for ν);
    ρ = 1 is undamped EP. Damping does not move the fixed points.
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.config import default_float
 
-__all__ = ["SiteParameters", "Cavity", "cavity", "site_update", "damp", "CAVITY_CHOICES"]
-
-CAVITY_CHOICES = ("fractional", "full")
+__all__ = ["SiteParameters", "Cavity", "cavity_distribution", "site_update", "clip_site", "damp"]
 
 
 class SiteParameters(tf.Module):
@@ -47,7 +52,10 @@ class SiteParameters(tf.Module):
 
     They are EP *state*, not hyper-parameters: non-trainable ``tf.Variable``s, so they show in
     ``print_summary``, are saved by ``tf.train.Checkpoint`` and never appear in
-    ``trainable_variables`` (DESIGN principle 3).
+    ``trainable_variables`` (DESIGN principle 3). Also kept per site, from its latest visit:
+    ``dual`` = ∂log Z_i/∂(cavity mean) (Minka's per-site "α" in his kernel-EP toolbox, the
+    quantity of Qi & Guo's convergence test; renamed here because α is the EP power) and
+    ``relaxation`` = the relaxation precision b_i of relaxed EP.
     """
 
     def __init__(self, num_sites: int, name: str = "sites"):
@@ -55,9 +63,7 @@ class SiteParameters(tf.Module):
         zeros = np.zeros((num_sites, 1))
         self.precision = tf.Variable(zeros, dtype=default_float(), trainable=False, name="precision")
         self.natural_mean = tf.Variable(zeros, dtype=default_float(), trainable=False, name="natural_mean")
-        # what the latest visit of each site saw: α_i = ∂log Z_i/∂(cavity mean) (Minka's "sample
-        # weighting", the paper's convergence statistic) and the relaxation precision b_i (relaxed EP)
-        self.alpha = tf.Variable(zeros, dtype=default_float(), trainable=False, name="alpha")
+        self.dual = tf.Variable(zeros, dtype=default_float(), trainable=False, name="dual")
         self.relaxation = tf.Variable(zeros, dtype=default_float(), trainable=False, name="relaxation")
 
     @property
@@ -66,7 +72,7 @@ class SiteParameters(tf.Module):
 
     def reset(self) -> None:
         """Flat sites (τ = ν = 0): q equals the prior."""
-        for v in (self.precision, self.natural_mean, self.alpha, self.relaxation):
+        for v in (self.precision, self.natural_mean, self.dual, self.relaxation):
             v.assign(tf.zeros_like(v))
 
     def assign(self, precision, natural_mean) -> None:
@@ -79,9 +85,29 @@ class SiteParameters(tf.Module):
 
 
 class Cavity(NamedTuple):
+    """
+    The cavities of a set of sites (module docstring, step 1): the moments of the site variables
+    under q^{\\i}, a validity mask, and the downdate coefficients ``shift``/``scale`` that give the
+    cavity moments of any other linear function of q's variables (:meth:`of`).
+    """
+
     mean: tf.Tensor
     var: tf.Tensor
     valid: tf.Tensor  # bool: the cavity is a proper Gaussian
+    shift: tf.Tensor
+    scale: tf.Tensor
+
+    def of(self, mean, var, cross) -> "Cavity":
+        """
+        The cavity moments of other linear functions h' (one per site) with q-moments
+        (``mean``, ``var``) and ``cross`` = Cov_q(h', h_i): mean + cross·shift, var + scale·cross².
+        """
+        new_mean = mean + cross * self.shift
+        new_var = var + self.scale * tf.square(cross)
+        valid = self.valid & (new_var >= 0.0) & tf.math.is_finite(new_mean) & tf.math.is_finite(new_var)
+        return Cavity(
+            tf.where(valid, new_mean, mean), tf.where(valid, new_var, var), valid, self.shift, self.scale
+        )
 
 
 @check_shapes(
@@ -90,35 +116,56 @@ class Cavity(NamedTuple):
     "precision: [N, 1]",
     "natural_mean: [N, 1]",
 )
-def cavity(marginal_mean, marginal_var, precision, natural_mean, power=1.0, kind="fractional"):
-    """Cavity q^{\\i} = q / t̃_i^α of every site (module docstring, step 1)."""
-    removed = power if kind == "fractional" else 1.0
-    den = 1.0 - removed * precision * marginal_var
+def cavity_distribution(marginal_mean, marginal_var, precision, natural_mean, removed_fraction: float = 1.0) -> Cavity:
+    """
+    Cavity q^{\\i} = q / t̃_i^β of every site from its marginal q(h_i) = N(μ_i, σ_i²) (module
+    docstring, step 1); β = ``removed_fraction`` (``EPSettings.removed_fraction``).
+    """
+    beta = removed_fraction
+    den = 1.0 - beta * precision * marginal_var
     valid = (den > 0.0) & tf.math.is_finite(den)
     safe_den = tf.where(valid, den, tf.ones_like(den))
-    var = marginal_var / safe_den
-    mean = (marginal_mean - removed * natural_mean * marginal_var) / safe_den
+    shift = beta * (precision * marginal_mean - natural_mean) / safe_den
+    scale = beta * precision / safe_den
+    zero = tf.zeros_like(shift)
+    marginal = Cavity(marginal_mean, marginal_var, valid, tf.where(valid, shift, zero), tf.where(valid, scale, zero))
     # var = 0 is legitimate for a projection far from every inducing input (SEP: the FITC variance
     # carries the uncertainty); a zero *total* variance is caught by the site update's checks
-    valid = valid & (var >= 0.0) & tf.math.is_finite(mean) & tf.math.is_finite(var)
-    return Cavity(tf.where(valid, mean, marginal_mean), tf.where(valid, var, marginal_var), valid)
+    return marginal.of(marginal_mean, marginal_var, marginal_var)
 
 
-def site_update(cavity_mean, cavity_var, tilted, power=1.0):
+def site_update(cavity: Cavity, tilted, power: float = 1.0):
     """
     New site natural parameters from a cavity and its tilted moments (module docstring, step 3).
 
     :return: (precision, natural_mean, valid); invalid entries are zero and must not be used.
     """
     g, H = tilted.dlog_z, tilted.d2log_z
-    den = 1.0 + cavity_var * H
+    den = 1.0 + cavity.var * H
     valid = (den > 0.0) & tf.math.is_finite(den) & tf.math.is_finite(g) & tf.math.is_finite(tilted.log_z)
     safe_den = tf.where(valid, den, tf.ones_like(den))
     new_precision = -H / safe_den / power
-    new_natural_mean = (g - cavity_mean * H) / safe_den / power
-    valid = valid & tf.math.is_finite(new_precision) & tf.math.is_finite(new_natural_mean)
+    new_natural_mean = (g - cavity.mean * H) / safe_den / power
+    valid = valid & cavity.valid & tf.math.is_finite(new_precision) & tf.math.is_finite(new_natural_mean)
     zero = tf.zeros_like(new_precision)
     return tf.where(valid, new_precision, zero), tf.where(valid, new_natural_mean, zero), valid
+
+
+def clip_site(precision, natural_mean, cavity: Cavity, tilted, power: float, min_precision: Optional[float]):
+    """
+    Site clipping (module docstring, step 3): precisions below ``min_precision`` become it, with ν
+    chosen so that the site's marginal keeps the tilted mean. ``None`` returns the site unchanged.
+    """
+    if min_precision is None:
+        return precision, natural_mean
+    clipped = precision < min_precision
+    safe_var = tf.where(cavity.var > 0.0, cavity.var, tf.ones_like(cavity.var))
+    tilted_mean = cavity.mean + cavity.var * tilted.dlog_z
+    clipped_nu = (tilted_mean * (1.0 / safe_var + power * min_precision) - cavity.mean / safe_var) / power
+    return (
+        tf.where(clipped, tf.fill(tf.shape(precision), tf.constant(min_precision, precision.dtype)), precision),
+        tf.where(clipped, clipped_nu, natural_mean),
+    )
 
 
 def damp(old, new, damping):

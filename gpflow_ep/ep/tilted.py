@@ -14,10 +14,17 @@ Its mean and variance follow from the derivatives of log Z with respect to the c
 
 so every likelihood supplies the triple (log Z, ∂log Z/∂m, ∂²log Z/∂m²) through
 :func:`tilted_moments`, a multiple-dispatch function on the likelihood class (like GPflow's
-``Kuu``/``Kuf``). Closed forms are registered for :class:`~gpflow_ep.likelihoods.Probit` (α = 1),
-:class:`~gpflow_ep.likelihoods.NoisyStep` (any α) and ``gpflow.likelihoods.Gaussian`` (any α);
-every other ``gpflow.likelihoods.ScalarLikelihood`` falls back to adaptive Gauss–Hermite
-quadrature of its ``_scalar_log_prob``.
+``Kuu``/``Kuf``). A likelihood registers its closed form next to its own code, with the function's ``register``
+decorator (as GPflow registers ``Kuu``/``Kuf`` implementations)::
+
+    @tilted_moments.register(MyLikelihood)
+    def _my_tilted(likelihood, X, Y, cavity_mean, cavity_var, power):
+        return log_z, dlog_z, d2log_z
+
+(:mod:`gpflow_ep.likelihoods` does so for ``Probit``, ``NoisyStep`` and GPflow's ``Gaussian``).
+Every other ``gpflow.likelihoods.ScalarLikelihood`` falls back to adaptive Gauss–Hermite
+quadrature of its ``_scalar_log_prob``. :func:`tilted_expected_log_likelihood` (relaxed EP's T1)
+has the same ``register``.
 """
 
 from typing import Callable, NamedTuple, Optional
@@ -25,22 +32,20 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
-from gpflow.likelihoods import Gaussian, Likelihood, ScalarLikelihood
+from gpflow.likelihoods import Likelihood, ScalarLikelihood
 from gpflow.utilities import Dispatcher
-
-from ..likelihoods.labels import binary_labels_to_sign
-from ..likelihoods.noisy_step import NoisyStep
-from ..likelihoods.probit import Probit
-from ..numerics import log_ndtr
 
 __all__ = [
     "TiltedMoments",
     "tilted_moments",
     "tilted_expected_log_likelihood",
     "gauss_hermite_tilted_moments",
+    "quadrature_tilted_moments",
+    "log_normal_pdf",
+    "HALF_LOG_2PI",
 ]
 
-_HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
+HALF_LOG_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
 class TiltedMoments(NamedTuple):
@@ -92,72 +97,12 @@ def tilted_moments(
     return TiltedMoments(*implementation(likelihood, X, Y, cavity_mean, cavity_var, power))
 
 
-# --------------------------------------------------------------------------------------------
-# Closed forms
-# --------------------------------------------------------------------------------------------
+tilted_moments.register = _dispatcher.register
 
 
-def _log_normal_pdf(z):
-    return -0.5 * tf.square(z) - _HALF_LOG_2PI
-
-
-@_dispatcher.register(Probit)
-def _probit_tilted(likelihood, X, Y, m, v, power):
-    r"""
-    Probit, α = 1 (R&W eqs. 3.82–3.84): with y = 2Y - 1, s = √(1 + v), z = y m / s,
-
-        log Z = log Φ(z),   ∂log Z/∂m = y r / s,   ∂²log Z/∂m² = -r (z + r) / s²,
-
-    r = φ(z)/Φ(z) evaluated as exp(log φ(z) - log Φ(z)), stable for z ≪ 0. Φ(·)^α has no closed
-    form for α ≠ 1, so power EP uses the quadrature fallback.
-    """
-    if power != 1.0:
-        return _scalar_quadrature_tilted(likelihood, X, Y, m, v, power)
-    y = binary_labels_to_sign(Y)
-    s2 = 1.0 + v
-    s = tf.sqrt(s2)
-    z = y * m / s
-    log_z = log_ndtr(z)
-    r = tf.exp(_log_normal_pdf(z) - log_z)
-    return log_z, y * r / s, -r * (z + r) / s2
-
-
-@_dispatcher.register(NoisyStep)
-def _noisy_step_tilted(likelihood, X, Y, m, v, power):
-    r"""
-    Noisy step at any power α (Qi & Guo 2012, App. C; spec §3.1): p^α = ε^α + κ Θ(y f) with
-    κ = (1 - ε)^α - ε^α, so with z = y m / √v
-
-        Z = ε^α + κ Φ(z),   ∂log Z/∂m = y κ φ(z) / (Z √v) =: g,   ∂²log Z/∂m² = -g (m / v + g).
-
-    log Z = logaddexp(α log ε, log κ + log Φ(z)) never underflows because ε > 0.
-    """
-    eps = tf.convert_to_tensor(likelihood.epsilon)
-    y = binary_labels_to_sign(Y)
-    sd = tf.sqrt(v)
-    z = y * m / sd
-    log_eps_a = power * tf.math.log(eps)
-    log_kappa = tf.math.log(tf.pow(1.0 - eps, power) - tf.pow(eps, power))
-    log_z = tf.math.reduce_logsumexp(tf.stack([log_eps_a * tf.ones_like(z), log_kappa + log_ndtr(z)]), axis=0)
-    g = y * tf.exp(log_kappa + _log_normal_pdf(z) - log_z) / sd
-    return log_z, g, -g * (m / v + g)
-
-
-@_dispatcher.register(Gaussian)
-def _gaussian_tilted(likelihood, X, Y, m, v, power):
-    r"""
-    Gaussian likelihood N(y; f, σ²) at power α: N(y; f, σ²)^α = c · N(y; f, σ²/α) with
-    log c = (1 - α)/2 · log(2πσ²) - ½ log α, so
-
-        log Z = log c + log N(y; m, v + σ²/α),   ∂log Z/∂m = (y - m)/(v + σ²/α),
-        ∂²log Z/∂m² = -1/(v + σ²/α).
-    """
-    noise = likelihood.variance_at(X) if X is not None else tf.convert_to_tensor(likelihood.variance)
-    noise = noise * tf.ones_like(m)
-    s = v + noise / power
-    log_c = 0.5 * (1.0 - power) * (2.0 * _HALF_LOG_2PI + tf.math.log(noise)) - 0.5 * np.log(power)
-    log_z = log_c - _HALF_LOG_2PI - 0.5 * tf.math.log(s) - 0.5 * tf.square(Y - m) / s
-    return log_z, (Y - m) / s, -1.0 / s
+def log_normal_pdf(z):
+    """log N(z; 0, 1)."""
+    return -0.5 * tf.square(z) - HALF_LOG_2PI
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,7 +111,7 @@ def _gaussian_tilted(likelihood, X, Y, m, v, power):
 
 
 @_dispatcher.register(ScalarLikelihood)
-def _scalar_quadrature_tilted(likelihood, X, Y, m, v, power):
+def quadrature_tilted_moments(likelihood, X, Y, m, v, power):
     """Any ``ScalarLikelihood``: adaptive Gauss–Hermite quadrature of its ``_scalar_log_prob``."""
 
     def log_lik(F):  # F: [Q, N, 1]
@@ -252,23 +197,8 @@ def tilted_expected_log_likelihood(likelihood: Likelihood, X, Y, cavity_mean, ca
     return implementation(likelihood, X, Y, cavity_mean, cavity_var)
 
 
-@_expected_dispatcher.register(NoisyStep)
-def _noisy_step_expected(likelihood, X, Y, m, v):
-    r"""T1 = {[(1-ε) log(1-ε) - ε log ε] Φ(z) + ε log ε} / Ẑ,  Ẑ = ε + (1-2ε) Φ(z) (App. B)."""
-    eps = tf.convert_to_tensor(likelihood.epsilon)
-    log_z, _, _ = _noisy_step_tilted(likelihood, X, Y, m, v, 1.0)
-    z = binary_labels_to_sign(Y) * m / tf.sqrt(v)
-    a = (1.0 - eps) * tf.math.log1p(-eps) - eps * tf.math.log(eps)
-    return a * tf.exp(log_ndtr(z) - log_z) + eps * tf.math.log(eps) * tf.exp(-log_z)
+tilted_expected_log_likelihood.register = _expected_dispatcher.register
 
-
-@_expected_dispatcher.register(Gaussian)
-def _gaussian_expected(likelihood, X, Y, m, v):
-    r"""E_p̂[log N(y; f, σ²)] = -½ log 2πσ² - ((y - μ̂)² + σ̂²)/(2σ²) with p̂ Gaussian."""
-    noise = likelihood.variance_at(X) if X is not None else tf.convert_to_tensor(likelihood.variance)
-    t = TiltedMoments(*_gaussian_tilted(likelihood, X, Y, m, v, 1.0))
-    mean, var = t.mean_and_var(m, v)
-    return -_HALF_LOG_2PI - 0.5 * tf.math.log(noise) - 0.5 * (tf.square(Y - mean) + var) / noise
 
 
 @_expected_dispatcher.register(ScalarLikelihood)

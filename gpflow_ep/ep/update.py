@@ -1,23 +1,22 @@
 r"""
 One EP site update, the same for every schedule and model: cavity → (relaxation) → tilted
-moments → new site. Power EP is ``power`` (and ``cavity_kind``), relaxed EP is ``relaxation``;
-b = 0 reduces relaxed EP to EP exactly (the relaxed cavity equals the cavity).
+moments → new site (→ clipping) and, separately, the damped acceptance of a proposal. Power EP
+is ``settings.power`` (and ``settings.cavity``), relaxed EP is ``settings.relaxation``; b = 0
+reduces relaxed EP to EP exactly (the relaxed cavity equals the cavity).
 """
 
-from typing import Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple
 
 import tensorflow as tf
 
-from .relaxation import (
-    Relaxation,
-    penalised_line_search,
-    relaxation_objective,
-    relaxed_message,
-    relaxed_terms,
-)
-from .sites import site_update
+from .factors import SiteFactor
+from .relaxation import penalised_line_search, relaxation_objective, relaxed_message, relaxed_terms
+from .sites import Cavity, clip_site, damp, site_update
 
-__all__ = ["SiteProposal", "propose_sites", "site_means"]
+if TYPE_CHECKING:  # settings import the schedule registry
+    from .settings import EPSettings
+
+__all__ = ["SiteProposal", "propose_sites", "accept_proposal", "site_means"]
 
 
 class SiteProposal(NamedTuple):
@@ -26,7 +25,7 @@ class SiteProposal(NamedTuple):
     precision: tf.Tensor
     natural_mean: tf.Tensor
     valid: tf.Tensor
-    alpha: tf.Tensor  # ∂log Z/∂(cavity mean): Minka's per-site α, the paper's convergence statistic
+    dual: tf.Tensor  # ∂log Z/∂(cavity mean): the per-site statistic of Qi & Guo's convergence test
     relaxation: tf.Tensor  # b (zeros without relaxation)
 
 
@@ -38,37 +37,45 @@ def site_means(precision, natural_mean):
     )
 
 
-def propose_sites(
-    cavity,
-    precision,
-    natural_mean,
-    tilted_fn: Callable,
-    *,
-    power: float = 1.0,
-    relaxation: Optional[Relaxation] = None,
-    expected_log_lik_fn: Optional[Callable] = None,
-) -> SiteProposal:
+def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, settings: "EPSettings") -> SiteProposal:
     """
-    :param cavity: the :class:`~gpflow_ep.ep.sites.Cavity` of the visited sites.
+    The undamped EP update of the visited sites (:mod:`gpflow_ep.ep.sites`, steps 2–3).
+
+    :param cavity: the cavities of the visited sites (:func:`~gpflow_ep.ep.cavity_distribution`).
     :param precision, natural_mean: their current sites (the relaxation is centred on their means).
-    :param tilted_fn: (mean, var) → :class:`~gpflow_ep.ep.tilted.TiltedMoments`.
-    :param relaxation: relaxed-EP settings, or ``None`` for (power) EP.
-    :param expected_log_lik_fn: (mean, var) → E_p̂[log p(y|f)], needed by the relaxation objective.
+    :param factor: the visited sites' factors (:class:`~gpflow_ep.ep.SiteFactor`).
+    :param settings: ``power``, ``relaxation`` and ``min_precision`` are read.
     """
+    power, relaxation = settings.power, settings.relaxation
     if relaxation is None:
-        t = tilted_fn(cavity.mean, cavity.var)
-        tau, nu, valid = site_update(cavity.mean, cavity.var, t, power)
-        return SiteProposal(tau, nu, valid & cavity.valid, t.dlog_z, tf.zeros_like(tau))
+        t = factor.tilted(cavity.mean, cavity.var, power)
+        tau, nu, valid = site_update(cavity, t, power)
+        tau, nu = clip_site(tau, nu, cavity, t, power, settings.min_precision)
+        return SiteProposal(tau, nu, valid, t.dlog_z, tf.zeros_like(tau))
 
     centre = site_means(precision, natural_mean)
 
     def objective(b):
-        return relaxation_objective(b, cavity.mean, cavity.var, centre, tilted_fn, expected_log_lik_fn, relaxation)
+        return relaxation_objective(
+            b, cavity.mean, cavity.var, centre, factor.tilted, factor.expected_log_factor, relaxation
+        )
 
     b_max = relaxation.b_max_scale / cavity.var
     b_min = -0.999 / cavity.var if relaxation.allow_negative_b else None
     b = penalised_line_search(objective, b_max, b_min, relaxation.grid_size, relaxation.golden_steps)
     b = tf.where(cavity.valid, b, tf.zeros_like(b))
-    terms = relaxed_terms(b, cavity.mean, cavity.var, centre, tilted_fn)
+    terms = relaxed_terms(b, cavity.mean, cavity.var, centre, factor.tilted)
     tau, nu, valid = relaxed_message(terms, b, centre, relaxation.message_update)
     return SiteProposal(tau, nu, valid & cavity.valid, terms.dlog_z, b)
+
+
+def accept_proposal(precision, natural_mean, proposal: SiteProposal, damping):
+    """
+    Damped new sites (:mod:`gpflow_ep.ep.sites`, step 4) where the proposal is valid, the old
+    sites elsewhere: (τ, ν), each of the shape of ``precision``.
+    """
+    ok = proposal.valid
+    return (
+        tf.where(ok, damp(precision, proposal.precision, damping), precision),
+        tf.where(ok, damp(natural_mean, proposal.natural_mean, damping), natural_mean),
+    )

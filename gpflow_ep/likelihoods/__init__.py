@@ -1,5 +1,10 @@
-"""Likelihoods for EP classification; all are full GPflow likelihoods usable in VGP/SVGP too."""
+"""
+Likelihoods for EP; all are full GPflow likelihoods usable in VGP/SVGP too. Each module registers
+its EP closed forms (:func:`gpflow_ep.ep.tilted_moments`) next to the likelihood; ``gaussian``
+registers those of GPflow's own ``Gaussian``.
+"""
 
+from . import gaussian  # noqa: F401  (registers GPflow's Gaussian with the EP engine)
 from .labels import binary_labels_to_sign, check_binary_labels
 from .noisy_step import NoisyStep
 from .probit import Probit

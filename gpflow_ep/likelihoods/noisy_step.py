@@ -7,7 +7,9 @@ from check_shapes import inherit_check_shapes
 from gpflow import Parameter
 from gpflow.likelihoods import ScalarLikelihood
 
+from ..ep.tilted import log_normal_pdf, tilted_expected_log_likelihood, tilted_moments
 from ..numerics import log_ndtr, ndtr
+from ..validation import register_binary_likelihood
 from .labels import binary_labels_to_sign
 
 
@@ -16,6 +18,7 @@ def _half_sigmoid() -> tfp.bijectors.Bijector:
     return tfp.bijectors.Chain([tfp.bijectors.Scale(np.float64(0.5)), tfp.bijectors.Sigmoid()])
 
 
+@register_binary_likelihood
 class NoisyStep(ScalarLikelihood):
     r"""
     Step likelihood with label-flip probability ε (Qi & Guo 2012, eq. 8), with y = 2Y - 1:
@@ -82,3 +85,34 @@ class NoisyStep(ScalarLikelihood):
         z = self._sign_z(Y, Fmu, Fvar)
         ve = tf.math.log1p(-eps) * ndtr(z) + tf.math.log(eps) * ndtr(-z)
         return tf.reduce_sum(ve, axis=-1)
+
+
+@tilted_moments.register(NoisyStep)
+def _noisy_step_tilted(likelihood, X, Y, m, v, power):
+    r"""
+    Noisy step at any power α (Qi & Guo 2012, App. C; spec §3.1): p^α = ε^α + κ Θ(y f) with
+    κ = (1 - ε)^α - ε^α, so with z = y m / √v
+
+        Z = ε^α + κ Φ(z),   ∂log Z/∂m = y κ φ(z) / (Z √v) =: g,   ∂²log Z/∂m² = -g (m / v + g).
+
+    log Z = logaddexp(α log ε, log κ + log Φ(z)) never underflows because ε > 0.
+    """
+    eps = tf.convert_to_tensor(likelihood.epsilon)
+    y = binary_labels_to_sign(Y)
+    sd = tf.sqrt(v)
+    z = y * m / sd
+    log_eps_a = power * tf.math.log(eps)
+    log_kappa = tf.math.log(tf.pow(1.0 - eps, power) - tf.pow(eps, power))
+    log_z = tf.math.reduce_logsumexp(tf.stack([log_eps_a * tf.ones_like(z), log_kappa + log_ndtr(z)]), axis=0)
+    g = y * tf.exp(log_kappa + log_normal_pdf(z) - log_z) / sd
+    return log_z, g, -g * (m / v + g)
+
+
+@tilted_expected_log_likelihood.register(NoisyStep)
+def _noisy_step_expected(likelihood, X, Y, m, v):
+    r"""T1 = {[(1-ε) log(1-ε) - ε log ε] Φ(z) + ε log ε} / Ẑ,  Ẑ = ε + (1-2ε) Φ(z) (App. B)."""
+    eps = tf.convert_to_tensor(likelihood.epsilon)
+    log_z, _, _ = _noisy_step_tilted(likelihood, X, Y, m, v, 1.0)
+    z = binary_labels_to_sign(Y) * m / tf.sqrt(v)
+    a = (1.0 - eps) * tf.math.log1p(-eps) - eps * tf.math.log(eps)
+    return a * tf.exp(log_ndtr(z) - log_z) + eps * tf.math.log(eps) * tf.exp(-log_z)

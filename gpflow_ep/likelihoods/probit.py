@@ -4,10 +4,13 @@ import tensorflow as tf
 from check_shapes import inherit_check_shapes
 from gpflow.likelihoods import ScalarLikelihood
 
+from ..ep.tilted import log_normal_pdf, quadrature_tilted_moments, tilted_moments
 from ..numerics import log_ndtr, ndtr
+from ..validation import register_binary_likelihood
 from .labels import binary_labels_to_sign
 
 
+@register_binary_likelihood
 class Probit(ScalarLikelihood):
     r"""
     Exact probit Bernoulli likelihood, with Y in {0, 1} and y = 2Y - 1:
@@ -48,3 +51,24 @@ class Probit(ScalarLikelihood):
     def _predict_log_density(self, X, Fmu, Fvar, Y):
         y = binary_labels_to_sign(Y)
         return tf.reduce_sum(log_ndtr(y * Fmu / tf.sqrt(1.0 + Fvar)), axis=-1)
+
+
+@tilted_moments.register(Probit)
+def _probit_tilted(likelihood, X, Y, m, v, power):
+    r"""
+    Probit, α = 1 (R&W eqs. 3.82–3.84): with y = 2Y - 1, s = √(1 + v), z = y m / s,
+
+        log Z = log Φ(z),   ∂log Z/∂m = y r / s,   ∂²log Z/∂m² = -r (z + r) / s²,
+
+    r = φ(z)/Φ(z) evaluated as exp(log φ(z) - log Φ(z)), stable for z ≪ 0. Φ(·)^α has no closed
+    form for α ≠ 1, so power EP uses the quadrature fallback.
+    """
+    if power != 1.0:
+        return quadrature_tilted_moments(likelihood, X, Y, m, v, power)
+    y = binary_labels_to_sign(Y)
+    s2 = 1.0 + v
+    s = tf.sqrt(s2)
+    z = y * m / s
+    log_z = log_ndtr(z)
+    r = tf.exp(log_normal_pdf(z) - log_z)
+    return log_z, y * r / s, -r * (z + r) / s2

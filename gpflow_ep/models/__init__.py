@@ -1,9 +1,11 @@
 """EP models: drop-in replacements for GPflow's VGP/SVGP."""
 
-from .ep_settings import EPSettings
+from ..ep import EPSettings
+from .ep_base import EPModel
 from .epgpc import EPGPC, EPPosterior
+from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgpc import SEPGPC
 
-__all__ = ["EPGPC", "PowerEP", "RelaxedEP", "SEPGPC", "EPPosterior", "EPSettings"]
+__all__ = ["EPGPC", "PowerEP", "RelaxedEP", "SEPGPC", "EPPosterior", "EPSettings", "EPModel", "MinibatchEP", "SiteRefresh"]

@@ -30,13 +30,12 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
-from ..ep import GPSiteFactorisation
-from .ep_base import EPEngineMixin
-from .ep_settings import EPSettings
-from .validation import check_data, check_inputs
+from ..ep import EPRun, EPSettings, GPAlgebra
+from .ep_base import EPModel
+from ..validation import check_data, check_inputs
 
 
-class EPGPC(EPEngineMixin, GPModel, InternalDataTrainingLossMixin):
+class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
     """
     Full-GP expectation propagation, a drop-in for ``gpflow.models.VGP``.
 
@@ -45,9 +44,10 @@ class EPGPC(EPEngineMixin, GPModel, InternalDataTrainingLossMixin):
     :param likelihood: a scalar likelihood: ``gpflow_ep.likelihoods.Probit``/``NoisyStep`` (closed
         form) or any ``gpflow.likelihoods.ScalarLikelihood`` (adaptive Gauss–Hermite).
     :param mean_function: GPflow mean function (default zero).
-    :param settings: the EP options of :class:`~gpflow_ep.models.ep_settings.EPSettings`
-        (``power``, ``cavity``, ``schedule``, ``damping``, ``max_sweeps``, ``tol``, ``ep_mode``),
-        given as keyword arguments.
+    :param ep_options: the EP options of :class:`~gpflow_ep.ep.EPSettings` as keyword arguments
+        (``power``, ``cavity``, ``schedule``, ``damping``, ``max_sweeps``, ``tol``,
+        ``criterion``, ``ep_mode``, ``relaxation``, ``min_precision``); they are kept as
+        :attr:`ep_settings`.
     """
 
     def __init__(
@@ -56,18 +56,10 @@ class EPGPC(EPEngineMixin, GPModel, InternalDataTrainingLossMixin):
         kernel: Kernel,
         likelihood: Likelihood,
         mean_function: Optional[MeanFunction] = None,
-        *,
-        power: float = 1.0,
-        cavity: str = "fractional",
-        schedule: str = "parallel",
-        damping: Optional[float] = None,
-        max_sweeps: int = 100,
-        tol: float = 1e-6,
-        ep_mode: str = "nested",
-        criterion: str = "sites",
+        **ep_options,
     ):
         X, Y = check_data(data, likelihood)
-        settings = EPSettings(power, cavity, schedule, damping, max_sweeps, tol, ep_mode, criterion)
+        settings = EPSettings().updated(**ep_options)
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.data = data_input_to_tensor((X, Y))
         self.num_data = X.shape[0]
@@ -79,50 +71,37 @@ class EPGPC(EPEngineMixin, GPModel, InternalDataTrainingLossMixin):
         X = self.data[0]
         return self.kernel(X), self.mean_function(X)
 
-    @staticmethod
-    def _factorise(K, prior_mean, precision, natural_mean) -> GPSiteFactorisation:
-        """Sites act on f; the algebra works on g = f - m(X), whose sites are (τ, ν - τ m)."""
-        return GPSiteFactorisation(K, precision, natural_mean - precision * prior_mean)
+    def _algebra(self) -> GPAlgebra:
+        return GPAlgebra(*self._prior())
 
     # ---------------------------------------------------------------- running EP
 
-    def run_ep(self, **settings):
+    def run_ep(self, **overrides) -> EPRun:
         """
         Run EP to convergence from the stored sites with the hyper-parameters held fixed; store the
-        sites and :attr:`ep_diagnostics`. Keyword arguments override :attr:`ep_settings` for this
-        run (``schedule``, ``damping``, ``max_sweeps``, ``tol``, ``criterion``).
+        sites and :attr:`ep_diagnostics`. Keyword arguments override options of
+        :attr:`ep_settings` for this run only (``EPSettings.updated``): ``run_ep(power=0.5)``
+        gives the sites of a model built with ``power=0.5``.
 
         :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
         """
-        s = self.ep_settings.updated(**settings)
-        return self._run_ep_compiled(*s.as_key())
+        return self._run_ep_compiled(self.ep_settings.updated(**overrides))
 
     @tf.function
-    def _run_ep_compiled(self, *settings_key):
-        settings = EPSettings(*settings_key)
+    def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
         K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
-
-        def marginals(tau, nu):
-            q = self._factorise(K, prior_mean, tau, nu)
-            return q.mean + prior_mean, q.var, q.proper
-
-        def joint(tau, nu):
-            q = self._factorise(K, prior_mean, tau, nu)
-            return q.covariance(), q.mean + prior_mean, q.proper
-
-        return self._run_schedule(settings, self._propose_fn(*self.data), marginals, joint)
+        return self._run_schedule(GPAlgebra(K, prior_mean), self._factor(*self.data), settings)
 
     # ---------------------------------------------------------------- objective
 
     def log_marginal_likelihood(self) -> tf.Tensor:
         """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
-        K, prior_mean = self._prior()
+        algebra = self._algebra()
         tau, nu = self.sites.read()
-        q = self._factorise(K, prior_mean, tau, nu)
-        tilted = self._tilted_fn(*self.data)
-        log_z = self._evidence(q.log_normaliser_ratio, q.mean, q.var, tau, nu - tau * prior_mean, tilted, prior_mean)
-        # an improper q (possible only away from a fixed point) has no evidence
-        return tf.where(q.proper, log_z, tf.constant(-float("inf"), log_z.dtype))
+        q = algebra.factorise(tau, nu)
+        centred = nu - tau * algebra.prior_mean
+        factor = self._factor(*self.data)
+        return self._evidence(q.log_normaliser_ratio, q.mean, q.var, tau, centred, factor, algebra.prior_mean, q.proper)
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
@@ -153,9 +132,9 @@ class EPPosterior:
 
     def __init__(self, model: EPGPC):
         self.model = model
-        K, self._prior_mean = model._prior()
-        tau, nu = model.sites.read()
-        self.factorisation = model._factorise(K, self._prior_mean, tau, nu)
+        algebra = model._algebra()
+        self._prior_mean = algebra.prior_mean
+        self.factorisation = algebra.factorise(*model.sites.read())
 
     @check_shapes(
         "Xnew: [N, D]",
@@ -172,7 +151,7 @@ class EPPosterior:
         Kxs = model.kernel(X, Xnew)
         Kss = model.kernel(Xnew, full_cov=full_cov)
         mean, cov = self.factorisation.predict(Kxs, Kss, full_cov=full_cov)
-        if model.predict_with == "alpha":
-            mean = tf.linalg.matvec(Kxs, model.sites.alpha[:, 0], transpose_a=True)
+        if model.predict_with == "dual":
+            mean = tf.linalg.matvec(Kxs, model.sites.dual[:, 0], transpose_a=True)
         mean = mean[:, None] + model.mean_function(Xnew)
         return mean, (cov[None] if full_cov else cov[:, None])

@@ -14,9 +14,9 @@ from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
 
 from .epgpc import EPGPC
-from .validation import check_choice
+from ..validation import check_choice
 
-PREDICT_WITH = ("sites", "alpha")
+PREDICT_WITH = ("sites", "dual")
 
 
 class PowerEP(EPGPC):
@@ -24,9 +24,10 @@ class PowerEP(EPGPC):
     :param power: α ∈ (0, 1] (the paper's u; 0.8 in its experiments).
     :param cavity: "fractional" (default, standard power EP: q / t̃^α) or "full" (q / t̃, the literal
         reading of Qi & Guo's "only two modifications" to Minka's kernel EP).
-    :param predict_with: "sites" (default, the posterior q) or "alpha" (Minka's toolbox predictor
-        μ* = m(x*) + Σ_j α_j k(x*, x_j), with α_j = ∂log Z_j/∂(cavity mean) from the last visit;
-        rep spec §3.5). The variance always comes from q.
+    :param predict_with: "sites" (default, the posterior q) or "dual" (Minka's toolbox predictor
+        μ* = m(x*) + Σ_j a_j k(x*, x_j), with a_j = ∂log Z_j/∂(cavity mean) from the last visit,
+        kept in ``sites.dual``; Minka and Qi & Guo call a_j "α_j"; rep spec §3.5). The variance
+        always comes from q.
     Other keyword arguments are those of :class:`~gpflow_ep.models.EPGPC`.
     """
 

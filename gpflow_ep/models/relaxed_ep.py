@@ -5,7 +5,8 @@ Before each site is moment-matched, its cavity is multiplied by a Gaussian relax
 r_i ∝ exp(-½ b_i (f - m_i)²) centred on the site's mean, with the precision b_i ≥ 0 chosen per site
 by a bounded line search on the penalised objective Q(b_i) + c|b_i| (App. B eq. 36). b = 0 is EP
 exactly, and a large penalty c makes every b_i = 0. The relaxation is an option of the one EP
-engine (:mod:`gpflow_ep.ep.relaxation`); the last b vector is kept in ``model.sites.relaxation``.
+engine (:mod:`gpflow_ep.ep.relaxation`), carried by ``EPSettings.relaxation``; the last b vector is
+kept in ``model.sites.relaxation``.
 
 Evidence: the paper defines none for REP. ``log_marginal_likelihood()`` is the EP energy (b = 0)
 evaluated at REP's sites; its gradient with the sites fixed is the exact gradient of the converged
@@ -21,7 +22,7 @@ from gpflow.mean_functions import MeanFunction
 from ..ep import MESSAGE_UPDATES, OBJECTIVES, Relaxation
 from .epgpc import EPGPC
 from .power_ep import PREDICT_WITH
-from .validation import check_choice, check_range
+from ..validation import check_choice, check_range
 
 
 class RelaxedEP(EPGPC):
@@ -32,7 +33,7 @@ class RelaxedEP(EPGPC):
         (paper eq. 16 literally) or "C" (the paper's text: r removed from the site).
     :param objective: "paper" (eq. 36 verbatim, default) or "exact" (the true relaxed KL).
     :param allow_negative_b: also search b ∈ (-0.999/λ_c, 0).
-    :param predict_with: "sites" (default) or "alpha" (see :class:`~gpflow_ep.models.PowerEP`).
+    :param predict_with: "sites" (default) or "dual" (see :class:`~gpflow_ep.models.PowerEP`).
     :param schedule: "sequential" by default, as in the paper (Minka's kernel EP); "parallel"
         vectorises the line search over all sites.
     Other keyword arguments are those of :class:`~gpflow_ep.models.EPGPC` (``power`` must be 1).
@@ -53,14 +54,13 @@ class RelaxedEP(EPGPC):
         schedule: str = "sequential",
         **ep_options,
     ):
-        if ep_options.get("power", 1.0) != 1.0:
-            raise ValueError("power: relaxed EP moment-matches the full likelihood; power must be 1")
-        check_range(penalty, "penalty", 0.0, float("inf"), low_open=False, high_open=True)
-        self.relaxation = Relaxation(
-            float(penalty),
-            check_choice(message_update, "message_update", MESSAGE_UPDATES),
-            check_choice(objective, "objective", OBJECTIVES),
-            bool(allow_negative_b),
+        relaxation = Relaxation(
+            penalty=check_range(penalty, "penalty", 0.0, float("inf"), low_open=False, high_open=True),
+            message_update=check_choice(message_update, "message_update", MESSAGE_UPDATES),
+            objective=check_choice(objective, "objective", OBJECTIVES),
+            allow_negative_b=bool(allow_negative_b),
         )
         self.predict_with = check_choice(predict_with, "predict_with", PREDICT_WITH)
-        super().__init__(data, kernel, likelihood, mean_function, schedule=schedule, **ep_options)
+        super().__init__(
+            data, kernel, likelihood, mean_function, schedule=schedule, relaxation=relaxation, **ep_options
+        )

@@ -19,15 +19,20 @@ EP to convergence inside the loss — the batch "FITC-EP"/GFITC training of the 
 The model keeps q(u) as natural parameters in u-space (``posterior_precision`` Λ_u,
 ``posterior_shift`` η_u), so it predicts without the training data, like ``gpflow.models.SVGP``.
 
-**Minibatches** (spec §3): every site also keeps the direction υ_i it was last updated with
-(``site_directions`` U, O(nm) memory), and Λ_u = Σ_i τ_i υ_iυ_iᵀ, η_u = Σ_i ν_i υ_i are running
-sums. :meth:`update_sites` refreshes the sites of a batch ``(X, Y, index)`` in O(|M|m² + m³): the
-cavity is q with the site's old contribution (τ_o, ν_o, υ_o) removed, projected on the fresh
-υ_n = K_uu⁻¹k_i; the new site is the engine's (damped, ρ = 0.99 in the paper). With fixed
-hyper-parameters this reaches the batch fixed point. ``training_loss((X, Y, index))`` is then the
-surrogate -F_M of spec §2.6: q and the cavities of the batch frozen, the data term scaled by
-n/|M|; its gradient is an unbiased estimate of the paper's eq. (4)/(6). F_M's *value* is not an
-evidence; use :meth:`log_marginal_likelihood` on the full data for that.
+**Minibatches** (spec §3; the :class:`~gpflow_ep.models.MinibatchEP` interface): every site also
+keeps the direction υ_i it was last updated with (``site_directions`` U, O(nm) memory), and
+Λ_u = Σ_i τ_i υ_iυ_iᵀ, η_u = Σ_i ν_i υ_i are running sums. A refresh of the sites of a batch
+``(X, Y, index)`` costs O(|M|m² + m³): the cavity removes the fraction β of the site's old
+contribution (τ_o, ν_o on υ_o) from q — the engine's rank-one downdate
+(:func:`~gpflow_ep.ep.cavity_distribution`) — evaluated on the fresh direction υ_n = K_uu⁻¹k_i
+(:meth:`~gpflow_ep.ep.Cavity.of`); the new site is the engine's :func:`~gpflow_ep.ep.propose_sites`
+(power, relaxation and clipping included), damped by ``minibatch_damping`` (0.99 in the paper).
+With fixed hyper-parameters this reaches the batch fixed point. The gradient step then uses the
+surrogate F_M of spec §2.6 at the refreshed q: q and the cavities of the batch frozen, the data
+term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq. (4)/(6).
+``training_loss((X, Y, index))`` does both (refresh, then -F_M), so a plain GPflow loop over
+``(X, Y, index)`` batches trains the model; F_M's *value* is not an evidence; use
+:meth:`log_marginal_likelihood` on the full data for that.
 """
 
 from typing import NamedTuple, Optional
@@ -44,14 +49,21 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import ExternalDataTrainingLossMixin, GPModel
 from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
 
-from ..ep import WhitenedGaussian
-from ..ep.sites import damp, site_update
-from .ep_base import EPEngineMixin
-from .ep_settings import EPSettings
-from .validation import check_data, check_inputs, check_positive_int, check_range
+from ..ep import (
+    EPRun,
+    EPSettings,
+    WhitenedAlgebra,
+    WhitenedGaussian,
+    accept_proposal,
+    cavity_distribution,
+    propose_sites,
+)
+from ..validation import check_data, check_inputs, check_positive_int
+from .ep_base import EPModel
+from .minibatch import MinibatchEP, SiteRefresh
 
 
-class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
+class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
     """
     Sparse EP with inducing points, a drop-in for ``gpflow.models.SVGP``.
 
@@ -61,8 +73,8 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
     :param num_data: n, the number of training points (one site each).
     :param mean_function: GPflow mean function (default zero).
     :param jitter: added to K_uu (default ``gpflow.config.default_jitter()``).
-    Other keyword arguments are the EP settings of :class:`~gpflow_ep.models.EPGPC`; the parallel
-    schedule's damping defaults to the paper's ρ = 0.5.
+    :param ep_options: the options of :class:`~gpflow_ep.ep.EPSettings` (the SEP paper uses
+        ``damping=0.5`` for batch EP and ``minibatch_damping=0.99``, the default).
     """
 
     def __init__(
@@ -74,16 +86,10 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         mean_function: Optional[MeanFunction] = None,
         *,
         jitter: Optional[float] = None,
-        power: float = 1.0,
-        schedule: str = "parallel",
-        damping: Optional[float] = 0.5,
-        max_sweeps: int = 100,
-        tol: float = 1e-6,
-        ep_mode: str = "nested",
-        criterion: str = "sites",
+        **ep_options,
     ):
         num_data = check_positive_int(num_data, "num_data")
-        settings = EPSettings(power, "fractional", schedule, damping, max_sweeps, tol, ep_mode, criterion)
+        settings = EPSettings().updated(**ep_options)
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.inducing_variable = inducingpoint_wrapper(inducing_variable)
         self.num_data = num_data
@@ -102,14 +108,42 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     # ---------------------------------------------------------------- data
 
-    def _check_batch_data(self, data):
-        """Batch EP needs all n points, in the order of the sites."""
+    def _check_full_data(self, data):
+        """Batch EP needs all n points, in the order of the sites, on every path (eager or compiled)."""
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise ValueError("data must be (X, Y) with all num_data points, or a minibatch (X, Y, index)")
         if tf.executing_eagerly():
-            X, Y = check_data(tuple(data[:2]), self.likelihood)
-            if X.shape[0] != self.num_data:
-                raise ValueError(f"data: batch EP needs all num_data={self.num_data} points; got {X.shape[0]}")
-        X, Y = data[0], data[1]
-        return tf.convert_to_tensor(X, default_float()), tf.convert_to_tensor(Y, default_float())
+            check_data(tuple(data), self.likelihood)
+        X = tf.convert_to_tensor(data[0], default_float())
+        Y = tf.convert_to_tensor(data[1], default_float())
+        rows = X.shape[0]
+        if rows != self.num_data:
+            got = "an unknown number of" if rows is None else str(rows)
+            raise ValueError(
+                f"data: SEPGPC's batch EP (run_ep, log_marginal_likelihood, training_loss((X, Y))) needs all "
+                f"num_data={self.num_data} points in site order; got {got} rows. For minibatches pass (X, Y, index) "
+                "batches (gpflow_ep.training.make_dataset gives them) or train with gpflow_ep.training.fit."
+            )
+        return X, Y
+
+    def _check_minibatch(self, batch):
+        if not isinstance(batch, (tuple, list)) or len(batch) != 3:
+            raise ValueError("batch must be (X, Y, index) with the rows' site indices")
+        X, Y, index = batch
+        if tf.executing_eagerly():
+            check_data((X, Y), self.likelihood, "batch")
+            idx = np.asarray(index).reshape(-1)
+            if idx.shape[0] != np.shape(X)[0] or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError("batch[2] (index) must hold one integer site index per row of X")
+            if idx.size and (idx.min() < 0 or idx.max() >= self.num_data):
+                raise ValueError(f"batch[2] (index) must lie in [0, num_data={self.num_data})")
+            if np.unique(idx).size != idx.size:
+                raise ValueError("batch[2] (index): a minibatch must not repeat a site index")
+        return (
+            tf.convert_to_tensor(X, default_float()),
+            tf.convert_to_tensor(Y, default_float()),
+            tf.reshape(tf.cast(index, tf.int32), [-1]),
+        )
 
     # ---------------------------------------------------------------- posterior algebra
 
@@ -124,38 +158,21 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         s = tf.maximum(self.kernel(X, full_cov=False) - tf.reduce_sum(tf.square(A), axis=0), 0.0)[:, None]
         return L, A, s, self.mean_function(X)
 
-    @staticmethod
-    def _q(A, prior_mean, precision, natural_mean) -> WhitenedGaussian:
-        """Sites act on f; the algebra works on f - m(X), whose sites are (τ, ν - τ m)."""
-        return WhitenedGaussian.from_sites(A, precision, natural_mean - precision * prior_mean)
-
     # ---------------------------------------------------------------- running EP
 
-    def run_ep(self, data, **settings):
+    def run_ep(self, data, **overrides) -> EPRun:
         """
         Run EP to convergence on ``data = (X, Y)`` (all n points) with the hyper-parameters held
-        fixed; store the sites, q(u) and :attr:`ep_diagnostics`. Keyword arguments override
-        :attr:`ep_settings` for this run.
+        fixed; store the sites, q(u) and :attr:`ep_diagnostics`. Keyword arguments override options
+        of :attr:`ep_settings` for this run only.
         """
-        X, Y = self._check_batch_data(data)
-        return self._run_ep_compiled(X, Y, *self.ep_settings.updated(**settings).as_key())
+        X, Y = self._check_full_data(data)
+        return self._run_ep_compiled(X, Y, self.ep_settings.updated(**overrides))
 
     @tf.function
-    def _run_ep_compiled(self, X, Y, *settings_key):
-        settings = EPSettings(*settings_key)
+    def _run_ep_compiled(self, X, Y, settings: EPSettings) -> EPRun:
         L, A, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
-
-        def marginals(tau, nu):
-            q = self._q(A, prior_mean, tau, nu)
-            mean, var = q.project(A)
-            return mean + prior_mean, var, q.proper
-
-        def joint(tau, nu):  # the state is q(v); site i projects on a_i, plus its prior mean
-            q = self._q(A, prior_mean, tau, nu)
-            return q.covariance(), q.mean, q.proper
-
-        propose = self._propose_fn(X, Y, s)
-        run = self._run_schedule(settings, propose, marginals, joint, projection=tf.transpose(A), offset=prior_mean)
+        run = self._run_schedule(WhitenedAlgebra(A, prior_mean), self._factor(X, Y, s), settings)
         self._store_posterior(L, A, prior_mean, run.precision, run.natural_mean)
         return run
 
@@ -172,31 +189,37 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     def log_marginal_likelihood(self, data) -> tf.Tensor:
         """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
-        X, Y = self._check_batch_data(data)
+        X, Y = self._check_full_data(data)
         _, A, s, prior_mean = self._prior(X)
         tau, nu = self.sites.read()
-        q = self._q(A, prior_mean, tau, nu)
+        q = WhitenedAlgebra(A, prior_mean).factorise(tau, nu)
         mean, var = q.project(A)
-        log_z = self._evidence(
-            q.log_normaliser_ratio, mean, var, tau, nu - tau * prior_mean, self._tilted_fn(X, Y, s), prior_mean
-        )
-        return tf.where(q.proper, log_z, tf.constant(-np.inf, log_z.dtype))
+        centred = nu - tau * prior_mean
+        factor = self._factor(X, Y, s)
+        return self._evidence(q.log_normaliser_ratio, mean, var, tau, centred, factor, prior_mean, q.proper)
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
-        """log Z_q for full data ``(X, Y)``; the surrogate F_M for a minibatch ``(X, Y, index)``."""
-        if len(data) == 3:
-            return self.surrogate_objective(data)
+        """
+        ``data = (X, Y)`` (all n points): log Z_q (in nested mode after EP is run to convergence).
+        ``data = (X, Y, index)`` (a minibatch): the batch's sites are refreshed, then F_M at the
+        refreshed q (:meth:`refresh_and_objective`).
+        """
+        if isinstance(data, (tuple, list)) and len(data) == 3:
+            return self.refresh_and_objective(data)[0]
+        X, Y = self._check_full_data(data)
         if self.ep_settings.ep_mode == "nested":
-            self.run_ep(data)
-        return self.log_marginal_likelihood(data)
+            self.run_ep((X, Y))
+        return self.log_marginal_likelihood((X, Y))
 
     # ---------------------------------------------------------------- prediction
 
-    def _posterior_v(self, L) -> WhitenedGaussian:
-        """q(v) from the stored q(u): Λ_v = LᵀΛ_uL, η_v = Lᵀη_u."""
-        Lambda_v = tf.matmul(L, tf.matmul(self.posterior_precision, L), transpose_a=True)
-        return WhitenedGaussian(Lambda_v, tf.matmul(L, self.posterior_shift, transpose_a=True))
+    def _posterior_v(self, L, posterior_precision=None, posterior_shift=None) -> WhitenedGaussian:
+        """q(v) from q(u) (default: the stored one): Λ_v = LᵀΛ_uL, η_v = Lᵀη_u."""
+        Lambda_u = self.posterior_precision if posterior_precision is None else posterior_precision
+        eta_u = self.posterior_shift if posterior_shift is None else posterior_shift
+        Lambda_v = tf.matmul(L, tf.matmul(Lambda_u, L), transpose_a=True)
+        return WhitenedGaussian(Lambda_v, tf.matmul(L, eta_u, transpose_a=True))
 
     @property
     def q_mu(self):
@@ -226,18 +249,7 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
 
     # ---------------------------------------------------------------- minibatches (spec §3)
 
-    @staticmethod
-    def _check_minibatch(batch):
-        if len(batch) != 3:
-            raise ValueError("batch must be (X, Y, index) with the rows' site indices")
-        X, Y, index = batch
-        return (
-            tf.convert_to_tensor(X, default_float()),
-            tf.convert_to_tensor(Y, default_float()),
-            tf.reshape(tf.cast(index, tf.int32), [-1]),
-        )
-
-    def _minibatch_frame(self, X, index):
+    def _minibatch_frame(self, X, index) -> "_Frame":
         """
         Everything a minibatch step needs at the current hyper-parameters, without gradient:
         L = chol(K_uu), fresh projections a_n = L⁻¹k_i (υ_n = L⁻ᵀa_n = K_uu⁻¹k_i), FITC variances
@@ -256,67 +268,34 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         )
 
     @staticmethod
-    def _minibatch_cavity(q, A_new, A_old, precision, centred_natural_mean, same=None) -> "_Cavity":
+    def _batch_cavities(fr: "_Frame", precision, natural_mean, settings: EPSettings, same=None):
         """
-        q ÷ (old site on υ_o), projected on υ_n (spec §3), with σ_ab = υ_aᵀΣυ_b and h = υᵀμ:
+        The engine's cavity of each batch site's old contribution (on υ_o), evaluated on the fresh
+        υ_n (:meth:`~gpflow_ep.ep.Cavity.of` with Cov_q(υ_nᵀu, υ_oᵀu) = W_nᵀW_o). ``same`` (a
+        boolean scalar tensor, optional) says that A_old = A_new, saving a solve.
 
-            h_{\\i} = h_n + σ_no d,  σ²_{\\i} = σ_nn + c σ_no²,
-            d = (τ_o h_o - ν_o)/den,  c = τ_o/den,  den = 1 - τ_o σ_oo.
-
-        ``same`` (a boolean scalar tensor, optional) says that A_old = A_new, saving a solve.
+        :return: (cavity on υ_n, projections on υ_n, projections on υ_o, cross-covariances).
         """
-        W_new = tf.linalg.triangular_solve(q._L_B, A_new)
-        W_old = _unless_same(same, W_new, lambda: tf.linalg.triangular_solve(q._L_B, A_old))
-        h_new = tf.matmul(W_new, q._c, transpose_a=True)
-        h_old = tf.matmul(W_old, q._c, transpose_a=True)
-        s_nn = tf.reduce_sum(tf.square(W_new), axis=0)[:, None]
-        s_oo = tf.reduce_sum(tf.square(W_old), axis=0)[:, None]
-        s_no = tf.reduce_sum(W_new * W_old, axis=0)[:, None]
-        den = 1.0 - precision * s_oo
-        valid = den > 0.0
-        safe = tf.where(valid, den, tf.ones_like(den))
-        d = (precision * h_old - centred_natural_mean) / safe
-        c = precision / safe
-        mean = h_new + s_no * d
-        var = s_nn + c * tf.square(s_no)
-        valid = valid & (var >= 0.0) & tf.math.is_finite(mean) & tf.math.is_finite(var)
-        return _Cavity(mean=mean, var=var, valid=valid, W_new=W_new, W_old=W_old, d=d, c=c, s_no=s_no)
+        new = fr.q.projections(fr.A_new)
+        old = _unless_same(same, new, lambda: fr.q.projections(fr.A_old))
+        cross = tf.reduce_sum(new.half * old.half, axis=0)[:, None]
+        removed = cavity_distribution(
+            old.mean + fr.prior_mean, old.var, precision, natural_mean, settings.removed_fraction
+        )
+        return removed.of(new.mean + fr.prior_mean, new.var, cross), new, old, cross
 
-    def update_sites(self, batch, damping: float = 0.99):
-        """
-        Refresh the sites of ``batch = (X, Y, index)`` by one damped EP update each and update
-        q(u) (Λ_u, η_u, U) accordingly, with the hyper-parameters held fixed.
-
-        :return: the number of skipped site updates (improper cavity or tilted distribution).
-        """
-        check_range(damping, "damping", 0.0, 1.0)
-        X, Y, index = self._check_minibatch(batch)
-        return self._update_sites_compiled(X, Y, index, float(damping))
-
-    @tf.function
-    def _update_sites_compiled(self, X, Y, index, damping):
-        deltas, skipped, _ = self._site_deltas(X, Y, index, damping)
-        self._apply_site_deltas(index, *deltas)
-        return skipped
-
-    def _site_deltas(self, X, Y, index, damping):
-        """
-        New sites of the batch and the change of (Λ_u, η_u) they make (no state is written);
-        also the frame they were computed in and the batch's stored directions after the update
-        (whitened, Lᵀυ), which a following surrogate step reuses.
-        """
+    def _propose_refresh(self, X, Y, index, settings: EPSettings):
+        """The refresh of a batch (nothing written), the frame it used and Lᵀυ of each site after it."""
         tf.debugging.assert_equal(
             tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
         )
         fr = self._minibatch_frame(X, index)
         tau_o = tf.gather(self.sites.precision, index)
         nu_o = tf.gather(self.sites.natural_mean, index)
-        cav = self._minibatch_cavity(fr.q, fr.A_new, fr.A_old, tau_o, nu_o - tau_o * fr.prior_mean)
-        tilted = self._tilted_fn(X, Y, fr.s)(cav.mean + fr.prior_mean, cav.var)
-        tau_new, nu_new, ok = site_update(cav.mean + fr.prior_mean, cav.var, tilted, self.ep_settings.power)
-        ok = ok & cav.valid
-        tau_d = tf.where(ok, damp(tau_o, tau_new, damping), tau_o)
-        nu_d = tf.where(ok, damp(nu_o, nu_new, damping), nu_o)
+        cav, _, _, _ = self._batch_cavities(fr, tau_o, nu_o, settings)
+        proposal = propose_sites(cav, tau_o, nu_o, self._factor(X, Y, fr.s), settings)
+        ok = proposal.valid
+        tau_d, nu_d = accept_proposal(tau_o, nu_o, proposal, settings.minibatch_damping)
         U_new = tf.transpose(tf.linalg.triangular_solve(fr.L, fr.A_new, adjoint=True))  # υ_n = L⁻ᵀ a_n
         U_new = tf.where(ok, U_new, fr.U_old)
         # Λ_u += Σ τ_d υ_nυ_nᵀ - τ_o υ_oυ_oᵀ ;  η_u += Σ (ν_d - τ_d m) υ_n - (ν_o - τ_o m) υ_o  (one product each)
@@ -325,16 +304,100 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         shifts = tf.concat([nu_d - tau_d * fr.prior_mean, -(nu_o - tau_o * fr.prior_mean)], axis=0)
         d_Lambda = tf.matmul(U_both * weights, U_both, transpose_a=True)
         d_eta = tf.matmul(U_both, shifts, transpose_a=True)
-        skipped = tf.reduce_sum(tf.cast(~ok, tf.int32))
+        dual = tf.where(ok, proposal.dual, tf.gather(self.sites.dual, index))
+        relaxation = tf.where(ok, proposal.relaxation, tf.gather(self.sites.relaxation, index))
+        refresh = SiteRefresh(
+            index, (tau_d, nu_d, U_new, dual, relaxation), (d_Lambda, d_eta), tf.reduce_sum(tf.cast(~ok, tf.int32))
+        )
         A_site = tf.where(tf.transpose(ok), fr.A_new, fr.A_old)  # Lᵀυ of each batch site after the update
-        return (tau_d, nu_d, U_new, d_Lambda, d_eta), skipped, (fr, A_site)
+        return refresh, fr, A_site
 
-    def _apply_site_deltas(self, index, tau, nu, U, d_Lambda, d_eta):
-        """Write a batch's new sites and q(u)'s change (``scatter_update`` also works on mirrored variables)."""
-        for variable, values in [(self.sites.precision, tau), (self.sites.natural_mean, nu), (self.site_directions, U)]:
-            variable.scatter_update(tf.IndexedSlices(values, index))
+    def propose_refresh(self, batch) -> SiteRefresh:
+        """
+        One damped EP update (``minibatch_damping``) of each site of ``batch = (X, Y, index)`` from
+        the stored q, through the engine (module docstring); writes nothing. ``site_state`` is
+        (τ, ν, υ, dual, b) of the batch's sites, ``posterior_change`` (ΔΛ_u, Δη_u).
+        """
+        X, Y, index = self._check_minibatch(batch)
+        return self._propose_refresh(X, Y, index, self.ep_settings)[0]
+
+    def apply_refresh(self, refresh: SiteRefresh) -> None:
+        """Write a refresh (``scatter_update`` also works on mirrored variables)."""
+        variables = (
+            self.sites.precision,
+            self.sites.natural_mean,
+            self.site_directions,
+            self.sites.dual,
+            self.sites.relaxation,
+        )
+        for variable, rows in zip(variables, refresh.site_state):
+            variable.scatter_update(tf.IndexedSlices(rows, refresh.index))
+        d_Lambda, d_eta = refresh.posterior_change
         self.posterior_precision.assign_add(d_Lambda)
         self.posterior_shift.assign_add(d_eta)
+
+    def refresh_sites(self, batch) -> tf.Tensor:
+        """``apply_refresh(propose_refresh(batch))``; returns the number of skipped site updates."""
+        refresh = self.propose_refresh(batch)
+        self.apply_refresh(refresh)
+        return refresh.num_skipped
+
+    def minibatch_objective(self, batch) -> tf.Tensor:
+        """
+        F_M (spec §2.6) for ``batch = (X, Y, index)`` at the stored sites: with q(u) (μ, Σ) and each
+        batch site's cavity frozen,
+
+            F = -½ log|K_uu| - ½ tr(K_uu⁻¹(Σ + μμᵀ)) + n/(α|M|) Σ_{i∈M} log Z_i(ξ),
+
+        log Z_i the tilted normaliser (power α) at the cavity evaluated on the fresh
+        υ_i(ξ) = K_uu⁻¹k_i (mean υ_iᵀμ + shift_i υ_iᵀw_i, variance s_i + υ_iᵀΣυ_i +
+        scale_i (υ_iᵀw_i)², w_i = Συ_i^old). Its gradient is an unbiased estimate of the gradient
+        of log Z_q at an EP fixed point (the paper's eq. 6); its value is not an evidence. Sites
+        whose cavity is improper contribute 0.
+        """
+        X, Y, index = self._check_minibatch(batch)
+        return self._surrogate(X, Y, index, self._minibatch_frame(X, index), self.ep_settings)
+
+    def refresh_and_objective(self, batch):
+        """
+        One minibatch step's model part (spec §3): refresh the batch's sites, rebuild q, and return
+        F_M at the refreshed q and the number of skipped updates. Shares the kernel matrices,
+        chol(K_uu) and the projections between the two halves. A refresh whose q would be improper
+        (possible only with negative site precisions) is not applied: all its updates count as
+        skipped and F_M is taken at the unchanged q.
+        """
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            raise ValueError(
+                "SEPGPC's minibatch training loss refreshes sites, which needs the replicas' refreshes merged: "
+                "train with gpflow_ep.training.fit(model, data, strategy=...)"
+            )
+        X, Y, index = self._check_minibatch(batch)
+        settings = self.ep_settings
+        refresh, fr, A_site = self._propose_refresh(X, Y, index, settings)
+        d_Lambda, d_eta = refresh.posterior_change
+        q_new = self._posterior_v(fr.L, self.posterior_precision + d_Lambda, self.posterior_shift + d_eta)
+        accept = q_new.proper
+        old_state = (
+            tf.gather(self.sites.precision, index),
+            tf.gather(self.sites.natural_mean, index),
+            fr.U_old,
+            tf.gather(self.sites.dual, index),
+            tf.gather(self.sites.relaxation, index),
+        )
+        refresh = SiteRefresh(
+            index,
+            tuple(tf.where(accept, new, old) for new, old in zip(refresh.site_state, old_state)),
+            tuple(tf.where(accept, change, tf.zeros_like(change)) for change in refresh.posterior_change),
+            tf.where(accept, refresh.num_skipped, tf.size(index)),
+        )
+        self.apply_refresh(refresh)
+        refreshed = fr._replace(
+            A_old=tf.where(accept, A_site, fr.A_old),
+            q=WhitenedGaussian.select(accept, q_new, fr.q),
+            same=accept & tf.equal(refresh.num_skipped, 0),
+        )
+        return self._surrogate(X, Y, index, refreshed, settings), refresh.num_skipped
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """
@@ -344,7 +407,10 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         they were last updated with, as in the paper (spec §3); this re-projection also removes the
         slow round-off drift of the running sums (spec §3 [A]).
         """
-        X = np.asarray(data[0], dtype=np.float64)
+        X = check_inputs(data[0], "data[0] (X)")
+        if X.shape[0] != self.num_data:
+            raise ValueError(f"data: reproject_sites needs all num_data={self.num_data} points; got {X.shape[0]}")
+        chunk_size = check_positive_int(chunk_size, "chunk_size")
         L = self._chol_Kuu()
         tau, nu = self.sites.read()
         M = self.inducing_variable.num_inducing
@@ -366,40 +432,14 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         Kuf = covariances.Kuf(self.inducing_variable, self.kernel, X)
         return tf.transpose(tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True))
 
-    def surrogate_objective(self, batch) -> tf.Tensor:
-        """
-        F_M (spec §2.6) for ``batch = (X, Y, index)`` at the stored sites: with q(u) (μ, Σ) and each
-        batch site's cavity frozen,
-
-            F = -½ log|K_uu| - ½ tr(K_uu⁻¹(Σ + μμᵀ)) + (n/|M|) Σ_{i∈M} log Z_i(ξ),
-
-        log Z_i the tilted normaliser at the cavity projected on the fresh υ_i(ξ) = K_uu⁻¹k_i
-        (mean υ_iᵀμ + d_i υ_iᵀw_i, variance s_i + υ_iᵀΣυ_i + c_i (υ_iᵀw_i)², w_i = Συ_i^old).
-        Its gradient is an unbiased estimate of the gradient of log Z_q at an EP fixed point (the
-        paper's eq. 6); its value is not an evidence. Sites whose cavity is improper contribute 0.
-        """
-        X, Y, index = self._check_minibatch(batch)
-        return self._surrogate(X, Y, index, self._minibatch_frame(X, index))
-
-    def _refresh_and_surrogate(self, X, Y, index, damping):
-        """
-        One minibatch step (spec §3): refresh the batch's sites, rebuild q, and return F_M at the
-        refreshed q and the number of skipped updates. Shares the kernel matrices, chol(K_uu) and
-        the projections between the two halves.
-        """
-        deltas, skipped, (fr, A_site) = self._site_deltas(X, Y, index, damping)
-        self._apply_site_deltas(index, *deltas)
-        refreshed = fr._replace(A_old=A_site, q=self._posterior_v(fr.L), same=tf.equal(skipped, 0))
-        return self._surrogate(X, Y, index, refreshed), skipped
-
-    def _surrogate(self, X, Y, index, fr: "_Frame") -> tf.Tensor:
+    def _surrogate(self, X, Y, index, fr: "_Frame", settings: EPSettings) -> tf.Tensor:
         r"""
         F_M with an exact gradient and no differentiation through Cholesky factors: F depends on the
         hyper-parameters ξ only through K_uu, K_uf, diag K_ff, m(X) and the likelihood, so it is
         returned as its value plus ⟨∂F/∂K, K(ξ) - K(ξ₀)⟩ for each of these (zero in value, exact
         in gradient at ξ₀). With whitened quantities (a = L⁻¹k, Ã = L⁻¹K_uf, B = I + LᵀΛ_uL,
         μ_v = L⁻¹μ, g_m, g_v the derivatives of log Z_i in the cavity mean and variance, scaled by
-        n/|M|):
+        n/(α|M|), and the cavity's shift d_i and scale c_i):
 
             R  = ∂F/∂ã_i = g_m (μ_v + d_i B⁻¹a_i^old) + 2 g_v (B⁻¹ã_i + c_i σ_no,i B⁻¹a_i^old),
             ∂F/∂K_uf = L⁻ᵀ(R - 2Ã diag g_v),       ∂F/∂diag K_ff = g_v,      ∂F/∂m(X) = g_m,
@@ -410,24 +450,26 @@ class SEPGPC(EPEngineMixin, GPModel, ExternalDataTrainingLossMixin):
         """
         tau = tf.gather(self.sites.precision, index)
         nu = tf.gather(self.sites.natural_mean, index)
-        cav = self._minibatch_cavity(fr.q, fr.A_new, fr.A_old, tau, nu - tau * fr.prior_mean, fr.same)
-        mean = tf.where(cav.valid, cav.mean + fr.prior_mean, 0.0)
-        var = tf.where(cav.valid, cav.var, 1.0)
+        cav, new, old, cross = self._batch_cavities(fr, tau, nu, settings, fr.same)
+        mean = tf.where(cav.valid, cav.mean, tf.zeros_like(cav.mean))
+        var = tf.where(cav.valid, cav.var, tf.ones_like(cav.var))
+        factor = self._factor(X, Y, fr.s)
         with tf.GradientTape(watch_accessed_variables=False) as tape:
             tape.watch([mean, var])
-            log_z = tf.where(cav.valid, self._tilted_fn(X, Y, fr.s)(mean, var).log_z, 0.0)
+            log_z = tf.where(cav.valid, factor.tilted(mean, var, settings.power).log_z, tf.zeros_like(mean))
         g_m, g_v = (tf.stop_gradient(g) for g in tape.gradient(log_z, [mean, var]))
-        scale = tf.cast(self.num_data, log_z.dtype) / tf.cast(tf.shape(X)[0], log_z.dtype)
+        dtype = log_z.dtype
+        scale = tf.cast(self.num_data, dtype) / tf.cast(tf.shape(X)[0], dtype) / settings.power
         g_m, g_v = scale * g_m, scale * g_v  # [B, 1]
 
-        L, L_B, A = fr.L, fr.q._L_B, fr.A_new
-        mu_v = fr.q.mean
-        V_new = tf.linalg.triangular_solve(L_B, cav.W_new, adjoint=True)  # B⁻¹ã
-        V_old = _unless_same(fr.same, V_new, lambda: tf.linalg.triangular_solve(L_B, cav.W_old, adjoint=True))
-        R = mu_v * tf.transpose(g_m) + V_old * tf.transpose(g_m * cav.d + 2.0 * g_v * cav.c * cav.s_no)
+        q, L, A = fr.q, fr.L, fr.A_new
+        mu_v = q.mean
+        V_new = q.solve(new.half)  # B⁻¹ã
+        V_old = _unless_same(fr.same, V_new, lambda: q.solve(old.half))
+        R = mu_v * tf.transpose(g_m) + V_old * tf.transpose(g_m * cav.shift + 2.0 * g_v * cav.scale * cross)
         R += 2.0 * V_new * tf.transpose(g_v)
         eye = tf.eye(tf.shape(L)[0], dtype=L.dtype)
-        B_inv = tf.linalg.cholesky_solve(L_B, eye)
+        B_inv = q.covariance()
         H = 0.5 * (B_inv - eye + mu_v * tf.transpose(mu_v)) - tf.matmul(R - A * tf.transpose(g_v), A, transpose_b=True)
         half = tf.linalg.triangular_solve(L, H, adjoint=True)  # L⁻ᵀH
         dF_dKuu = tf.transpose(tf.linalg.triangular_solve(L, tf.transpose(half), adjoint=True))
@@ -463,16 +505,3 @@ class _Frame(NamedTuple):
 def _unless_same(same, value, compute):
     """``value`` when ``same`` is a true tensor, else ``compute()`` (always ``compute()`` if ``same`` is None)."""
     return compute() if same is None else tf.cond(same, lambda: value, compute)
-
-
-class _Cavity(NamedTuple):
-    """Minibatch cavities projected on the fresh directions (see ``SEPGPC._minibatch_cavity``)."""
-
-    mean: tf.Tensor
-    var: tf.Tensor
-    valid: tf.Tensor
-    W_new: tf.Tensor
-    W_old: tf.Tensor
-    d: tf.Tensor
-    c: tf.Tensor
-    s_no: tf.Tensor

@@ -7,8 +7,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from ..ep import CRITERIA, SCHEDULES
-from ..models.validation import check_choice, check_positive_int, check_range
+from ..ep import EPSettings
 
 
 class EPConvergenceWarning(UserWarning):
@@ -43,35 +42,15 @@ class EP:
 
         result = gpflow_ep.optimizers.EP(damping=0.5).minimize(model)
 
-    :param damping: ρ ∈ (0, 1], weight of the new site (1 = undamped); ``None`` = model default.
-    :param max_sweeps: cap on sweeps; ``None`` = the model's setting.
-    :param tol: convergence tolerance on the site change; ``None`` = the model's setting.
-    :param schedule: "parallel" or "sequential"; ``None`` = the model's setting.
-    :param criterion: "sites" or "alpha" (see :mod:`gpflow_ep.ep.schedules`); ``None`` = model's.
+    :param ep_options: options of :class:`~gpflow_ep.ep.EPSettings` that override the model's
+        ``ep_settings`` for these runs (e.g. ``damping``, ``max_sweeps``, ``tol``, ``schedule``,
+        ``criterion``); omitted or ``None`` options are the model's. Validated here, at once.
     :param warn: emit an :class:`EPConvergenceWarning` when EP does not converge.
     """
 
-    def __init__(
-        self,
-        damping: Optional[float] = None,
-        max_sweeps: Optional[int] = None,
-        tol: Optional[float] = None,
-        schedule: Optional[str] = None,
-        criterion: Optional[str] = None,
-        warn: bool = True,
-    ):
-        if damping is not None:
-            check_range(damping, "damping", 0.0, 1.0)
-        if max_sweeps is not None:
-            check_positive_int(max_sweeps, "max_sweeps")
-        if tol is not None:
-            check_range(tol, "tol", 0.0, float("inf"), high_open=True)
-        if schedule is not None:
-            check_choice(schedule, "schedule", SCHEDULES)
-        if criterion is not None:
-            check_choice(criterion, "criterion", CRITERIA)
-        self.damping, self.max_sweeps, self.tol, self.schedule = damping, max_sweeps, tol, schedule
-        self.criterion = criterion
+    def __init__(self, *, warn: bool = True, **ep_options):
+        EPSettings().updated(**ep_options)  # validates names and values
+        self.ep_options = {k: v for k, v in ep_options.items() if v is not None}
         self.warn = warn
 
     def minimize(self, model, data=None) -> EPResult:
@@ -81,14 +60,7 @@ class EP:
         :param data: for models that do not hold their data (``SEPGPC``): the (X, Y) to run EP on.
         """
         args = () if data is None else (data,)
-        run = model.run_ep(
-            *args,
-            damping=self.damping,
-            max_sweeps=self.max_sweeps,
-            tol=self.tol,
-            schedule=self.schedule,
-            criterion=self.criterion,
-        )
+        run = model.run_ep(*args, **self.ep_options)
         sweeps = int(run.sweeps.numpy())
         result = EPResult(
             converged=bool(run.converged.numpy()),

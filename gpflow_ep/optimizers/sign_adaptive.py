@@ -13,7 +13,7 @@ from typing import Iterable, Tuple
 
 import tensorflow as tf
 
-from ..models.validation import check_range
+from ..validation import check_range
 
 __all__ = ["SignAdaptive"]
 

@@ -9,6 +9,8 @@ from gpflow_ep.ep import (
     Cavity,
     Relaxation,
     penalised_line_search,
+    EPSettings,
+    LikelihoodFactor,
     propose_sites,
     relaxation_objective,
     tilted_expected_log_likelihood,
@@ -92,11 +94,12 @@ def test_exact_objective_is_the_relaxed_kl_and_paper_identity_holds(state, b):
 def test_zero_relaxation_is_the_ep_update_bit_for_bit(message_update, rng):
     """rep spec §8 item 7: with b forced to 0 every reading gives the EP site (≤ 1e-12)."""
     n = 6
-    cav = Cavity(rng.normal(size=(n, 1)), rng.uniform(0.3, 2.0, size=(n, 1)), np.ones((n, 1), bool))
+    zeros = np.zeros((n, 1))
+    cav = Cavity(rng.normal(size=(n, 1)), rng.uniform(0.3, 2.0, size=(n, 1)), np.ones((n, 1), bool), zeros, zeros)
     tau, nu = rng.normal(size=(n, 1)), rng.normal(size=(n, 1))
     Y = np.ones((n, 1))
     tilted = lambda m, v: tilted_moments(LIK, None, Y, m, v)
-    ep = propose_sites(cav, tau, nu, tilted)
+    ep = propose_sites(cav, tau, nu, LikelihoodFactor(LIK, None, Y), EPSettings())
     centre = nu / tau
     terms = relaxed_terms(tf.zeros((n, 1), tf.float64), cav.mean, cav.var, centre, tilted)
     r_tau, r_nu, ok = relaxed_message(terms, tf.zeros((n, 1), tf.float64), centre, message_update)

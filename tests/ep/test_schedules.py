@@ -1,40 +1,78 @@
-"""Convergence reporting of the EP schedules (gpflow_ep.ep.schedules)."""
+"""The schedule interface and the convergence reporting of the built-in schedules (gpflow_ep.ep.schedules)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from gpflow_ep.ep import run_parallel_ep, run_sequential_ep
-from gpflow_ep.ep.update import SiteProposal
+from gpflow_ep.ep import (
+    EPSettings,
+    JointPosterior,
+    LikelihoodFactor,
+    Schedule,
+    SiteAlgebra,
+    SiteFactor,
+    SiteMarginals,
+    TiltedMoments,
+    get_schedule,
+    register_schedule,
+    run_ep,
+)
+from gpflow_ep.likelihoods import Probit
 
 N = 5
 
 
-def _always_skipped(cavity, precision, natural_mean, index=None):
-    """Every proposed update is invalid (as for improper cavities everywhere)."""
-    shape = tf.shape(precision) if index is None else [1, 1]
-    zeros = tf.zeros(shape, tf.float64)
-    return SiteProposal(zeros, zeros, tf.zeros(shape, tf.bool), zeros, zeros)
+class _Prior(SiteAlgebra):
+    """q = N(0, I) whatever the sites (a test double: the sites never change it)."""
+
+    def marginals(self, precision, natural_mean):
+        return SiteMarginals(tf.zeros_like(precision), tf.ones_like(precision), tf.constant(True))
+
+    def joint(self, precision, natural_mean):
+        return JointPosterior(tf.eye(N, dtype=tf.float64), tf.zeros([N, 1], tf.float64), tf.constant(True))
 
 
-def _prior_marginals(tau, nu):
-    return tf.zeros_like(tau), tf.ones_like(tau), tf.constant(True)
+class _NaNFactor(SiteFactor):
+    """A factor whose tilted moments are NaN: every update must be skipped, never propagated."""
 
+    def tilted(self, cavity_mean, cavity_var, power=1.0):
+        nan = tf.fill(tf.shape(cavity_mean), tf.constant(np.nan, tf.float64))
+        return TiltedMoments(nan, nan, nan)
 
-def _prior_joint(tau, nu):
-    return tf.eye(N, dtype=tf.float64), tf.zeros([N, 1], tf.float64), tf.constant(True)
+    def site(self, index):
+        return self
 
 
 @pytest.mark.parametrize("criterion", ["sites", "alpha"])
 @pytest.mark.parametrize("schedule", ["parallel", "sequential"])
 def test_a_sweep_that_skips_every_site_is_not_convergence(schedule, criterion):
-    """Nothing was updated, so α is unchanged (R = 0) and no site moved: that proves nothing."""
+    """Nothing was updated, so the statistics are unchanged (R = 0) and no site moved: that proves nothing."""
     zeros = tf.zeros([N, 1], tf.float64)
-    if schedule == "parallel":
-        run = run_parallel_ep(_prior_marginals, _always_skipped, zeros, zeros, max_sweeps=4, criterion=criterion)
-    else:
-        run = run_sequential_ep(_prior_joint, _always_skipped, zeros, zeros, max_sweeps=4, criterion=criterion)
+    settings = EPSettings(schedule=schedule, criterion=criterion, max_sweeps=4)
+    run = run_ep(_Prior(), _NaNFactor(), zeros, zeros, settings)
     assert not bool(run.converged)
     assert int(run.sweeps) == 4
     assert int(run.num_skipped) == 4 * N
     np.testing.assert_array_equal(run.precision, zeros)
+    assert np.all(np.isfinite(run.natural_mean))
+
+
+class _OneSweep(Schedule):
+    """A user schedule: one undamped parallel sweep, reported as converged."""
+
+    def run(self, algebra, factor, precision, natural_mean, settings):
+        return get_schedule("parallel").run(algebra, factor, precision, natural_mean, settings.updated(max_sweeps=1))
+
+
+def test_a_registered_schedule_is_an_ep_settings_choice():
+    with pytest.raises(ValueError, match="schedule"):
+        EPSettings(schedule="one-sweep")
+    register_schedule("one-sweep", _OneSweep())
+    settings = EPSettings(schedule="one-sweep")
+    rng = np.random.default_rng(0)
+    Y = (rng.random((N, 1)) > 0.5).astype(float)
+    zeros = tf.zeros([N, 1], tf.float64)
+    run = run_ep(_Prior(), LikelihoodFactor(Probit(), None, tf.constant(Y)), zeros, zeros, settings)
+    assert int(run.sweeps) == 1
+    with pytest.raises(ValueError, match="schedule"):
+        register_schedule("bad", object())

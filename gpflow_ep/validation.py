@@ -1,14 +1,41 @@
 """Eager validation of user input: every error a user can cause is a ValueError naming it."""
 
-from typing import Tuple
+from typing import Tuple, Type
 
 import numpy as np
-from gpflow.likelihoods import Bernoulli
+from gpflow.likelihoods import Bernoulli, Likelihood
 
-from ..likelihoods import NoisyStep, Probit
-from ..likelihoods.labels import check_binary_labels
+_BINARY_LIKELIHOODS = {Bernoulli}
 
-BINARY_LIKELIHOODS = (Probit, NoisyStep, Bernoulli)
+
+def register_binary_likelihood(cls: Type[Likelihood]) -> Type[Likelihood]:
+    """Class decorator: the likelihood takes GPflow binary labels, ``Y`` in {0, 1} (checked by :func:`check_data`)."""
+    _BINARY_LIKELIHOODS.add(cls)
+    return cls
+
+
+def takes_binary_labels(likelihood: Likelihood) -> bool:
+    return isinstance(likelihood, tuple(_BINARY_LIKELIHOODS))
+
+
+def check_binary_labels(Y, name: str = "Y") -> np.ndarray:
+    """Validate binary labels eagerly and return them as a float array of shape [N, 1].
+
+    :raises ValueError: naming ``name`` when the labels are not a [N, 1] array of 0s and 1s.
+    """
+    Y = np.asarray(Y)
+    if Y.ndim != 2 or Y.shape[1] != 1:
+        raise ValueError(f"{name} must have shape [N, 1] with values in {{0, 1}}; got shape {Y.shape}")
+    if not np.issubdtype(Y.dtype, np.number) and Y.dtype != bool:
+        raise ValueError(f"{name} must be numeric with values in {{0, 1}}; got dtype {Y.dtype}")
+    Yf = Y.astype(np.float64)
+    if not np.all(np.isfinite(Yf)):
+        raise ValueError(f"{name} contains NaN or Inf")
+    bad = np.setdiff1d(np.unique(Yf), [0.0, 1.0])
+    if bad.size:
+        hint = " (labels in {-1, +1}? map them with (Y + 1) / 2)" if -1.0 in bad else ""
+        raise ValueError(f"{name} must contain only 0 and 1; found {bad[:5].tolist()}{hint}")
+    return Yf
 
 
 def check_inputs(X, name: str = "X") -> np.ndarray:
@@ -33,7 +60,7 @@ def check_data(data, likelihood, name: str = "data") -> Tuple[np.ndarray, np.nda
         raise ValueError(f"{name}: X has {X.shape[0]} rows but Y has {Y.shape[0]}; they must match")
     if X.shape[0] == 0:
         raise ValueError(f"{name} is empty")
-    if isinstance(likelihood, BINARY_LIKELIHOODS):
+    if takes_binary_labels(likelihood):
         Y = check_binary_labels(Y, f"{name}[1] (Y)")
     else:
         Y = Y.astype(np.float64)

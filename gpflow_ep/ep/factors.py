@@ -1,0 +1,70 @@
+r"""
+Site factors: what the engine needs from the terms that EP approximates.
+
+Every EP site approximates one factor t_i(h_i) of a scalar site variable h_i. The engine asks a
+factor only for the tilted normaliser of its cavity and its derivatives (and, for relaxed EP, the
+expected log-factor under the tilted distribution). :class:`SiteFactor` is that interface; it is
+implemented by :class:`LikelihoodFactor` for GPflow likelihood terms p(y_i | f_i), and can be
+implemented by factors that are not likelihoods (e.g. the spike-and-slab prior factors, which act
+on weights rather than on f).
+"""
+
+import abc
+from typing import Optional
+
+import tensorflow as tf
+from check_shapes import check_shapes
+from gpflow.likelihoods import Likelihood
+
+from .tilted import TiltedMoments, tilted_expected_log_likelihood, tilted_moments
+
+__all__ = ["SiteFactor", "LikelihoodFactor"]
+
+
+class SiteFactor(abc.ABC):
+    """N scalar factors t_i(h_i), one per site."""
+
+    @abc.abstractmethod
+    def tilted(self, cavity_mean: tf.Tensor, cavity_var: tf.Tensor, power: float = 1.0) -> TiltedMoments:
+        """
+        log Z_i, ∂log Z_i/∂m and ∂²log Z_i/∂m² of Z_i = ∫ t_i(h)^power N(h; m, v) dh, with
+        m = ``cavity_mean`` and v = ``cavity_var`` of shape [..., N, 1] (leading dimensions
+        broadcast against the sites).
+        """
+
+    def expected_log_factor(self, cavity_mean: tf.Tensor, cavity_var: tf.Tensor) -> tf.Tensor:
+        """E_p̂[log t_i(h)] under p̂ ∝ t_i N(m, v): relaxed EP's T1. Optional (relaxation only)."""
+        raise ValueError(f"{type(self).__name__} has no expected log-factor, so it cannot be relaxed")
+
+    @abc.abstractmethod
+    def site(self, index) -> "SiteFactor":
+        """The factor of the single site ``index`` (a scalar tensor), for sequential schedules."""
+
+
+class LikelihoodFactor(SiteFactor):
+    """
+    The likelihood terms p(Y_i | f_i) of a GPflow likelihood at inputs X, with the site variable
+    h_i and f_i = h_i + e_i, e_i ~ N(0, ``extra_var``_i) independent (the FITC conditional of SEP:
+    the extra variance adds to the cavity's inside the tilted moments; ``None`` for f_i = h_i).
+    """
+
+    @check_shapes("Y: [N, 1]", "extra_var: [N, 1]")
+    def __init__(self, likelihood: Likelihood, X: Optional[tf.Tensor], Y: tf.Tensor, extra_var=None):
+        self.likelihood, self.X, self.Y, self.extra_var = likelihood, X, Y, extra_var
+
+    def _total_var(self, var):
+        return var if self.extra_var is None else var + self.extra_var
+
+    def tilted(self, cavity_mean, cavity_var, power=1.0) -> TiltedMoments:
+        return tilted_moments(self.likelihood, self.X, self.Y, cavity_mean, self._total_var(cavity_var), power)
+
+    def expected_log_factor(self, cavity_mean, cavity_var):
+        return tilted_expected_log_likelihood(
+            self.likelihood, self.X, self.Y, cavity_mean, self._total_var(cavity_var)
+        )
+
+    def site(self, index) -> "LikelihoodFactor":
+        def one(t):
+            return None if t is None else t[index : index + 1]
+
+        return LikelihoodFactor(self.likelihood, one(self.X), one(self.Y), one(self.extra_var))

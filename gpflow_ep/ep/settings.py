@@ -1,0 +1,113 @@
+"""
+:class:`EPSettings`: every option of the one EP engine, in one place.
+
+A model holds one ``EPSettings`` (``model.ep_settings``); its constructor keywords build it, and
+``model.run_ep(**overrides)`` runs with ``model.ep_settings.updated(**overrides)``. Settings are
+passed explicitly to everything that is compiled, and a ``tf.function`` traces them by value (two
+equal settings share one trace), so no compiled path reads options from anywhere else.
+"""
+
+from dataclasses import asdict, dataclass, replace
+from typing import Optional
+
+from tensorflow.core.function.trace_type import default_types
+
+from ..validation import check_choice, check_positive_int, check_range
+from .relaxation import Relaxation
+from .schedules import schedule_names
+
+__all__ = ["EPSettings", "DEFAULT_DAMPING", "CAVITY_CHOICES", "CRITERIA", "EP_MODES"]
+
+#: "fractional": the cavity removes the fraction α of the site (standard power EP); "full": it
+#: removes the whole site (the literal reading of Qi & Guo's App. C, rep spec §5).
+CAVITY_CHOICES = ("fractional", "full")
+#: convergence statistics, see :mod:`gpflow_ep.ep.schedules`
+CRITERIA = ("sites", "alpha")
+#: "nested": the training loss re-runs EP to convergence; "alternated": it uses the stored sites
+EP_MODES = ("nested", "alternated")
+#: the damping of a batch EP run when ``damping=None``: parallel updates need some (0.8 as in
+#: GPstuff), sequential EP is classically undamped.
+DEFAULT_DAMPING = {"parallel": 0.8, "sequential": 1.0}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EPSettings:
+    """
+    The options of an EP run, keyword-only and validated once, at construction.
+
+    :param power: α ∈ (0, 1]; 1 is EP, α < 1 power EP (the tilted distribution uses p(y|f)^α).
+    :param cavity: "fractional" (default; q / t̃^α) or "full" (q / t̃), see :data:`CAVITY_CHOICES`.
+    :param schedule: the name of a registered schedule (:func:`gpflow_ep.ep.get_schedule`):
+        "parallel" (default) or "sequential", or one registered by the user.
+    :param damping: ρ ∈ (0, 1], the weight of the new site in a batch EP run; ``None`` (default)
+        takes the schedule's :data:`DEFAULT_DAMPING` (0.8 parallel, 1 sequential).
+    :param minibatch_damping: ρ of a minibatch site refresh (default 0.99, the SEP paper's).
+    :param max_sweeps: the cap on sweeps of one EP run (default 100).
+    :param tol: the tolerance of ``criterion`` (default 1e-6).
+    :param criterion: "sites" (default: no site natural parameter moved by more than ``tol`` in a
+        sweep and none was skipped) or "alpha" (Qi & Guo's R = ‖a_t - a_{t-1}‖₂ ≤ ``tol`` over the
+        per-site statistics a_i = ∂log Z_i/∂(cavity mean), called ``dual`` in this package; the
+        option keeps the paper's name).
+    :param ep_mode: "nested" (default: the training loss re-runs EP, warm-started) or "alternated"
+        (the loss uses the stored sites; :class:`gpflow_ep.optimizers.EP` refreshes them).
+    :param relaxation: relaxed-EP settings (:class:`~gpflow_ep.ep.Relaxation`), or ``None``
+        (default) for (power) EP; relaxation needs ``power=1``.
+    :param min_precision: site clipping: a proposed site precision below this value is raised to it,
+        keeping the tilted mean (spike-and-slab spec §2.3 item 4); ``None`` (default) allows any
+        precision, negative ones included. Not with ``relaxation``.
+    """
+
+    power: float = 1.0
+    cavity: str = "fractional"
+    schedule: str = "parallel"
+    damping: Optional[float] = None
+    minibatch_damping: float = 0.99
+    max_sweeps: int = 100
+    tol: float = 1e-6
+    criterion: str = "sites"
+    ep_mode: str = "nested"
+    relaxation: Optional[Relaxation] = None
+    min_precision: Optional[float] = None
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "power", check_range(self.power, "power", 0.0, 1.0))
+        check_choice(self.cavity, "cavity", CAVITY_CHOICES)
+        check_choice(self.schedule, "schedule", schedule_names())
+        if self.damping is not None:
+            set_(self, "damping", check_range(self.damping, "damping", 0.0, 1.0))
+        set_(self, "minibatch_damping", check_range(self.minibatch_damping, "minibatch_damping", 0.0, 1.0))
+        set_(self, "max_sweeps", check_positive_int(self.max_sweeps, "max_sweeps"))
+        set_(self, "tol", check_range(self.tol, "tol", 0.0, float("inf"), high_open=True))
+        check_choice(self.criterion, "criterion", CRITERIA)
+        check_choice(self.ep_mode, "ep_mode", EP_MODES)
+        if self.relaxation is not None:
+            if not isinstance(self.relaxation, Relaxation):
+                raise ValueError(f"relaxation must be a gpflow_ep.ep.Relaxation or None; got {self.relaxation!r}")
+            if self.power != 1.0:
+                raise ValueError("power: relaxed EP moment-matches the full likelihood; power must be 1")
+            if self.min_precision is not None:
+                raise ValueError("min_precision: site clipping is not defined for relaxed EP; leave it None")
+        if self.min_precision is not None:
+            set_(self, "min_precision", check_range(self.min_precision, "min_precision", 0.0, float("inf"), high_open=True))
+
+    @property
+    def resolved_damping(self) -> float:
+        """``damping``, or the schedule's default when it is ``None``."""
+        return DEFAULT_DAMPING.get(self.schedule, 1.0) if self.damping is None else self.damping
+
+    @property
+    def removed_fraction(self) -> float:
+        """β, the fraction of a site the cavity removes: α for "fractional", 1 for "full"."""
+        return self.power if self.cavity == "fractional" else 1.0
+
+    def updated(self, **changes) -> "EPSettings":
+        """A validated copy with the given options changed; ``None`` values leave an option as it is."""
+        unknown = set(changes) - set(asdict(self))
+        if unknown:
+            raise ValueError(f"unknown EP option(s) {sorted(unknown)}; the options are {sorted(asdict(self))}")
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def __tf_tracing_type__(self, context):
+        # a tf.function traces settings by value: equal settings share one concrete function
+        return default_types.Literal(self)

@@ -1,0 +1,65 @@
+"""
+The minibatch-EP interface: what :func:`gpflow_ep.training.fit` (and a plain GPflow loop) needs
+from a model whose sites are refreshed one minibatch at a time.
+
+A step on a minibatch ``(X, Y, index)`` is: refresh the batch's sites (one damped EP update each,
+``EPSettings.minibatch_damping``), update q accordingly, and take a gradient step on an objective
+whose gradient estimates that of the evidence at the refreshed q (SEP spec §3). The refresh is
+split into a proposal that writes nothing and its application, so that ``tf.distribute`` replicas
+can propose from the same q and the proposals can be merged before q changes
+(:meth:`SiteRefresh.merge` semantics: per-site rows are concatenated, q's changes summed).
+"""
+
+import abc
+from typing import NamedTuple, Sequence, Tuple
+
+import tensorflow as tf
+
+__all__ = ["SiteRefresh", "MinibatchEP"]
+
+
+class SiteRefresh(NamedTuple):
+    """A proposed refresh of a minibatch's sites (nothing written yet)."""
+
+    index: tf.Tensor  # [B] int32: the sites refreshed
+    site_state: Tuple[tf.Tensor, ...]  # per-site rows [B, ...] (new τ, ν and any per-site state)
+    posterior_change: Tuple[tf.Tensor, ...]  # additive changes of q's state
+    num_skipped: tf.Tensor  # [] int32: site updates skipped (improper cavity or tilted distribution)
+
+    @staticmethod
+    def merge(refreshes: Sequence["SiteRefresh"]) -> "SiteRefresh":
+        """One refresh from disjoint batches' refreshes proposed from the same q."""
+        return SiteRefresh(
+            tf.concat([r.index for r in refreshes], axis=0),
+            tuple(tf.concat(rows, axis=0) for rows in zip(*(r.site_state for r in refreshes))),
+            tuple(tf.add_n(list(parts)) for parts in zip(*(r.posterior_change for r in refreshes))),
+            tf.add_n([r.num_skipped for r in refreshes]),
+        )
+
+
+class MinibatchEP(abc.ABC):
+    """
+    A model trained by minibatch EP. ``training_loss((X, Y, index))`` of such a model performs
+    the whole step's refresh (so a plain GPflow loop trains it); the methods below are its parts.
+    """
+
+    @abc.abstractmethod
+    def propose_refresh(self, batch) -> SiteRefresh:
+        """The refresh of the sites of ``batch = (X, Y, index)`` from the current q; writes nothing."""
+
+    @abc.abstractmethod
+    def apply_refresh(self, refresh: SiteRefresh) -> None:
+        """Write a (merged) refresh: the sites' rows and q's change. Call in cross-replica context."""
+
+    @abc.abstractmethod
+    def minibatch_objective(self, batch) -> tf.Tensor:
+        """The objective of the gradient step at the stored q (its gradient estimates the evidence's)."""
+
+    @abc.abstractmethod
+    def refresh_and_objective(self, batch) -> Tuple[tf.Tensor, tf.Tensor]:
+        """
+        One single-device step's model part: refresh the batch's sites, then the objective at the
+        refreshed q; returns (objective, number of skipped site updates). Equal to
+        ``apply_refresh(propose_refresh(batch))`` followed by ``minibatch_objective(batch)``
+        (implementations may share work between the two).
+        """
