@@ -356,6 +356,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         whose cavity is improper contribute 0.
         """
         X, Y, index = self._check_minibatch(batch)
+        self._check_surrogate_settings(self.ep_settings)
         return self._surrogate(X, Y, index, self._minibatch_frame(X, index), self.ep_settings)
 
     def refresh_and_objective(self, batch):
@@ -374,6 +375,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             )
         X, Y, index = self._check_minibatch(batch)
         settings = self.ep_settings
+        self._check_surrogate_settings(settings)
         refresh, fr, A_site = self._propose_refresh(X, Y, index, settings)
         d_Lambda, d_eta = refresh.posterior_change
         q_new = self._posterior_v(fr.L, self.posterior_precision + d_Lambda, self.posterior_shift + d_eta)
@@ -431,6 +433,15 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         """υ_i = K_uu⁻¹k_i = L⁻ᵀL⁻¹k_i as rows, [N, M]."""
         Kuf = covariances.Kuf(self.inducing_variable, self.kernel, X)
         return tf.transpose(tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True))
+
+    @staticmethod
+    def _check_surrogate_settings(settings: EPSettings) -> None:
+        if settings.cavity == "full" and settings.power != 1.0:
+            raise ValueError(
+                "cavity: the minibatch objective F_M is derived for the fractional cavity; with cavity='full' and "
+                "power < 1 its gradient does not match the evidence's (measured), so minibatch training refuses it. "
+                "Use cavity='fractional' or batch EP (run_ep / nested training)."
+            )
 
     def _surrogate(self, X, Y, index, fr: "_Frame", settings: EPSettings) -> tf.Tensor:
         r"""

@@ -67,12 +67,12 @@ def test_prediction_identities(data):
     np.testing.assert_allclose(m.predict_f(X)[0], m.posterior().factorisation.mean, atol=1e-10)
 
 
-def test_alpha_predictor_equals_site_predictor_at_an_ep_fixed_point(data):
-    """At a converged EP fixed point α = (K + Λ)⁻¹ m, so Minka's predictor equals q's mean."""
+def test_dual_predictor_equals_site_predictor_at_an_ep_fixed_point(data):
+    """At a converged EP fixed point the duals a = (K + Λ)⁻¹ m, so Minka's predictor equals q's mean."""
     X, _ = data
     Xs = two_dimensional(20, seed=4)[0]
     means = []
-    for predict_with in ["sites", "alpha"]:
+    for predict_with in ["sites", "dual"]:
         m = PowerEP(data, _kernel(), NoisyStep(0.1), power=1.0, predict_with=predict_with, tol=1e-12, max_sweeps=1000)
         m.ep_settings = m.ep_settings.updated(schedule="sequential")
         assert EP().minimize(m).converged

@@ -33,7 +33,7 @@ def test_large_penalty_follows_ep_trajectory(data, schedule):
         assert np.all(rep.sites.relaxation.numpy() == 0.0)
         for a, b in zip(ep.sites.read(), rep.sites.read()):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(ep.sites.alpha.numpy(), rep.sites.alpha.numpy(), atol=1e-12)
+        np.testing.assert_allclose(ep.sites.dual.numpy(), rep.sites.dual.numpy(), atol=1e-12)
 
 
 def test_scale_equivariance_of_penalty(data):

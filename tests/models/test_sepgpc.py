@@ -158,7 +158,7 @@ def test_minibatch_ep_reaches_the_batch_fixed_point(data):
         perm = rng.permutation(len(X))
         for j in range(0, len(X) - 11, 12):
             idx = perm[j : j + 12]
-            assert int(mb.update_sites((X[idx], Y[idx], idx))) == 0
+            assert int(mb.refresh_sites((X[idx], Y[idx], idx))) == 0
     for a, b in zip(mb.sites.read(), batch.sites.read()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)
     np.testing.assert_allclose(mb.posterior_precision, batch.posterior_precision, rtol=0, atol=1e-7)
@@ -176,7 +176,7 @@ def test_minibatch_gradients_average_to_the_exact_gradient(data):
     parts = np.array_split(np.arange(len(X)), 4)
     for idx in parts:
         with tf.GradientTape() as tape:
-            f = m.surrogate_objective((X[idx], Y[idx], idx))
+            f = m.minibatch_objective((X[idx], Y[idx], idx))
         for t, g in zip(total, tape.gradient(f, m.trainable_variables)):
             t += g.numpy() / len(parts)
     for t, g in zip(total, exact):
@@ -210,14 +210,21 @@ def _reference_surrogate(m, X, Y, index):
 def _stale_minibatch_model(data):
     """NoisyStep (trainable ε), a constant mean, and sites whose directions are from older ξ."""
     X, Y = data
-    m = SEPGPC(_kernel(), NoisyStep(0.1), X[::4].copy(), num_data=len(X), mean_function=gpflow.functions.Constant(0.3))
+    m = SEPGPC(
+        _kernel(),
+        NoisyStep(0.1),
+        X[::4].copy(),
+        num_data=len(X),
+        mean_function=gpflow.functions.Constant(0.3),
+        minibatch_damping=0.7,
+    )
     m.run_ep(data)
     rng = np.random.default_rng(3)
     for _ in range(3):
         m.kernel.lengthscales.assign(m.kernel.lengthscales.numpy() * 1.1)
         m.inducing_variable.Z.assign(m.inducing_variable.Z.numpy() + 0.05 * rng.standard_normal((10, 2)))
         idx = rng.permutation(len(X))[:13]
-        m.update_sites((X[idx], Y[idx], idx), damping=0.7)
+        m.refresh_sites((X[idx], Y[idx], idx))
     m.kernel.variance.assign(1.3)
     return m
 
@@ -232,7 +239,7 @@ def test_surrogate_gradient_equals_autodiff_of_the_definition(data):
     m = _stale_minibatch_model(data)
     idx = np.array([1, 5, 8, 13, 21, 34, 2, 3])
     with tf.GradientTape(persistent=True) as tape:
-        ours = m.surrogate_objective((X[idx], Y[idx], idx))
+        ours = m.minibatch_objective((X[idx], Y[idx], idx))
         ref = _reference_surrogate(m, tf.constant(X[idx]), tf.constant(Y[idx]), tf.constant(idx))
     np.testing.assert_allclose(ours, ref, rtol=1e-10)
     for v in m.trainable_variables:
@@ -240,16 +247,18 @@ def test_surrogate_gradient_equals_autodiff_of_the_definition(data):
 
 
 def test_fused_step_equals_refresh_then_surrogate(data):
-    """The training step's shared-factorisation path = ``update_sites`` followed by ``surrogate_objective``."""
+    """The training step's shared-factorisation path = ``refresh_sites`` followed by ``minibatch_objective``."""
     X, Y = data
     idx = np.array([0, 4, 9, 16, 25, 36, 7])
     a, b = _stale_minibatch_model(data), _stale_minibatch_model(data)
+    for m in (a, b):
+        m.ep_settings = m.ep_settings.updated(minibatch_damping=0.9)
     with tf.GradientTape() as tape:
-        fused, _ = a._refresh_and_surrogate(tf.constant(X[idx]), tf.constant(Y[idx]), tf.constant(idx, tf.int32), 0.9)
+        fused, _ = a.refresh_and_objective((X[idx], Y[idx], idx))
     g_fused = tape.gradient(fused, a.trainable_variables)
-    b.update_sites((X[idx], Y[idx], idx), damping=0.9)
+    b.refresh_sites((X[idx], Y[idx], idx))
     with tf.GradientTape() as tape:
-        plain = b.surrogate_objective((X[idx], Y[idx], idx))
+        plain = b.minibatch_objective((X[idx], Y[idx], idx))
     g_plain = tape.gradient(plain, b.trainable_variables)
     np.testing.assert_allclose(fused, plain, rtol=1e-12)
     for x, y in zip(g_fused, g_plain):
@@ -262,7 +271,7 @@ def test_minibatch_needs_site_indices(data):
     X, Y = data
     m = SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=len(X))
     with pytest.raises(ValueError, match="index"):
-        m.update_sites((X[:4], Y[:4]))
+        m.refresh_sites((X[:4], Y[:4]))
 
 
 def test_reprojection_keeps_q_at_fixed_hyper_parameters(data):
@@ -297,13 +306,13 @@ def test_inner_updates_raise_the_evidence_like_outer_updates():
         assert bool(c.run_ep((X, Y), tol=1e-9, max_sweeps=2000).converged)
         return float(c.log_marginal_likelihood((X, Y)))
 
-    inner = model()
+    inner = model(minibatch_damping=0.5)
     opt = SignAdaptive(0.01)
-    step = make_train_step(inner, opt, damping=0.5)
+    step = make_train_step(inner, opt)
     start = converged_log_z(inner)
     trace = [start]
     for _ in range(5):
-        fit(inner, (X, Y), iterations=30, damping=0.5, optimizer=opt, train_step=step)
+        fit(inner, (X, Y), iterations=30, optimizer=opt, train_step=step)
         trace.append(converged_log_z(inner))
 
     outer = model(ep_mode="nested")
