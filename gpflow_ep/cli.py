@@ -2,8 +2,9 @@
 The ``gpflow-ep`` command line (also ``python -m gpflow_ep``).
 
     gpflow-ep compare [--dataset NAME] [--split K] [--models EPGPC,VGP,SVGP] [--out PREFIX] ...
-    gpflow-ep bench epgpc [benchmark options ...]
-    gpflow-ep reproduce rep [--parts C1,C2,C3] [options ...]
+
+Benchmarks and paper reproductions are not subcommands: they live in the repository's top-level
+``benchmarks/`` folder and run from the repository root as ``python -m benchmarks.<name>``.
 
 Errors a user can cause (unknown dataset or model, bad split) are printed as
 ``gpflow-ep: error: ...`` on stderr with exit status 2, like argparse's own usage errors.
@@ -13,12 +14,9 @@ import argparse
 import sys
 from typing import List, Optional
 
+from .compare import format_table, run_compare, write_results
+
 PROG = "gpflow-ep"
-#: command → {name: module with ``main(argv) -> int``}
-RUNNABLES = {
-    "bench": {"epgpc": "gpflow_ep.bench.epgpc"},
-    "reproduce": {"rep": "gpflow_ep.reproduce.rep"},
-}
 
 
 def _positive_int(text: str) -> int:
@@ -30,9 +28,7 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``gpflow-ep`` and its subcommands."""
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Expectation propagation for GPflow 2: comparisons and benchmarks."
-    )
+    parser = argparse.ArgumentParser(prog=PROG, description="Expectation propagation for GPflow 2: comparisons.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     compare = commands.add_parser(
@@ -69,20 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", metavar="PREFIX", default=None, help="also write PREFIX.json and PREFIX.md")
     compare.add_argument("--log-dir", metavar="PATH", default=None, help="write TensorBoard scalars to PATH/<model>")
     compare.add_argument("--plot", metavar="PNG", default=None, help="save a bar chart of error and NLPD (PNG)")
-
-    for command, help_text in [
-        ("bench", "run a benchmark (options after the name are passed to it)"),
-        ("reproduce", "reproduce a paper's experiments (options after the name are passed to it)"),
-    ]:
-        sub = commands.add_parser(command, help=help_text, description=help_text)
-        sub.add_argument("name", choices=tuple(RUNNABLES[command]), help=f"what to {command}")
-        sub.add_argument("args", nargs=argparse.REMAINDER, help="its own arguments")
     return parser
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import format_table, run_compare, write_results
-
     rows = run_compare(
         dataset=args.dataset,
         split=args.split,
@@ -101,18 +87,6 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_module(command: str, args: argparse.Namespace) -> int:
-    """Run the ``main(argv)`` of the benchmark or reproduction named on the command line."""
-    import importlib
-
-    module = importlib.import_module(RUNNABLES[command][args.name])
-    try:
-        status = module.main(args.args)
-    except SystemExit as exit_:  # the module's own argparse (--help, usage errors)
-        status = exit_.code
-    return 0 if status is None else int(status)
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """
     Run ``gpflow-ep`` with ``argv`` (default ``sys.argv[1:]``).
@@ -125,9 +99,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except SystemExit as exit_:  # --help (0) or an argparse usage error (2)
         return 0 if exit_.code is None else int(exit_.code)
     try:
-        if args.command == "compare":
-            return _compare(args)
-        return _run_module(args.command, args)
+        return _compare(args)
     except ValueError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2

@@ -23,7 +23,14 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
+import gpflow
 import numpy as np
+import tensorflow as tf
+from sklearn.cluster import KMeans
+
+from .datasets import breast_cancer_split, load_benchmark
+from .likelihoods import Probit
+from .models import EPGPC
 
 MODELS = ("EPGPC", "VGP", "SVGP")
 
@@ -79,8 +86,6 @@ def load_split(dataset: Optional[str] = None, split: int = 0, data_dir: Optional
     :raises ValueError: naming ``split`` or ``data_dir`` when they are invalid, or from the loader
         for an unknown dataset or an out-of-range split.
     """
-    from .datasets import breast_cancer_split, load_benchmark
-
     _check_int(split, "split", 0)
     if dataset is None:
         return breast_cancer_split(seed=split)
@@ -92,8 +97,6 @@ def load_split(dataset: Optional[str] = None, split: int = 0, data_dir: Optional
 
 def make_kernel(input_dim: int):
     """SE-ARD kernel with variance 1 and every lengthscale √D (the norm of a standardised input)."""
-    import gpflow
-
     return gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=np.full(input_dim, math.sqrt(input_dim)))
 
 
@@ -105,8 +108,6 @@ def inducing_inputs(X: np.ndarray, num_inducing: int, seed: int = 0) -> np.ndarr
     num = min(int(num_inducing), X.shape[0])
     if num == X.shape[0]:
         return X.copy()
-    from sklearn.cluster import KMeans
-
     kmeans = KMeans(n_clusters=num, random_state=seed, n_init=10).fit(X)
     return kmeans.cluster_centers_.astype(np.float64)
 
@@ -117,11 +118,6 @@ def build_model(name: str, data, num_inducing: int = 50, seed: int = 0):
 
     :return: ``(model, loss)``, with ``loss`` the closure that scipy minimises.
     """
-    import gpflow
-
-    from .likelihoods import Probit
-    from .models import EPGPC
-
     X, Y = data
     kernel = make_kernel(X.shape[1])
     if name == "EPGPC":
@@ -168,8 +164,6 @@ def train_one(name: str, split, num_inducing: int = 50, maxiter: int = 1000, see
 
     :return: a result row; see :data:`COLUMNS`.
     """
-    import gpflow
-
     data = (split.X_train, split.Y_train)
     model, loss = build_model(name, data, num_inducing, seed)
     start = time.perf_counter()
@@ -251,8 +245,6 @@ SCALARS = ("test_error", "test_nlpd", "train_time_s", "objective", "iterations")
 
 def write_tensorboard(rows: List[dict], log_dir: PathLike) -> None:
     """Write each row's final metrics as TensorBoard scalars (step 0) to ``log_dir/<model>``."""
-    import tensorflow as tf
-
     for row in rows:
         writer = tf.summary.create_file_writer(str(Path(log_dir) / row["model"]))
         with writer.as_default():

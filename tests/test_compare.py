@@ -2,7 +2,7 @@
 
 import json
 import math
-import subprocess
+import runpy
 import sys
 
 import numpy as np
@@ -149,24 +149,23 @@ def test_cli_usage_errors(capsys):
     assert "gpflow-ep: error:" in capsys.readouterr().err
 
 
-def test_cli_bench_passes_remaining_arguments(monkeypatch):
-    """``bench epgpc ARGS`` imports the benchmark lazily and hands it ARGS untouched."""
-    import types
-
-    calls = []
-    fake = types.ModuleType("gpflow_ep.bench.epgpc")
-    fake.main = lambda argv: calls.append(list(argv)) or 3
-    package = types.ModuleType("gpflow_ep.bench")
-    package.epgpc = fake
-    monkeypatch.setitem(sys.modules, "gpflow_ep.bench", package)
-    monkeypatch.setitem(sys.modules, "gpflow_ep.bench.epgpc", fake)
-    assert main(["bench", "epgpc", "--sizes", "10,20", "--help"]) == 3
-    assert main(["bench", "epgpc"]) == 3
-    assert calls == [["--sizes", "10,20", "--help"], []]
-    assert main(["bench", "nosuch"]) == 2
+def test_cli_has_no_benchmark_subcommands(capsys):
+    """Benchmarks and reproductions live in the repository's ``benchmarks/``, not in the CLI."""
+    assert main(["bench", "epgpc"]) == 2
+    assert main(["reproduce", "rep"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
 
 
-def test_module_entry_point_help():
-    result = subprocess.run([sys.executable, "-m", "gpflow_ep", "--help"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0
-    assert "compare" in result.stdout and "bench" in result.stdout
+def test_module_entry_point_help(monkeypatch, capsys):
+    """``python -m gpflow_ep --help`` (run in-process: the package is already imported)."""
+    monkeypatch.setattr(sys, "argv", ["gpflow_ep", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("gpflow_ep", run_name="__main__")
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "compare" in out and "bench" not in out
+
+
+def test_cli_compare_help(capsys):
+    assert main(["compare", "--help"]) == 0
+    assert "--dataset" in capsys.readouterr().out

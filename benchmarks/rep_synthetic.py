@@ -27,33 +27,38 @@ Setting [ours where marked]:
   sites / predictions. A divergent run is still evaluated at its final sites (the paper shows EP
   "after 80 iterations").
 * Per run: converged, sweeps, skipped (improper-cavity) updates, test error with the posterior
-  mean (``predict_with="sites"``) and with Minka's α predictor Σ_j α_j k(x*, x_j) (``"alpha"``),
+  mean (``predict_with="sites"``) and with Minka's α predictor Σ_j α_j k(x*, x_j) (``"dual"``: α
+  is the per-site dual statistic ``model.sites.dual``),
   test NLPD (−mean log p(y*|x*), NoisyStep predictive, variance from q in both modes), the
   fraction of sites with b > 0 and the flipped-label fraction among them (spec §8 item 18), wall
   time. The "best c" is the REP c with the lowest mean test error at 20 % — chosen on the test
   set (an oracle, not the paper's CV).
 
-Output: ``<out-dir>/C2.json``, ``C2.md``, ``C2_R_curves.png`` (Fig. 3), ``C2_boundaries.png``
-(Fig. 2). JSON and Markdown are rewritten after every repetition (``"complete": false`` until
-the end).
+Run ``python -m benchmarks.rep_synthetic [--quick] [--out-dir results/rep]`` from the repository
+root (or ``python -m benchmarks.rep --parts C2``). Output: ``<out-dir>/C2.json``, ``C2.md``,
+``C2_R_curves.png`` (Fig. 3), ``C2_boundaries.png`` (Fig. 2). JSON and Markdown are rewritten after
+every repetition (``"complete": false`` until the end).
 """
 
 import argparse
-import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+from gpflow.kernels import SquaredExponential
+from scipy.stats import norm
 
-from .common import finite_or_none as _finite
-from .common import mean_se, parse_part_args, progress_logger
-from .common import utc_now as _now
-from .rep_toy import ModelSlot, fit
+from gpflow_ep.datasets import noisy_mixture
 
-_log = progress_logger("C2")
+from . import common
+from .rep_toy import model_slot
+
+_log = common.progress_logger("C2")
+
+#: what --quick runs (the --help text)
+QUICK_HELP = "1 repetition, 60 points per class, 2,000 test points, c = 1"
 
 FLIP_RATES = (0.1, 0.2)
 C_VALUES = (1.0, 10.0)  # on every repetition
@@ -73,6 +78,35 @@ EP_OPTIONS = dict(schedule="sequential", criterion="alpha", tol=1e-3, max_sweeps
 PLOT_REP, PLOT_GRID = 0, 151
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
+    p.add_argument("--repetitions", type=int, default=None, help=f"repetitions per flip rate (default {REPETITIONS})")
+    p.add_argument("--test-points", type=int, default=None, help=f"test points per repetition (default {TEST_POINTS})")
+    p.add_argument("--c", default=None, help="comma-separated REP penalties run on every repetition (default 1,10)")
+    p.add_argument(
+        "--extra-c",
+        default=None,
+        help="comma-separated REP penalties run only on the first --extra-c-repetitions repetitions (default 0.3,3)",
+    )
+    p.add_argument(
+        "--extra-c-repetitions",
+        type=int,
+        default=EXTRA_C_REPETITIONS,
+        help=f"repetitions for --extra-c (default {EXTRA_C_REPETITIONS})",
+    )
+    p.add_argument(
+        "--rerender",
+        action="store_true",
+        help="recompute summaries, claims and Markdown from an existing <out-dir>/C2.json (no EP runs, no figures)",
+    )
+    p.add_argument("--flip-rates", default=None, help="comma-separated flip rates (default 0.1,0.2)")
+    p.add_argument("--width", type=float, default=WIDTH, help="SE lengthscale (default 1)")
+    p.add_argument("--extra-widths", default="", help="comma-separated extra lengthscales, reported separately")
+    p.add_argument("--extra-repetitions", type=int, default=3, help="repetitions for the extra widths (default 3)")
+    p.add_argument("--reductions", default="", help="free text recorded in the report (what was reduced and why)")
+    return p
+
+
 def _fmt(c: float) -> str:
     return f"{c:g}"
 
@@ -82,8 +116,6 @@ def bayes_error(separation: float = SEPARATION) -> Dict:
     The Bayes error of the clean generator (equal class priors): classify 1 iff |x₁| < t with
     cosh(s t) = exp(s²/2); error = ½·2Φ(−t) + ½(Φ(t − s) − Φ(−t − s)).
     """
-    from scipy.stats import norm
-
     s = separation
     t = math.acosh(math.exp(0.5 * s * s)) / s
     err = norm.cdf(-t) + 0.5 * (norm.cdf(t - s) - norm.cdf(-t - s))
@@ -105,8 +137,6 @@ def method_specs(c_values: Sequence[float]) -> List[Dict]:
 
 def dataset(flip_rate: float, rep: int, n_per_class: int, test_points: int):
     """Training set (noisy labels + clean labels) and clean test set of one repetition."""
-    from ..datasets import noisy_mixture
-
     key = int(round(1000 * flip_rate))
     X, Y, clean = noisy_mixture(n_per_class, flip_rate, seed=TRAIN_SEED + 1000 * key + rep, separation=SEPARATION)
     Xt, Yt, _ = noisy_mixture(test_points // 2, 0.0, seed=TEST_SEED + 1000 * key + rep, separation=SEPARATION)
@@ -114,30 +144,16 @@ def dataset(flip_rate: float, rep: int, n_per_class: int, test_points: int):
 
 
 def predict(model, Xt, Yt) -> Dict:
-    """Test error and NLPD in both prediction modes, in chunks of ``CHUNK`` points."""
-    post = model.posterior()
-    lik = model.likelihood
-    out = {"sites": {"wrong": 0.0, "lpd": 0.0}, "alpha": {"wrong": 0.0, "lpd": 0.0}}
-    finite = True
-    try:
-        for start in range(0, Xt.shape[0], CHUNK):
-            Xc, Yc = Xt[start : start + CHUNK], Yt[start : start + CHUNK]
-            for mode in ("sites", "alpha"):
-                model.predict_with = mode
-                mu, var = post.predict_f(Xc)
-                lpd = lik.predict_log_density(Xc, mu, var, Yc).numpy()
-                mu = mu.numpy()
-                finite &= bool(np.all(np.isfinite(mu)) and np.all(np.isfinite(lpd)))
-                out[mode]["wrong"] += float(np.sum((mu > 0) != (Yc > 0.5)))
-                out[mode]["lpd"] += float(np.sum(lpd))
-    finally:
-        model.predict_with = "sites"
-    n = Xt.shape[0]
-    row = {"predictions_finite": finite}
-    for mode, key in (("sites", ""), ("alpha", "_alpha")):
-        row[f"test_error{key}"] = _finite(out[mode]["wrong"] / n) if finite else None
-        row[f"test_nlpd{key}"] = _finite(-out[mode]["lpd"] / n)
-    return row
+    """Test error and NLPD with the posterior mean and with the α predictor, in chunks of ``CHUNK`` points."""
+    ev = common.evaluate(model, Xt, Yt, dual=True, chunk=CHUNK)
+    finite = ev["finite"]
+    return {
+        "predictions_finite": finite,
+        "test_error": common.finite_or_none(ev["error"]) if finite else None,
+        "test_nlpd": common.finite_or_none(ev["nlpd"]),
+        "test_error_alpha": common.finite_or_none(ev["error_dual"]) if finite else None,
+        "test_nlpd_alpha": common.finite_or_none(ev["nlpd_dual"]),
+    }
 
 
 def grid_mean(model, lo, hi, n: int = PLOT_GRID):
@@ -148,13 +164,13 @@ def grid_mean(model, lo, hi, n: int = PLOT_GRID):
     return g1, g2, mu.numpy().reshape(G1.shape)
 
 
-def run_one(slot: ModelSlot, data, flip_rate: float, width: float, rep: int) -> Dict:
+def run_one(slot: common.ModelSlot, data, flip_rate: float, width: float, rep: int) -> Dict:
     X, Y, clean, Xt, Yt = data
-    model = slot.load(X, Y, flip_rate, lengthscales=width)
+    model = slot.load(X, Y, {"likelihood.epsilon": flip_rate, "kernel.lengthscales": width})
     start = time.perf_counter()
     row = {"flip_rate": flip_rate, "eps": flip_rate, "width": width, "rep": rep, "method": slot.spec["name"]}
     row.update({k: v for k, v in slot.spec.items() if k != "name"})
-    row.update(fit(model))
+    row.update(common.ep_fit(model))
     p_start = time.perf_counter()
     row.update(predict(model, Xt, Yt))
     row["predict_time_s"] = time.perf_counter() - p_start
@@ -192,39 +208,33 @@ def summarise(rows: List[Dict], width: float, flip_rates, methods) -> Dict:
             out[str(fr)][name] = {
                 "runs": len(rs),
                 "divergent": sum(int(r["diverged"]) for r in rs),
-                "mean_sweeps_converged": mean_se([r["sweeps"] for r in conv]),
-                "mean_sweeps_all": mean_se([r["sweeps"] for r in rs]),
-                "mean_skipped": mean_se([r["num_skipped"] for r in rs]),
-                "test_error": mean_se([r["test_error"] for r in rs]),
-                "test_error_alpha": mean_se([r["test_error_alpha"] for r in rs]),
-                "test_error_converged": mean_se([r["test_error"] for r in conv]),
-                "test_nlpd": mean_se([r["test_nlpd"] for r in rs]),
-                "test_nlpd_alpha": mean_se([r["test_nlpd_alpha"] for r in rs]),
-                "frac_b_positive": mean_se([r["frac_b_positive"] for r in rs]),
+                "mean_sweeps_converged": common.mean_se([r["sweeps"] for r in conv]),
+                "mean_sweeps_all": common.mean_se([r["sweeps"] for r in rs]),
+                "mean_skipped": common.mean_se([r["num_skipped"] for r in rs]),
+                "test_error": common.mean_se([r["test_error"] for r in rs]),
+                "test_error_alpha": common.mean_se([r["test_error_alpha"] for r in rs]),
+                "test_error_converged": common.mean_se([r["test_error"] for r in conv]),
+                "test_nlpd": common.mean_se([r["test_nlpd"] for r in rs]),
+                "test_nlpd_alpha": common.mean_se([r["test_nlpd_alpha"] for r in rs]),
+                "frac_b_positive": common.mean_se([r["frac_b_positive"] for r in rs]),
                 "relaxed_sites_total": relaxed,
                 "flipped_frac_among_relaxed_pooled": (
                     sum(r["num_flipped_among_relaxed"] for r in rs) / relaxed if relaxed else None
                 ),
-                "fit_time_s": mean_se([r["fit_time_s"] for r in rs]),
+                "fit_time_s": common.mean_se([r["fit_time_s"] for r in rs]),
             }
     return out
 
 
 def paired(rows: List[Dict], a: str, b: str, fr: float, width: float, key: str) -> Dict:
     """a − b per repetition: mean ± s.e. and wins/ties/losses of a."""
-    A = {r["rep"]: r.get(key) for r in rows if r["method"] == a and r["flip_rate"] == fr and r["width"] == width}
-    B = {r["rep"]: r.get(key) for r in rows if r["method"] == b and r["flip_rate"] == fr and r["width"] == width}
-    d = [A[k] - B[k] for k in A if k in B and A[k] is not None and B[k] is not None]
-    s = mean_se(d)
-    arr = np.array(d)
-    s.update(
-        {
-            "wins": int(np.sum(arr < -1e-12)),
-            "ties": int(np.sum(np.abs(arr) <= 1e-12)),
-            "losses": int(np.sum(arr > 1e-12)),
+
+    def by_rep(method):
+        return {
+            r["rep"]: r.get(key) for r in rows if r["method"] == method and r["flip_rate"] == fr and r["width"] == width
         }
-    )
-    return s
+
+    return common.paired_differences(by_rep(a), by_rep(b))
 
 
 def _pct(stat: Optional[Dict], digits=2) -> str:
@@ -542,10 +552,7 @@ def markdown(report: Dict) -> str:
             "",
         ]
     if report.get("claims"):
-        L += ["## Claims", ""]
-        for c in report["claims"]:
-            L.append(f"* **{c['claim']}: {c['verdict'].upper()}.** {c['evidence']}")
-        L.append("")
+        L += common.markdown_section("Claims", common.claim_items(report["claims"]), "*", blank_before=False) + [""]
     L += [
         "Caveats: the mixture parameters, the kernel width and the tuned c and u of the paper are unknown; here "
         "the width is fixed at the value the spec's prototype found representative and c is swept instead of "
@@ -557,41 +564,6 @@ def markdown(report: Dict) -> str:
 
 
 # ---------------------------------------------------------------- driver
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpflow-ep reproduce rep --parts C2", description="Claim C2 (Figs. 2-4).")
-    p.add_argument("--out-dir", default="results/rep", help="output directory")
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke configuration: 1 repetition, 60 points per class, 2,000 test points, c = 1",
-    )
-    p.add_argument("--repetitions", type=int, default=None, help=f"repetitions per flip rate (default {REPETITIONS})")
-    p.add_argument("--test-points", type=int, default=None, help=f"test points per repetition (default {TEST_POINTS})")
-    p.add_argument("--c", default=None, help="comma-separated REP penalties run on every repetition (default 1,10)")
-    p.add_argument(
-        "--extra-c",
-        default=None,
-        help="comma-separated REP penalties run only on the first --extra-c-repetitions repetitions (default 0.3,3)",
-    )
-    p.add_argument(
-        "--extra-c-repetitions",
-        type=int,
-        default=EXTRA_C_REPETITIONS,
-        help=f"repetitions for --extra-c (default {EXTRA_C_REPETITIONS})",
-    )
-    p.add_argument(
-        "--rerender",
-        action="store_true",
-        help="recompute summaries, claims and Markdown from an existing <out-dir>/C2.json (no EP runs, no figures)",
-    )
-    p.add_argument("--flip-rates", default=None, help="comma-separated flip rates (default 0.1,0.2)")
-    p.add_argument("--width", type=float, default=WIDTH, help="SE lengthscale (default 1)")
-    p.add_argument("--extra-widths", default="", help="comma-separated extra lengthscales, reported separately")
-    p.add_argument("--extra-repetitions", type=int, default=3, help="repetitions for the extra widths (default 3)")
-    p.add_argument("--reductions", default="", help="free text recorded in the report (what was reduced and why)")
-    return p
 
 
 def _default_reductions(reps: int, extra_c, extra_reps: int, extra_widths=()) -> str:
@@ -613,14 +585,11 @@ def _default_reductions(reps: int, extra_c, extra_reps: int, extra_widths=()) ->
 
 
 def _write(report: Dict, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "C2.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out_dir / "C2.md").write_text(markdown(report))
+    common.write_report(out_dir / "C2", report, markdown(report), indent=1)
 
 
-def rerender(out_dir: Path) -> int:
-    """Summaries, claims and Markdown again from the stored runs (after a change of the analysis)."""
-    report = json.loads((out_dir / "C2.json").read_text())
+def reanalyse(report: Dict) -> Dict:
+    """Summaries and claims again from the stored runs (``--rerender``, after a change of the analysis)."""
     cfg = report["config"]
     flip_rates = cfg["flip_rates"]
     methods = cfg["methods"]
@@ -634,21 +603,13 @@ def rerender(out_dir: Path) -> int:
     main_methods = [m for m in methods if m not in extra]
     summary = report["summary"][_fmt(cfg["width"])]
     report["claims"] = claims(summary, report["runs"], cfg["width"], flip_rates, main_methods, extra)
-    report["rerendered"] = _now()
-    _write(report, out_dir)
-    _log(f"re-rendered {out_dir / 'C2.json'} and {out_dir / 'C2.md'}")
-    return 0
+    return report
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    args = parse_part_args(build_parser, argv, _log)
+def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
+    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
     if args.rerender:
-        return rerender(Path(args.out_dir))
-    import gpflow
-
-    from ..bench.epgpc import machine_info
-
-    gpflow.config.set_default_float(np.float64)
+        return common.rerender_report(Path(args.out_dir) / "C2", reanalyse, markdown, _log)
     if args.quick:
         reps, n_per_class, test_points, c_values = (
             QUICK["repetitions"],
@@ -663,14 +624,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.test_points is not None:
         test_points = int(args.test_points)
     if args.c:
-        c_values = tuple(float(c) for c in args.c.split(",") if c.strip())
-    flip_rates = tuple(float(f) for f in args.flip_rates.split(",") if f.strip()) if args.flip_rates else FLIP_RATES
+        c_values = tuple(common.parse_list(args.c, float))
+    flip_rates = tuple(common.parse_list(args.flip_rates, float)) if args.flip_rates else FLIP_RATES
     width = float(args.width)
-    extra_widths = [float(w) for w in args.extra_widths.split(",") if w.strip()]
+    extra_widths = common.parse_list(args.extra_widths, float)
     if args.extra_c is None:
         extra_c = () if args.quick else EXTRA_C
     else:
-        extra_c = tuple(float(c) for c in args.extra_c.split(",") if c.strip())
+        extra_c = tuple(common.parse_list(args.extra_c, float))
     extra_c = tuple(c for c in extra_c if c not in c_values)
     specs = method_specs(c_values)
     extra_specs = method_specs(extra_c)[3:]
@@ -683,7 +644,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "claim": "C2",
         "paper": "Qi & Guo (2012), Message passing with relaxed moment matching, Figs. 2-4",
         "config": {
-            "command": "gpflow-ep reproduce rep --parts C2 " + " ".join(argv or []),
+            "command": command,
             "quick": bool(args.quick),
             "flip_rates": list(flip_rates),
             "repetitions": reps,
@@ -706,9 +667,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             },
             "reductions": args.reductions or _default_reductions(reps, extra_c, args.extra_c_repetitions, extra_widths),
         },
-        "machine": machine_info(),
+        "machine": common.machine_info(),
         "bayes": bayes_error(),
-        "started": _now(),
+        "started": common.utc_now(),
         "finished": None,
         "complete": False,
         "runs": [],
@@ -718,16 +679,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         "timing": {},
     }
     t0 = time.perf_counter()
-    slots: Dict[str, ModelSlot] = {}
+    slots: Dict[str, common.ModelSlot] = {}
     curves: Dict[str, Dict[str, List[float]]] = {}
     plot_grids: Dict[str, tuple] = {}
     plot_data = None
 
     def slot_for(spec, X, Y, eps):
-        import gpflow.kernels as K
-
         if spec["name"] not in slots or slots[spec["name"]].shape != X.shape:
-            slots[spec["name"]] = ModelSlot(spec, X, Y, eps, K.SquaredExponential(variance=1.0, lengthscales=width))
+            kernel = SquaredExponential(variance=1.0, lengthscales=width)
+            slots[spec["name"]] = model_slot(spec, X, Y, eps, kernel, EP_OPTIONS)
         return slots[spec["name"]]
 
     schedule = [(width, r) for r in range(reps)] + [(w, r) for w in extra_widths for r in range(args.extra_repetitions)]
@@ -800,7 +760,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             "boundary_panels": ", ".join(wanted) + (f"; best c by 20% mean test error: {best}" if best else ""),
         }
     report["complete"] = True
-    report["finished"] = _now()
+    report["finished"] = common.utc_now()
     report["timing"]["total_s"] = time.perf_counter() - t0
     _write(report, out_dir)
     _log(f"wrote {out_dir}/C2.json, C2.md and the figures ({report['timing']['total_s']:.0f} s)")
@@ -808,4 +768,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -23,7 +23,8 @@ dataset and split (inputs standardised with the training part's statistics):
    paper used Minka's sequential schedule, which costs O(n²) per site update (about 100× more
    here), so convergence counts are not comparable one-to-one with the paper's.
 3. Per run: converged, sweeps, skipped site updates, rejected parallel sweeps, test error (sign of
-   the predictive mean; also with Minka's α predictor ``Σ_j α_j k(x*, x_j)``), test NLPD
+   the predictive mean; also with Minka's α predictor ``Σ_j α_j k(x*, x_j)``, α the per-site dual
+   statistic ``model.sites.dual``, ``predict_with="dual"``), test NLPD
    (−mean log p(y*|x*) of ``predict_log_density``), the fraction of sites with b > 0 (REP).
 4. Baselines with the exact probit likelihood (``gpflow_ep.likelihoods.Probit``) and an isotropic
    SE kernel whose variance and lengthscale are trained: GPflow's ``VGP`` (Scipy, ``maxiter``
@@ -33,28 +34,37 @@ Output: ``<out-dir>/C3.json`` (every run, the per-dataset summary, paired differ
 verdicts, configuration, machine, timing) and ``<out-dir>/C3.md``. Both are rewritten after every
 round of splits, so an interrupted run still leaves its partial results (``"complete": false``).
 
-Cost: the models of one dataset are built once and reused across splits (their training inputs
-and labels are non-trainable ``tf.Variable``\ s that are re-assigned per split; sites, variational
-parameters and hyper-parameters are reset), so every compiled function is traced once per dataset
-instead of once per split (checked: identical results to fresh models). EP runs call the
-model's compiled EP function with its stored settings (see :func:`run_ep`), which avoids a
-re-trace on every call; the runs are otherwise those of ``gpflow_ep.optimizers.EP().minimize``.
+Cost: the models of one dataset are built once and reused across splits
+(:class:`benchmarks.common.ModelSlot`: their training inputs and labels are non-trainable
+``tf.Variable``\ s that are re-assigned per split; sites, variational parameters and
+hyper-parameters are reset), so every compiled function is traced once per dataset instead of once
+per split (checked: identical results to fresh models). EP runs call the model's compiled EP
+function with its stored settings (see :func:`run_ep`), which avoids a re-trace on every call; the
+runs are otherwise those of ``gpflow_ep.optimizers.EP().minimize``.
+
+Run ``python -m benchmarks.rep_uci [--quick] [--out-dir results/rep]`` from the repository root (or
+``python -m benchmarks.rep --parts C3``).
 """
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import gpflow
 import numpy as np
 
-from .common import finite_or_none as _finite
-from .common import mean_se, progress_logger
-from .common import utc_now as _now
+from gpflow_ep.datasets import load_benchmark
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import EPGPC
 
-_log = progress_logger("C3")
+from . import common
+
+_log = common.progress_logger("C3")
+
+#: what --quick runs (the --help text)
+QUICK_HELP = "Crabs, 1 split, maxiter 5"
 
 DATASETS = ("Pima", "Australian", "Breast", "Crabs", "Iono", "Sonar")
 QUICK_DATASETS = ("Crabs",)
@@ -69,109 +79,55 @@ EP_OPTIONS = dict(schedule="parallel", criterion="alpha", tol=1e-3, max_sweeps=1
 WIDTH_MAXITER, VGP_MAXITER, EP_PROBIT_MAXITER, QUICK_MAXITER = 50, 200, 100, 5
 
 
+#: the EP-family methods as specs of :func:`benchmarks.common.build_ep_model`
+EP_SPECS = {
+    "EP": {"family": "EP"},
+    "PEP(u=0.8)": {"family": "PEP", "u": 0.8, "cavity": "fractional"},
+    "REP(c=1)": {"family": "REP", "c": 1.0, "message_update": "A", "objective": "paper"},
+    "REP(c=10)": {"family": "REP", "c": 10.0, "message_update": "A", "objective": "paper"},
+}
+
+
 # ---------------------------------------------------------------- models reused across splits
 
 
-class _Slot:
-    """A model whose training data are tf.Variables, with a reset hook and a Scipy instance."""
-
-    def __init__(self, model, X, Y, reset):
-        import gpflow
-        import tensorflow as tf
-
-        model.data = (
-            tf.Variable(X, trainable=False, dtype=tf.float64, name="X"),
-            tf.Variable(Y, trainable=False, dtype=tf.float64, name="Y"),
-        )
-        self.model, self.reset_fn = model, reset
-        self.shape = X.shape
-        self.optimizer = gpflow.optimizers.Scipy()  # caches the compiled loss + gradient
-
-    def load(self, X, Y, **kwargs):
-        self.model.data[0].assign(X)
-        self.model.data[1].assign(Y)
-        self.reset_fn(self.model, **kwargs)
-        return self.model
-
-    def fit(self, maxiter: int):
-        m = self.model
-        return self.optimizer.minimize(m.training_loss, m.trainable_variables, options=dict(maxiter=int(maxiter)))
-
-
 def _iso_kernel(lengthscale: float, variance_trainable: bool):
-    import gpflow
-
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=float(lengthscale))
     if not variance_trainable:
         gpflow.set_trainable(kernel.variance, False)
     return kernel
 
 
-def _noisy_step(eps: float):
-    import gpflow
-
-    from ..likelihoods import NoisyStep
-
-    lik = NoisyStep(eps)
-    gpflow.set_trainable(lik.epsilon, False)
-    return lik
-
-
-def _reset_ep(model, lengthscale, variance=1.0):
-    model.kernel.lengthscales.assign(lengthscale)
-    model.kernel.variance.assign(variance)
-    model.sites.reset()
-
-
-def _reset_vgp(model, lengthscale, variance=1.0):
-    import tensorflow as tf
-
-    model.kernel.lengthscales.assign(lengthscale)
-    model.kernel.variance.assign(variance)
-    n = model.q_mu.shape[0]
-    model.q_mu.assign(tf.zeros((n, 1), tf.float64))
-    model.q_sqrt.assign(tf.eye(n, batch_shape=[1], dtype=tf.float64))
-
-
 class DatasetModels:
     """Every model of one dataset (baselines, and per eps the width and EP models), reused across splits."""
 
     def __init__(self, split):
-        import gpflow
-
-        from ..likelihoods import Probit
-        from ..models import EPGPC
-
         X, Y = split.X_train, split.Y_train
         self.data = (X, Y)
         self.init_lengthscale = math.sqrt(X.shape[1])
         self.width, self.ep = {}, {}
         ep_probit = EPGPC(self.data, _iso_kernel(self.init_lengthscale, True), Probit(), ep_mode="nested")
         vgp = gpflow.models.VGP(self.data, _iso_kernel(self.init_lengthscale, True), Probit())
-        self.baselines = {
-            "EP-probit": _Slot(ep_probit, X, Y, _reset_ep),
-            "VGP-probit": _Slot(vgp, X, Y, _reset_vgp),
-        }
+        self.baselines = {"EP-probit": common.ModelSlot(ep_probit, X, Y), "VGP-probit": common.ModelSlot(vgp, X, Y)}
         self.shape = X.shape
 
     def ensure_eps(self, eps: float) -> None:
         """Build the width-selection and EP/PEP/REP models of NoisyStep(eps) (once)."""
-        from ..models import EPGPC, PowerEP, RelaxedEP
-
         if eps in self.width:
             return
         data = self.data
-        m = EPGPC(data, _iso_kernel(self.init_lengthscale, False), _noisy_step(eps), ep_mode="nested")
-        self.width[eps] = _Slot(m, *data, _reset_ep)
-        builders = {
-            "EP": lambda k, lik: EPGPC(data, k, lik, **EP_OPTIONS),
-            "PEP(u=0.8)": lambda k, lik: PowerEP(data, k, lik, power=0.8, cavity="fractional", **EP_OPTIONS),
-            "REP(c=1)": lambda k, lik: RelaxedEP(data, k, lik, penalty=1.0, **EP_OPTIONS),
-            "REP(c=10)": lambda k, lik: RelaxedEP(data, k, lik, penalty=10.0, **EP_OPTIONS),
-        }
+        kernel = _iso_kernel(self.init_lengthscale, False)
+        width = common.build_ep_model(
+            {"family": "EP"}, data, kernel, common.fixed_noisy_step(eps), {"ep_mode": "nested"}
+        )
+        self.width[eps] = common.ModelSlot(width, *data)
         self.ep[eps] = {
-            name: _Slot(build(_iso_kernel(1.0, False), _noisy_step(eps)), *data, _reset_ep)
-            for name, build in builders.items()
+            name: common.ModelSlot(
+                common.build_ep_model(spec, data, _iso_kernel(1.0, False), common.fixed_noisy_step(eps), EP_OPTIONS),
+                *data,
+                spec=spec,
+            )
+            for name, spec in EP_SPECS.items()
         }
 
 
@@ -190,57 +146,46 @@ def ep_result(model) -> Dict:
     return {
         "converged": bool(run.converged.numpy()),
         "sweeps": sweeps,
-        "final_R": _finite(run.max_change.numpy()),
+        "final_R": common.finite_or_none(run.max_change.numpy()),
         "num_skipped": int(run.num_skipped.numpy()),
         "num_rejected": int(run.num_rejected.numpy()),
-        "log_Z_EP": _finite(model.log_marginal_likelihood().numpy()),
+        "log_Z_EP": common.finite_or_none(model.log_marginal_likelihood().numpy()),
         "R_history": [float(f"{h:.4g}") for h in run.history.numpy()[:sweeps]],
     }
 
 
-def evaluate(model, X_test, Y_test) -> Dict:
+def evaluate_split(model, X_test, Y_test) -> Dict:
     """
-    Test error from the sign of the predictive mean and the mean test NLPD. EP models predict from
-    their stored sites (``model.posterior()``, no further EP run).
+    Test error from the sign of the predictive mean and the mean test NLPD (EP models predict from
+    their stored sites, no further EP run), and for EP models the test error of Minka's α predictor.
     """
-    if hasattr(model, "sites"):
-        mean, var = model.posterior().predict_f(X_test)
-        log_density = model.likelihood.predict_log_density(X_test, mean, var, Y_test)
-    else:
-        mean, _ = model.predict_f(X_test)
-        log_density = model.predict_log_density((X_test, Y_test))
-    mu = mean.numpy()
-    truth = Y_test > 0.5
-    error = float(np.mean((mu > 0) != truth))
-    nlpd = -float(np.mean(log_density.numpy()))
-    out = {"test_error": error if np.all(np.isfinite(mu)) else None, "test_nlpd": _finite(nlpd)}
-    sites = getattr(model, "sites", None)
-    if sites is not None:  # Minka's α predictor, Σ_j α_j k(x*, x_j)
-        Kxs = model.kernel(model.data[0], X_test).numpy()
-        mu_alpha = Kxs.T @ sites.alpha.numpy()
-        out["test_error_alpha"] = float(np.mean((mu_alpha > 0) != truth))
+    dual = isinstance(model, EPGPC)
+    ev = common.evaluate(model, X_test, Y_test, dual=dual)
+    out = {"test_error": ev["error"] if ev["mean_finite"] else None, "test_nlpd": common.finite_or_none(ev["nlpd"])}
+    if dual:
+        out["test_error_alpha"] = ev["error_dual"]
     return out
 
 
-def run_ep_method(slot: _Slot, split, lengthscale: float) -> Dict:
-    model = slot.load(split.X_train, split.Y_train, lengthscale=lengthscale)
+def run_ep_method(slot: common.ModelSlot, split, lengthscale: float) -> Dict:
+    model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": lengthscale})
     start = time.perf_counter()
     row = ep_result(model)
-    row.update(evaluate(model, split.X_test, split.Y_test))
+    row.update(evaluate_split(model, split.X_test, split.Y_test))
     row["diverged"] = (not row["converged"]) or row["test_error"] is None
     row["frac_b_positive"] = float(np.mean(model.sites.relaxation.numpy() > 0))
     row["time_s"] = time.perf_counter() - start
     return row
 
 
-def select_width(slot: _Slot, split, init_lengthscale: float, maxiter: int) -> Dict:
-    model = slot.load(split.X_train, split.Y_train, lengthscale=init_lengthscale)
+def select_width(slot: common.ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
+    model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
-    res = slot.fit(maxiter)
+    res = slot.minimize(model.training_loss, maxiter)
     run_ep(model)  # the sites at the returned hyper-parameters
     return {
         "lengthscale": float(model.kernel.lengthscales.numpy()),
-        "log_Z_EP": _finite(model.log_marginal_likelihood().numpy()),
+        "log_Z_EP": common.finite_or_none(model.log_marginal_likelihood().numpy()),
         "iterations": int(res.nit),
         "success": bool(res.success),
         "message": str(res.message),
@@ -249,10 +194,10 @@ def select_width(slot: _Slot, split, init_lengthscale: float, maxiter: int) -> D
     }
 
 
-def run_baseline(name: str, slot: _Slot, split, init_lengthscale: float, maxiter: int) -> Dict:
-    model = slot.load(split.X_train, split.Y_train, lengthscale=init_lengthscale)
+def run_baseline(name: str, slot: common.ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
+    model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
-    res = slot.fit(maxiter)
+    res = slot.minimize(model.training_loss, maxiter)
     row = {
         "iterations": int(res.nit),
         "success": bool(res.success),
@@ -262,10 +207,10 @@ def run_baseline(name: str, slot: _Slot, split, init_lengthscale: float, maxiter
     if name == "EP-probit":
         row["converged"] = bool(run_ep(model).converged.numpy())  # sites at the returned hyper-parameters
         row["diverged"] = not row["converged"]
-        row["objective"] = _finite(model.log_marginal_likelihood().numpy())
+        row["objective"] = common.finite_or_none(model.log_marginal_likelihood().numpy())
     else:
-        row["objective"] = _finite(model.elbo().numpy())
-    row.update(evaluate(model, split.X_test, split.Y_test))
+        row["objective"] = common.finite_or_none(model.elbo().numpy())
+    row.update(evaluate_split(model, split.X_test, split.Y_test))
     if name == "VGP-probit":
         row.pop("test_error_alpha", None)
     row["time_s"] = time.perf_counter() - start
@@ -290,8 +235,6 @@ def run_split(models: DatasetModels, split, eps: float, maxiters, baselines: boo
 
 def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) -> Dict[str, Dict]:
     """Test error of predicting the training majority class, per dataset over the splits run."""
-    from ..datasets import load_benchmark
-
     ks = sorted({k for ks in splits_done.values() for k in ks})
     out = {}
     for ds in datasets:
@@ -300,38 +243,16 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
             split = load_benchmark(ds, k, data_dir, kind="binary")
             majority = float(np.mean(split.Y_train) > 0.5)
             errors.append(float(np.mean(split.Y_test != majority)))
-        out[ds] = mean_se(errors)
+        out[ds] = common.mean_se(errors)
     return out
 
 
 # ---------------------------------------------------------------- statistics
 
 
-def _t_quantile(n: int) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.975, max(n - 1, 1)))
-
-
 def paired(rows_a: List[Dict], rows_b: List[Dict], key: str) -> Dict:
-    """a − b per split (matched by split index), its mean ± s.e., wins/ties/losses of a."""
-    b_by_split = {r["split"]: r.get(key) for r in rows_b}
-    diffs = []
-    for r in rows_a:
-        a, b = r.get(key), b_by_split.get(r["split"])
-        if a is not None and b is not None:
-            diffs.append(a - b)
-    stats = mean_se(diffs)
-    d = np.array(diffs)
-    stats.update(
-        {
-            "wins": int(np.sum(d < -1e-12)),
-            "ties": int(np.sum(np.abs(d) <= 1e-12)),
-            "losses": int(np.sum(d > 1e-12)),
-            "t95": _t_quantile(len(diffs)) if len(diffs) > 1 else None,
-        }
-    )
-    return stats
+    """a − b per split (matched by split index), its mean ± s.e., wins/ties/losses of a, t95."""
+    return common.paired_differences({r["split"]: r.get(key) for r in rows_a}, {r["split"]: r.get(key) for r in rows_b})
 
 
 TIE = 1e-12  # paired differences below this are ties (errors are multiples of 1/num_test)
@@ -393,22 +314,22 @@ def summarise(rows: List[Dict]) -> Dict:
                     continue
                 agg = {
                     "num_splits": len(sel),
-                    "test_error": mean_se(r.get("test_error") for r in sel),
-                    "test_nlpd": mean_se(r.get("test_nlpd") for r in sel),
-                    "time_s": mean_se(r.get("time_s") for r in sel),
+                    "test_error": common.mean_se(r.get("test_error") for r in sel),
+                    "test_nlpd": common.mean_se(r.get("test_nlpd") for r in sel),
+                    "time_s": common.mean_se(r.get("time_s") for r in sel),
                 }
                 if name in EP_METHODS:
                     agg.update(
                         {
-                            "test_error_alpha": mean_se(r.get("test_error_alpha") for r in sel),
+                            "test_error_alpha": common.mean_se(r.get("test_error_alpha") for r in sel),
                             "num_diverged": int(sum(r["diverged"] for r in sel)),
                             "num_diverged_slow": int(sum(failure_kind(r) == "slow" for r in sel)),
                             "num_diverged_cycling": int(sum(failure_kind(r) == "cycling" for r in sel)),
-                            "sweeps": mean_se(r["sweeps"] for r in sel),
-                            "num_skipped": mean_se(r["num_skipped"] for r in sel),
-                            "num_rejected": mean_se(r["num_rejected"] for r in sel),
-                            "frac_b_positive": mean_se(r["frac_b_positive"] for r in sel),
-                            "lengthscale": mean_se(r["width"]["lengthscale"] for r in sel),
+                            "sweeps": common.mean_se(r["sweeps"] for r in sel),
+                            "num_skipped": common.mean_se(r["num_skipped"] for r in sel),
+                            "num_rejected": common.mean_se(r["num_rejected"] for r in sel),
+                            "frac_b_positive": common.mean_se(r["frac_b_positive"] for r in sel),
+                            "lengthscale": common.mean_se(r["width"]["lengthscale"] for r in sel),
                         }
                     )
                 elif name == "EP-probit":
@@ -647,9 +568,7 @@ def claims_text(results: Dict, majority: Optional[Dict] = None) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpflow-ep reproduce rep --parts C3", description="Claim C3 (Fig. 5).")
-    p.add_argument("--out-dir", default="results/rep", help="output directory (C3.json, C3.md)")
-    p.add_argument("--quick", action="store_true", help="smoke configuration: Crabs, 1 split, maxiter 5")
+    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP, data_dir=True)
     p.add_argument(
         "--splits",
         type=int,
@@ -662,7 +581,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"wall-time budget in minutes (default {DEFAULT_BUDGET_MIN:g} without --splits, none with it)",
     )
-    p.add_argument("--data-dir", default=None, help="benchmark directory (default $GPFLOW_EP_DATA, ../shared/datasets)")
     p.add_argument("--datasets", default=None, help=f"comma-separated subset of {','.join(DATASETS)}")
     p.add_argument(
         "--eps", default=None, help="comma-separated NoisyStep eps values (default 0.05,0.1; 0.05 with --quick)"
@@ -675,20 +593,13 @@ def _finish(report: Dict, out_dir: Path, data_dir=None) -> None:
     report["majority_error"] = majority_errors(report["config"]["datasets"], report.get("splits_done") or {}, data_dir)
     report["results"] = summarise(report["runs"])
     report["claims_text"] = claims_text(report["results"], report["majority_error"])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "C3.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out_dir / "C3.md").write_text(markdown(report))
+    common.write_report(out_dir / "C3", report, markdown(report), indent=1)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    import gpflow
-
-    from ..bench.epgpc import machine_info
-    from ..datasets import load_benchmark
-
+def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
+    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
     if args.datasets:
-        datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+        datasets = common.parse_list(args.datasets)
     else:
         datasets = list(QUICK_DATASETS if args.quick else DATASETS)
     unknown = sorted(set(datasets) - set(DATASETS))
@@ -702,21 +613,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not 1 <= num_splits <= 20:
         raise ValueError(f"splits must be in 1..20; got {num_splits}")
     eps_text = args.eps if args.eps is not None else ("0.05" if args.quick else DEFAULT_EPS)
-    eps_values = [float(e) for e in eps_text.split(",") if e.strip()]
+    eps_values = common.parse_list(eps_text, float)
     if not eps_values or not all(0.0 < e < 0.5 for e in eps_values):
         raise ValueError(f"eps values must lie in (0, 0.5); got {eps_text!r}")
     if args.quick:
         maxiters = dict(width=QUICK_MAXITER, vgp=QUICK_MAXITER, ep_probit=QUICK_MAXITER)
     else:
         maxiters = dict(width=WIDTH_MAXITER, vgp=VGP_MAXITER, ep_probit=EP_PROBIT_MAXITER)
-    gpflow.config.set_default_float(np.float64)
     out_dir = Path(args.out_dir)
     splits = list(range(num_splits))
     report = {
         "claim": "C3",
         "paper": "Qi & Guo (2012), Message passing with relaxed moment matching, Fig. 5",
         "config": {
-            "command": "gpflow-ep reproduce rep --parts C3 " + " ".join(argv or []),
+            "command": command,
             "datasets": datasets,
             "splits": splits,
             "eps": eps_values,
@@ -728,8 +638,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             "methods": list(EP_METHODS) + list(BASELINES),
             "kernel": "isotropic SquaredExponential, amplitude 1 (EP/PEP/REP) or trained (baselines)",
         },
-        "machine": machine_info(),
-        "started": _now(),
+        "machine": common.machine_info(),
+        "started": common.utc_now(),
         "finished": None,
         "complete": False,
         "runs": [],
@@ -782,7 +692,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             _finish(report, out_dir, args.data_dir)
     report["splits_done"] = done
     report["wall_time_s"] = time.perf_counter() - t0
-    report["finished"] = _now()
+    report["finished"] = common.utc_now()
     report["complete"] = True
     _finish(report, out_dir, args.data_dir)
     _log(f"done in {report['wall_time_s']:.0f}s; wrote {out_dir / 'C3.json'} and {out_dir / 'C3.md'}")

@@ -23,8 +23,8 @@ f(x) = wᵀx with w ~ N(0, I₂); likelihood ``NoisyStep(eps)``, eps fixed.
   and against a 1001² grid) and, in the tests, against importance sampling with the prior as
   proposal, the paper's oracle (10⁸ samples there).
 * **EP posterior** of w: predict_f at the unit vectors e₁, e₂ with ``full_cov=True`` gives E[w]
-  and Cov[w] (f(e_k) = w_k). Also E[w] from Minka's α predictor (Σ_j α_j x_j, ``predict_with=
-  "alpha"``).
+  and Cov[w] (f(e_k) = w_k). Also E[w] from Minka's α predictor (Σ_j α_j x_j, the per-site dual
+  statistic α_j of ``model.sites.dual``: ``predict_with="dual"``).
 * Methods: EP (``EPGPC``), PEP (``PowerEP``, u ∈ {0.2, 0.4, 0.6, 0.8, 0.9}, cavity "full" = the
   paper's literal reading and "fractional" = standard power EP), REP (``RelaxedEP``, message update
   A, paper objective, c ∈ {0.1, 0.3, 1, 2, 5, 10, 20, 100, 1000}) and the ablations message update
@@ -37,23 +37,28 @@ f(x) = wᵀx with w ~ N(0, I₂); likelihood ``NoisyStep(eps)``, eps fixed.
   (3, 0), each + N(0, I) jitter, seeded) at eps = 0.2 for EP, PEP(0.8, both cavities) and
   REP(c ∈ {1, 5, 20}): in how many is each more accurate than EP.
 
-Output: ``<out-dir>/C1.json`` and ``<out-dir>/C1.md``.
+Run ``python -m benchmarks.rep_toy [--quick] [--out-dir results/rep]`` from the repository root
+(or ``python -m benchmarks.rep --parts C1``). Output: ``<out-dir>/C1.json`` and ``<out-dir>/C1.md``.
 """
 
 import argparse
-import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+from gpflow.kernels import Linear
 
-from .common import parse_part_args, progress_logger
-from .common import utc_now as _now
+from . import common
 
-_log = progress_logger("C1")
+_log = common.progress_logger("C1")
+
+#: what --quick runs (the --help text)
+QUICK_HELP = (
+    "eps 0.2, u ∈ {0.4, 0.8, 0.9} (full cavity), c ∈ {1, 20, 1000}, no ablations, "
+    "4 random configurations with EP, PEP(0.8, full), REP(c=1)"
+)
 
 TOY_X = np.array([[-1.0, 1.0], [-2.0, 0.5], [3.0, 0.0], [1.0, 1.5], [1.5, -0.5]])
 TOY_Y = np.array([[1.0], [1.0], [1.0], [0.0], [0.0]])
@@ -76,6 +81,22 @@ GRID_N, GRID_COARSE_N, GRID_HALF_WIDTH = 2001, 1001, 8.0
 #: relative difference below which two errors count as equal: runs stop at R < 1e-3, so two runs
 #: with the same fixed point differ by ~1e-4 in E[w], i.e. by up to ~1 % in the errors
 TIE = 0.01
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
+    p.add_argument(
+        "--rerender",
+        action="store_true",
+        help="recompute the summaries, claims and Markdown from an existing <out-dir>/C1.json (no EP runs)",
+    )
+    p.add_argument("--eps", default=None, help="comma-separated eps values (default 0.1,0.2,0.25)")
+    p.add_argument("--u", default=None, help="comma-separated PEP powers (default 0.2,0.4,0.6,0.8,0.9)")
+    p.add_argument("--c", default=None, help="comma-separated REP penalties (default 0.1,0.3,1,2,5,10,20,100,1000)")
+    p.add_argument(
+        "--random-configs", type=int, default=None, help=f"number of random configurations (default {NUM_RANDOM})"
+    )
+    return p
 
 
 def _fmt(c: float) -> str:
@@ -272,80 +293,16 @@ def method_specs(u_values, c_values, ablation_c, cavities=CAVITIES) -> List[Dict
     return specs
 
 
-def build_model(spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None):
-    """A fresh model of ``spec`` (EP/PEP/REP) on (X, Y) with ``NoisyStep(eps)`` fixed."""
-    import gpflow
-
-    from ..likelihoods import NoisyStep
-    from ..models import EPGPC, PowerEP, RelaxedEP
-
-    lik = NoisyStep(eps)
-    gpflow.set_trainable(lik.epsilon, False)
-    opts = dict(EP_OPTIONS if options is None else options)
-    if spec["family"] == "EP":
-        return EPGPC((X, Y), kernel, lik, **opts)
-    if spec["family"] == "PEP":
-        return PowerEP((X, Y), kernel, lik, power=spec["u"], cavity=spec["cavity"], **opts)
-    return RelaxedEP(
-        (X, Y),
-        kernel,
-        lik,
-        penalty=spec["c"],
-        message_update=spec["message_update"],
-        objective=spec["objective"],
-        **opts,
+def model_slot(spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None) -> common.ModelSlot:
+    """
+    The model of ``spec`` (EP/PEP/REP, :func:`~benchmarks.common.build_ep_model`) on (X, Y) with
+    ``NoisyStep(eps)`` fixed and the EP settings ``options`` (default :data:`EP_OPTIONS`), in a
+    :class:`~benchmarks.common.ModelSlot` for data sets of the shape of X.
+    """
+    model = common.build_ep_model(
+        spec, (X, Y), kernel, common.fixed_noisy_step(eps), EP_OPTIONS if options is None else options
     )
-
-
-class ModelSlot:
-    """
-    One model per method, reused across data sets of the same shape: its inputs and labels are
-    non-trainable ``tf.Variable``\\ s that are re-assigned, eps and the kernel hyper-parameters are
-    re-assigned and the sites reset to flat (q = prior) before every run. Results equal those of a
-    fresh model; any compiled function is traced once per slot instead of once per data set
-    (whenever the library's compiled EP loop is not re-traced per call).
-    """
-
-    def __init__(self, spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None):
-        import tensorflow as tf
-
-        self.spec = spec
-        self.model = build_model(spec, X, Y, eps, kernel, options)
-        self.model.data = (
-            tf.Variable(np.asarray(X, float), trainable=False, dtype=tf.float64, name="X"),
-            tf.Variable(np.asarray(Y, float), trainable=False, dtype=tf.float64, name="Y"),
-        )
-        self.shape = np.shape(X)
-
-    def load(self, X, Y, eps: float, **kernel_params):
-        m = self.model
-        m.data[0].assign(np.asarray(X, float))
-        m.data[1].assign(np.asarray(Y, float))
-        m.likelihood.epsilon.assign(eps)
-        for name, value in kernel_params.items():
-            getattr(m.kernel, name).assign(value)
-        m.sites.reset()
-        m.predict_with = "sites"
-        return m
-
-
-def fit(model) -> Dict:
-    """Run EP from the model's current (flat) sites; the run's outcome as plain numbers."""
-    from ..optimizers import EP
-
-    start = time.perf_counter()
-    res = EP(warn=False).minimize(model)
-    elapsed = time.perf_counter() - start
-    tau, nu = (v.numpy() for v in model.sites.read())
-    return {
-        "converged": bool(res.converged),
-        "sweeps": int(res.sweeps),
-        "final_R": float(res.max_change) if math.isfinite(res.max_change) else None,
-        "num_skipped": int(res.num_skipped),
-        "finite": bool(np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))),
-        "R_history": [float(f"{h:.4g}") for h in res.history],
-        "fit_time_s": elapsed,
-    }
+    return common.ModelSlot(model, X, Y, spec=spec)
 
 
 def weight_posterior(model):
@@ -353,7 +310,7 @@ def weight_posterior(model):
     E = np.eye(2)
     post = model.posterior()
     mu, cov = post.predict_f(E, full_cov=True)
-    model.predict_with = "alpha"
+    model.predict_with = "dual"
     try:
         mu_alpha, _ = post.predict_f(E)
     finally:
@@ -361,10 +318,10 @@ def weight_posterior(model):
     return mu.numpy()[:, 0], cov.numpy()[0], mu_alpha.numpy()[:, 0]
 
 
-def run_one(slot: ModelSlot, X, Y, eps: float, ref: Dict) -> Dict:
-    model = slot.load(X, Y, eps)
+def run_one(slot: common.ModelSlot, X, Y, eps: float, ref: Dict) -> Dict:
+    model = slot.load(X, Y, {"likelihood.epsilon": eps})
     row = {"method": slot.spec["name"], "eps": eps, **{k: v for k, v in slot.spec.items() if k != "name"}}
-    row.update(fit(model))
+    row.update(common.ep_fit(model))
     mean, cov, mean_alpha = weight_posterior(model)
     b = model.sites.relaxation.numpy()[:, 0]
     row.update(
@@ -685,9 +642,7 @@ def markdown(report: Dict) -> str:
                 f"{_g(me['log10_ratio_median'], 2)} | {ce['better']} / {ce['equal']} / {ce['worse']} | "
                 f"{_g(ce['log10_ratio_median'], 2)} | {s['both_better']} | {s.get('both_worse', '–')} |"
             )
-    L += ["", "## Claims", ""]
-    for c in report["claims"]:
-        L.append(f"* **{c['claim']}: {c['verdict'].upper()}.** {c['evidence']}")
+    L += common.markdown_section("Claims", common.claim_items(report["claims"]), "*")
     L += [
         "",
         "Caveats: the paper's point coordinates are unknown, so this is a replica, not the paper's problem. REP's "
@@ -701,59 +656,24 @@ def markdown(report: Dict) -> str:
 # ---------------------------------------------------------------- driver
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="gpflow-ep reproduce rep --parts C1", description="Claim C1 (Fig. 1): 5-point toy."
-    )
-    p.add_argument("--out-dir", default="results/rep", help="output directory (C1.json, C1.md)")
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke configuration: eps 0.2, u ∈ {0.4, 0.8, 0.9} (full cavity), c ∈ {1, 20, 1000}, no ablations, "
-        "4 random configurations with EP, PEP(0.8, full), REP(c=1)",
-    )
-    p.add_argument(
-        "--rerender",
-        action="store_true",
-        help="recompute the summaries, claims and Markdown from an existing <out-dir>/C1.json (no EP runs)",
-    )
-    p.add_argument("--eps", default=None, help="comma-separated eps values (default 0.1,0.2,0.25)")
-    p.add_argument("--u", default=None, help="comma-separated PEP powers (default 0.2,0.4,0.6,0.8,0.9)")
-    p.add_argument("--c", default=None, help="comma-separated REP penalties (default 0.1,0.3,1,2,5,10,20,100,1000)")
-    p.add_argument(
-        "--random-configs", type=int, default=None, help=f"number of random configurations (default {NUM_RANDOM})"
-    )
-    return p
-
-
 def _write(report: Dict, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "C1.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out_dir / "C1.md").write_text(markdown(report))
+    common.write_report(out_dir / "C1", report, markdown(report), indent=1)
 
 
-def rerender(out_dir: Path) -> int:
-    """Summaries, claims and Markdown again from the stored runs (after a change of the analysis)."""
-    report = json.loads((out_dir / "C1.json").read_text())
+def reanalyse(report: Dict) -> Dict:
+    """Summaries and claims again from the stored runs (``--rerender``, after a change of the analysis)."""
     rnd = report["random"]
     if rnd.get("runs"):
         rnd["summary"] = random_summary(rnd["runs"], rnd["methods"])
     report["claims"] = claims(report["runs"], rnd, list(report["config"]["eps"]))
-    report["rerendered"] = _now()
-    _write(report, out_dir)
-    _log(f"re-rendered {out_dir / 'C1.json'} and {out_dir / 'C1.md'}")
-    return 0
+    return report
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    args = parse_part_args(build_parser, argv, _log)
+def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
+    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
+    out_dir = Path(args.out_dir)
     if args.rerender:
-        return rerender(Path(args.out_dir))
-    import gpflow
-
-    from ..bench.epgpc import machine_info
-
-    gpflow.config.set_default_float(np.float64)
+        return common.rerender_report(out_dir / "C1", reanalyse, markdown, _log)
     t0 = time.perf_counter()
     if args.quick:
         eps_values, u_values, c_values = QUICK["eps"], QUICK["u"], QUICK["c"]
@@ -772,22 +692,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.random_configs is not None:
         num_random = int(args.random_configs)
     if args.eps:
-        eps_values = tuple(float(v) for v in args.eps.split(",") if v.strip())
+        eps_values = tuple(common.parse_list(args.eps, float))
     if args.u:
-        u_values = tuple(float(v) for v in args.u.split(",") if v.strip())
+        u_values = tuple(common.parse_list(args.u, float))
     if args.c:
-        c_values = tuple(float(v) for v in args.c.split(",") if v.strip())
+        c_values = tuple(common.parse_list(args.c, float))
     random_specs += [
         {"name": f"REP(c={_fmt(c)})", "family": "REP", "c": c, "message_update": "A", "objective": "paper"}
         for c in random_c
     ]
     specs = method_specs(u_values, c_values, ablation_c, cavities)
-    out_dir = Path(args.out_dir)
     report = {
         "claim": "C1",
         "paper": "Qi & Guo (2012), Message passing with relaxed moment matching, Fig. 1",
         "config": {
-            "command": "gpflow-ep reproduce rep --parts C1 " + " ".join(argv or []),
+            "command": command,
             "quick": bool(args.quick),
             "X": TOY_X.tolist(),
             "Y": TOY_Y[:, 0].tolist(),
@@ -802,8 +721,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             "grid": {"n": GRID_N, "coarse_n": GRID_COARSE_N, "half_width": GRID_HALF_WIDTH},
             "methods": [s["name"] for s in specs],
         },
-        "machine": machine_info(),
-        "started": _now(),
+        "machine": common.machine_info(),
+        "started": common.utc_now(),
         "finished": None,
         "exact": {},
         "runs": [],
@@ -811,17 +730,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         "claims": [],
         "timing": {},
     }
-    import gpflow.kernels as K
-
     # ------------------------------------------------ the replica configuration
-    slots: Dict[str, ModelSlot] = {}
+    slots: Dict[str, common.ModelSlot] = {}
     for eps in eps_values:
         start = time.perf_counter()
         ref = exact_reference(TOY_X, TOY_Y, eps)
         report["exact"][str(eps)] = ref
         for spec in specs:
             if spec["name"] not in slots:
-                slots[spec["name"]] = ModelSlot(spec, TOY_X, TOY_Y, eps, K.Linear(variance=1.0))
+                slots[spec["name"]] = model_slot(spec, TOY_X, TOY_Y, eps, Linear(variance=1.0))
             report["runs"].append(run_one(slots[spec["name"]], TOY_X, TOY_Y, eps, ref))
         report["timing"][f"eps={eps}_s"] = time.perf_counter() - start
         _log(f"eps={eps}: {len(specs)} methods in {report['timing'][f'eps={eps}_s']:.0f} s")
@@ -830,14 +747,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     eps = MAIN_EPS
     start = time.perf_counter()
     rnd_rows, configs = [], []
-    rnd_slots: Dict[str, ModelSlot] = {}
+    rnd_slots: Dict[str, common.ModelSlot] = {}
     for k in range(num_random):
         X, Y = random_configuration(k)
         configs.append(X.tolist())
         ref = exact_reference(X, Y, eps, grid=False)
         for spec in random_specs:
             if spec["name"] not in rnd_slots:
-                rnd_slots[spec["name"]] = ModelSlot(spec, X, Y, eps, K.Linear(variance=1.0))
+                rnd_slots[spec["name"]] = model_slot(spec, X, Y, eps, Linear(variance=1.0))
             row = run_one(rnd_slots[spec["name"]], X, Y, eps, ref)
             row.pop("R_history", None)
             rnd_rows.append({"config": k, **row})
@@ -855,11 +772,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     report["timing"]["random_s"] = time.perf_counter() - start
     report["claims"] = claims(report["runs"], report["random"], list(eps_values))
     report["timing"]["total_s"] = time.perf_counter() - t0
-    report["finished"] = _now()
+    report["finished"] = common.utc_now()
     _write(report, out_dir)
     _log(f"wrote {out_dir / 'C1.json'} and {out_dir / 'C1.md'} ({report['timing']['total_s']:.0f} s)")
     return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

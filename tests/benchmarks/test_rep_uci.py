@@ -1,12 +1,12 @@
-"""Smoke test of claim C3 (UCI benchmarks): ``--quick`` runs Crabs, one split, maxiter 5."""
+"""Smoke test of claim C3 (UCI benchmarks), ``python -m benchmarks.rep_uci --quick``: Crabs, one split, maxiter 5."""
 
 import json
 import math
 
 import pytest
 
+from benchmarks.rep_uci import BASELINES, EP_METHODS, main
 from gpflow_ep.datasets import benchmark_dir
-from gpflow_ep.reproduce.rep_uci import BASELINES, EP_METHODS, main
 
 
 def _data_available() -> bool:
@@ -23,6 +23,7 @@ def test_rep_uci_quick_writes_finite_results(tmp_path):
     report = json.loads((tmp_path / "C3.json").read_text())
     assert report["complete"] is True
     assert report["config"]["datasets"] == ["Crabs"] and report["config"]["splits"] == [0]
+    assert report["config"]["command"] == f"python -m benchmarks.rep_uci --quick --out-dir {tmp_path}"
 
     runs = report["runs"]
     assert sorted(r["method"] for r in runs) == sorted(EP_METHODS + BASELINES)
@@ -33,6 +34,8 @@ def test_rep_uci_quick_writes_finite_results(tmp_path):
             assert 1 <= r["sweeps"] <= 100 and r["num_skipped"] >= 0
             assert 0.0 <= r["frac_b_positive"] <= 1.0
             assert r["width"]["lengthscale"] > 0.0
+            assert 0.0 <= r["test_error_alpha"] <= 1.0
+    assert "test_error_alpha" not in next(r for r in runs if r["method"] == "VGP-probit")
 
     summary = report["results"]["summary"]["eps=0.05"]["Crabs"]
     for name in EP_METHODS + BASELINES:

@@ -1,10 +1,9 @@
 """
-Smoke tests of the C1 (5-point toy) and C2 (synthetic) reproductions of Qi & Guo (2012), plus the
-toy's exact-posterior oracle (rep spec §8 item 13 analogue) and REP(c = 1000) ≡ EP on the toy.
+Smoke test of claim C1 of Qi & Guo (2012), ``python -m benchmarks.rep_toy``, plus the toy's
+exact-posterior oracle (rep spec §8 item 13 analogue) and REP(c = 1000) ≡ EP on the toy.
 
-The runs are shrunk below ``--quick`` (toy: u = 0.8, c = 1000, one random configuration;
-synthetic: the 10 % flip rate only, 1,000 test points) because every EP run re-traces the compiled loop
-(about 1–4 s each), which dominates the cost of these tiny problems.
+The run is shrunk below ``--quick`` (u = 0.8, c = 1000, one random configuration) because every EP
+run re-traces the compiled loop (about 1–4 s each), which dominates the cost of this tiny problem.
 """
 
 import json
@@ -13,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from gpflow_ep.reproduce import rep_synthetic, rep_toy
+from benchmarks import rep_toy
 
 
 def _finite(x) -> bool:
@@ -35,12 +34,24 @@ def test_exact_posterior_agrees_with_importance_sampling():
     np.testing.assert_allclose(cov_g, cov_a, atol=5e-4)
 
 
+@pytest.mark.parametrize("eps", [0.1, 0.25])
+def test_closed_form_posterior_matches_grid(eps):
+    """The sector formula (the C1 reference) agrees with brute-force grid integration."""
+    X, Y = rep_toy.random_configuration(3)
+    mean_g, cov_g, logz_g = rep_toy.exact_posterior_grid(X, Y, eps, n=1001)
+    mean_a, cov_a, logz_a = rep_toy.exact_posterior_sectors(X, Y, eps)
+    np.testing.assert_allclose(mean_g, mean_a, atol=1e-3)
+    np.testing.assert_allclose(cov_g, cov_a, atol=1e-3)
+    assert abs(logz_g - logz_a) < 1e-2
+
+
 def test_rep_toy_quick(tmp_path):
     argv = ["--out-dir", str(tmp_path), "--quick", "--u", "0.8", "--c", "1000", "--random-configs", "1"]
     assert rep_toy.main(argv) == 0
     report = json.loads((tmp_path / "C1.json").read_text())
     md = (tmp_path / "C1.md").read_text()
     assert "## Claims" in md and "| EP |" in md
+    assert report["config"]["command"].startswith("python -m benchmarks.rep_toy --out-dir")
     assert report["runs"] and report["random"]["runs"] and report["claims"]
     assert set(report["random"]["summary"]) == {"PEP(u=0.8,full)", "REP(c=1)"}
     for row in report["runs"] + report["random"]["runs"]:
@@ -52,34 +63,10 @@ def test_rep_toy_quick(tmp_path):
     np.testing.assert_allclose(rep["mean"], ep["mean"], rtol=0, atol=1e-10)
     np.testing.assert_allclose(rep["cov"], ep["cov"], rtol=0, atol=1e-10)
     assert rep["relaxed_points"] == []
+    # the α predictor differs from the posterior mean (it is a separate prediction mode)
+    assert ep["mean_alpha"] != ep["mean"]
 
-
-def test_rep_synthetic_quick(tmp_path):
-    argv = ["--out-dir", str(tmp_path), "--quick", "--flip-rates", "0.1", "--test-points", "1000"]
-    assert rep_synthetic.main(argv) == 0
-    report = json.loads((tmp_path / "C2.json").read_text())
-    assert report["complete"]
-    assert "## Claims" in (tmp_path / "C2.md").read_text()
-    for name in ("C2_R_curves.png", "C2_boundaries.png"):
-        assert (tmp_path / name).stat().st_size > 1000
-    summary = report["summary"]["1"]["0.1"]
-    assert set(summary) == {"EP", "PEP(u=0.8,full)", "PEP(u=0.8,fractional)", "REP(c=1)"}
-    for s in summary.values():
-        assert s["runs"] == 1
-        assert _finite(s["test_error"]["mean"]) and 0.0 <= s["test_error"]["mean"] <= 1.0
-        assert _finite(s["test_error_alpha"]["mean"]) and _finite(s["test_nlpd"]["mean"])
-        assert _finite(s["mean_sweeps_all"]["mean"])
-    for row in report["runs"]:
-        assert len(row["R_history"]) == row["sweeps"]
-        assert all(_finite(h) for h in row["R_history"])
-
-
-@pytest.mark.parametrize("eps", [0.1, 0.25])
-def test_closed_form_posterior_matches_grid(eps):
-    """The sector formula (the C1 reference) agrees with brute-force grid integration."""
-    X, Y = rep_toy.random_configuration(3)
-    mean_g, cov_g, logz_g = rep_toy.exact_posterior_grid(X, Y, eps, n=1001)
-    mean_a, cov_a, logz_a = rep_toy.exact_posterior_sectors(X, Y, eps)
-    np.testing.assert_allclose(mean_g, mean_a, atol=1e-3)
-    np.testing.assert_allclose(cov_g, cov_a, atol=1e-3)
-    assert abs(logz_g - logz_a) < 1e-2
+    # --rerender recomputes claims and Markdown from the stored runs
+    (tmp_path / "C1.md").unlink()
+    assert rep_toy.main(["--out-dir", str(tmp_path), "--rerender"]) == 0
+    assert (tmp_path / "C1.md").read_text() == md

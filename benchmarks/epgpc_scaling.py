@@ -16,8 +16,10 @@ For EPGPC with the exact probit likelihood and an SE-ARD kernel whose hyper-para
   trainable variables, i.e. one VGP training step), and EPGPC's own loss+gradient in nested mode
   warm-started from converged sites, so the costs can be compared as ratios.
 
-Run ``python -m gpflow_ep.bench.epgpc --out results/epgpc_scaling``; it writes ``<out>.json``
-(with machine information and timestamps) and ``<out>.md`` (tables).
+Run ``python -m benchmarks.epgpc_scaling [--quick] [--out-dir results]`` from the repository root;
+it writes ``<out-dir>/epgpc_scaling.json`` (with machine information and timestamps) and
+``<out-dir>/epgpc_scaling.md`` (tables); ``--out PREFIX`` writes ``PREFIX.json`` and ``PREFIX.md``
+instead. ``--quick`` is a smoke configuration (synthetic data, n = 60, one run).
 
 Pima has 768 points (691 in a training split): sizes below 691 are the first n rows of training
 split 0; the largest Pima problem is all 768 points (train+test, standardised together). Larger
@@ -25,74 +27,35 @@ sizes are not available for Pima and are reported as such.
 """
 
 import argparse
-import datetime as _dt
-import json
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
+import gpflow
 import numpy as np
+import tensorflow as tf
+
+from gpflow_ep.datasets import load_benchmark, two_dimensional
+from gpflow_ep.ep import GPSiteFactorisation
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import EPGPC
+from gpflow_ep.ep import DEFAULT_DAMPING
+
+from . import common
 
 SCHEDULE_ORDER = ("parallel", "sequential")
 GOAL_RATIO = 3.0
 PIMA_SPLIT = 0
+#: --quick: the smoke configuration (options given explicitly still apply)
+QUICK = dict(sizes="60", repeats=1, datasets="synthetic")
+DEFAULTS = dict(sizes="250,500,1000,2000", repeats=5, datasets="synthetic,Pima")
 
+log = common.progress_logger("epgpc_scaling")
 
-# ---------------------------------------------------------------- helpers
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _parse_list(text: str, kind=str) -> List:
-    return [kind(t.strip()) for t in text.split(",") if t.strip()]
-
-
-def _load_average():
-    """1/5/15-minute load averages (other processes on the machine skew timings)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
-        return None
-
-
-def _cpu_model() -> Optional[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def machine_info() -> Dict:
-    import gpflow
-    import tensorflow as tf
-
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        affinity = None
-    return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": affinity,
-        "tensorflow": tf.__version__,
-        "gpflow": gpflow.__version__,
-        "numpy": np.__version__,
-        "tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-        "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
-        "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
-    }
+#: what --quick runs (the --help text)
+QUICK_HELP = "--sizes 60 --repeats 1 --datasets synthetic"
 
 
 # ---------------------------------------------------------------- problems
@@ -109,8 +72,6 @@ def problems(datasets, sizes, data_dir=None):
 
     :return: (list of problems, list of notes)
     """
-    from ..datasets import load_benchmark, two_dimensional
-
     out, notes = [], []
     for name in datasets:
         if name.lower() == "synthetic":
@@ -152,12 +113,6 @@ def problems(datasets, sizes, data_dir=None):
 
 
 # ---------------------------------------------------------------- one problem
-
-
-def _kernel(D):
-    import gpflow
-
-    return gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=np.full(D, math.sqrt(D)))
 
 
 def _ep_once(model, schedule, tol, max_sweeps):
@@ -233,7 +188,6 @@ def _amortised_probe(op: Callable, args, target: float = 0.2, max_inner: int = 1
     ``tf.function`` call, so the per-call dispatch overhead (~0.1–1 ms) is amortised as it is
     inside EP's own loop; ``inner`` is chosen so a call lasts about ``target`` s.
     """
-    import tensorflow as tf
 
     @tf.function
     def looped(inner, *args):
@@ -252,6 +206,19 @@ def _amortised_probe(op: Callable, args, target: float = 0.2, max_inner: int = 1
     return _Probe(lambda: looped(inner_t, *args).numpy(), per_call=inner)
 
 
+def _loss_and_gradient(loss: Callable, variables) -> Callable:
+    """A compiled evaluation of ``loss()`` and its gradient in ``variables`` (one training step's work)."""
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            value = loss()
+        grads = tape.gradient(value, variables)
+        return value + tf.add_n([tf.reduce_sum(g) for g in grads])
+
+    return step
+
+
 def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_max_n):
     """
     Time one (dataset, n). Parallel EP runs are interleaved with the floor measurements (one EP
@@ -259,16 +226,9 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
     timings taken in the same window even when the machine's load drifts. The sequential schedule
     is timed afterwards on its own.
     """
-    import gpflow
-    import tensorflow as tf
-
-    from ..ep import GPSiteFactorisation
-    from ..likelihoods import Probit
-    from ..models.epgpc import EPGPC
-
     X, Y = prob["X"], prob["Y"]
     n, D = X.shape
-    model = EPGPC((X, Y), _kernel(D), Probit())
+    model = EPGPC((X, Y), common.se_ard_kernel(D), Probit())
 
     def label(schedule):
         return dict(dataset=prob["dataset"], n=int(n), D=int(D), subset=prob["subset"], schedule=schedule)
@@ -297,22 +257,10 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
         return tf.reduce_sum(q.mean) + tf.reduce_sum(q.var)
 
     # GPflow VGP on the same problem: one compiled ELBO + gradient (one training step)
-    vgp = gpflow.models.VGP((X, Y), _kernel(D), Probit())
-
-    @tf.function
-    def vgp_step():
-        with tf.GradientTape() as tape:
-            loss = vgp.training_loss()
-        grads = tape.gradient(loss, vgp.trainable_variables)
-        return loss + tf.add_n([tf.reduce_sum(g) for g in grads])
-
+    vgp = gpflow.models.VGP((X, Y), common.se_ard_kernel(D), Probit())
+    vgp_step = _loss_and_gradient(vgp.training_loss, vgp.trainable_variables)
     # EPGPC's own training step (nested mode), warm-started at converged sites
-    @tf.function
-    def ep_step():
-        with tf.GradientTape() as tape:
-            loss = model.training_loss()
-        grads = tape.gradient(loss, model.trainable_variables)
-        return loss + tf.add_n([tf.reduce_sum(g) for g in grads])
+    ep_step = _loss_and_gradient(model.training_loss, model.trainable_variables)
 
     probes = {
         "cholesky_B_s": _amortised_probe(cholesky_op, (B,)),
@@ -373,18 +321,16 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
             if row["schedule"] == "parallel":
                 row["rest_of_sweep_s"] = row["time_per_sweep_s"] - floor["factorisation_s"]
         if "sweeps" in row:
-            print(
-                f"  {prob['dataset']:>9} n={n:<5} {row['schedule']:<10} sweeps={row['sweeps']:<4g} "
+            log(
+                f"{prob['dataset']:>9} n={n:<5} {row['schedule']:<10} sweeps={row['sweeps']:<4g} "
                 f"converged={row['converged']} t={row['time_to_converge_s']:.4g}s "
                 f"t/sweep={row['time_per_sweep_s']:.4g}s (x{row['repeats_used']}) "
-                f"ratio={row['sweep_over_cholesky']:.3g}",
-                flush=True,
+                f"ratio={row['sweep_over_cholesky']:.3g}"
             )
-    print(
-        f"  {prob['dataset']:>9} n={n:<5} chol(B)={floor['cholesky_B_s']:.4g}s "
+    log(
+        f"{prob['dataset']:>9} n={n:<5} chol(B)={floor['cholesky_B_s']:.4g}s "
         f"factorisation={floor['factorisation_s']:.4g}s trsm={floor['triangular_solve_s']:.4g}s "
-        f"VGP={floor['vgp_elbo_grad_s']:.4g}s EP step={floor['ep_loss_grad_warm_s']:.4g}s",
-        flush=True,
+        f"VGP={floor['vgp_elbo_grad_s']:.4g}s EP step={floor['ep_loss_grad_warm_s']:.4g}s"
     )
     return rows
 
@@ -414,16 +360,7 @@ def _ratio(x):
 
 def markdown(report: Dict) -> str:
     s = report["settings"]
-    mach = report["machine"]
-    lines = [
-        "# EPGPC scaling benchmark",
-        "",
-        f"Command: `{report['command']}`  ",
-        f"Started {report['started']}, finished {report['finished']}, wall time {report['wall_time_s']:.0f} s.  ",
-        f"Machine: {mach['cpu_model']}, {mach['cpu_count']} CPUs (affinity {mach['cpu_affinity']}), "
-        f"TensorFlow {mach['tensorflow']}, GPflow {mach['gpflow']}, NumPy {mach['numpy']}, Python {mach['python']}; "
-        f"load average (1/5/15 min) {mach['load_average_start']} at start, {mach['load_average_end']} at end.",
-        "",
+    lines = common.markdown_header("EPGPC scaling benchmark", report) + [
         "Setup: EPGPC with the exact probit likelihood (`gpflow_ep.likelihoods.Probit()`), SE-ARD kernel "
         f"with FIXED hyper-parameters (variance {s['kernel_variance']}, every lengthscale √D: √2 for the "
         "synthetic 2-D data, √8 for Pima), zero mean function. EP from flat sites to "
@@ -512,7 +449,7 @@ def markdown(report: Dict) -> str:
             f"({worst['dataset']}, n={worst['n']})."
         )
     if notes:
-        lines += ["", "## Notes", ""] + [f"- {t}" for t in notes]
+        lines += common.markdown_section("Notes", notes)
     return "\n".join(lines) + "\n"
 
 
@@ -531,66 +468,47 @@ def run_benchmark(
     sequential_max_n=None,
     command="",
 ) -> Dict:
-    import tensorflow as tf
+    def run():
+        probs, notes = problems(datasets, sizes, data_dir)
+        results = []
+        for prob in probs:
+            log(f"{prob['dataset']} n={prob['X'].shape[0]}")
+            results.extend(bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_max_n))
+        return {"benchmark": "epgpc_scaling", "notes": notes, "results": results}
 
-    from ..models.ep_settings import DEFAULT_DAMPING
-
-    tf.get_logger().setLevel("ERROR")
-    started, t0 = _now(), time.perf_counter()
-    load_start = _load_average()
-    probs, notes = problems(datasets, sizes, data_dir)
-    results = []
-    for prob in probs:
-        print(f"[{_now()}] {prob['dataset']} n={prob['X'].shape[0]}", flush=True)
-        results += bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_max_n)
-    return {
-        "benchmark": "epgpc_scaling",
-        "command": command,
-        "started": started,
-        "finished": _now(),
-        "wall_time_s": time.perf_counter() - t0,
-        "machine": dict(machine_info(), load_average_start=load_start, load_average_end=_load_average()),
-        "settings": {
-            "sizes": list(sizes),
-            "repeats": repeats,
-            "datasets": list(datasets),
-            "schedules": list(schedules),
-            "tol": tol,
-            "max_sweeps": max_sweeps,
-            "damping": dict(DEFAULT_DAMPING),
-            "likelihood": "gpflow_ep.likelihoods.Probit()",
-            "kernel": "gpflow.kernels.SquaredExponential (ARD)",
-            "kernel_variance": 1.0,
-            "kernel_lengthscales": "sqrt(D) in every dimension",
-            "budget_per_configuration_s": budget,
-            "sequential_max_n": sequential_max_n,
-            "goal_sweep_over_cholesky": GOAL_RATIO,
-        },
-        "notes": notes,
-        "results": results,
+    report = common.timed_report(command, run)
+    report["settings"] = {
+        "sizes": list(sizes),
+        "repeats": repeats,
+        "datasets": list(datasets),
+        "schedules": list(schedules),
+        "tol": tol,
+        "max_sweeps": max_sweeps,
+        "damping": dict(DEFAULT_DAMPING),
+        "likelihood": "gpflow_ep.likelihoods.Probit()",
+        "kernel": "gpflow.kernels.SquaredExponential (ARD)",
+        "kernel_variance": 1.0,
+        "kernel_lengthscales": "sqrt(D) in every dimension",
+        "budget_per_configuration_s": budget,
+        "sequential_max_n": sequential_max_n,
+        "goal_sweep_over_cholesky": GOAL_RATIO,
     }
+    return report
 
 
-def _json_default(obj):
-    if isinstance(obj, (np.floating, np.integer)):
-        return obj.item()
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    raise TypeError(type(obj))
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="gpflow-ep bench epgpc",
-        description="EPGPC scaling benchmark: EP time to converge and per sweep vs one Cholesky and GPflow VGP.",
-    )
-    parser.add_argument("--sizes", default="250,500,1000,2000", help="training sizes, comma separated")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per configuration (median)")
-    parser.add_argument("--out", default="results/epgpc_scaling", help="output prefix (.json and .md)")
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.benchmark_parser(__spec__.name, __doc__, "results", QUICK_HELP, data_dir=True)
+    parser.add_argument("--sizes", default=None, help=f"training sizes, comma separated (default {DEFAULTS['sizes']})")
     parser.add_argument(
-        "--data-dir", default=None, help="benchmark data directory (default: $GPFLOW_EP_DATA, ../shared/datasets)"
+        "--repeats",
+        type=int,
+        default=None,
+        help=f"timed runs per configuration, median (default {DEFAULTS['repeats']})",
     )
-    parser.add_argument("--datasets", default="synthetic,Pima", help="comma separated: synthetic, Pima")
+    parser.add_argument("--out", default=None, help="output prefix (.json and .md); overrides --out-dir")
+    parser.add_argument(
+        "--datasets", default=None, help=f"comma separated: synthetic, Pima (default {DEFAULTS['datasets']})"
+    )
     parser.add_argument("--schedules", default="parallel,sequential", help="comma separated: parallel, sequential")
     parser.add_argument("--tol", type=float, default=1e-6)
     parser.add_argument("--max-sweeps", type=int, default=100)
@@ -601,34 +519,37 @@ def main(argv=None) -> int:
         help="seconds per (dataset, n, schedule): repeats are reduced when one run × repeats exceeds it",
     )
     parser.add_argument("--sequential-max-n", type=int, default=None, help="skip the sequential schedule above this n")
-    args = parser.parse_args(argv)
-    sizes = _parse_list(args.sizes, int)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args, command = common.parse_command_line(parser, argv)
+    preset = QUICK if args.quick else DEFAULTS
+    sizes = common.parse_list(args.sizes or preset["sizes"], int)
     if not sizes or any(n < 2 for n in sizes):
         parser.error("--sizes must be integers ≥ 2")
-    if args.repeats < 1:
+    repeats = preset["repeats"] if args.repeats is None else args.repeats
+    if repeats < 1:
         parser.error("--repeats must be ≥ 1")
-    schedules = _parse_list(args.schedules)
+    schedules = common.parse_list(args.schedules)
     for s in schedules:
         if s not in SCHEDULE_ORDER:
             parser.error(f"--schedules: unknown schedule {s!r}")
-    command = "python -m gpflow_ep.bench.epgpc " + " ".join(sys.argv[1:] if argv is None else argv)
     report = run_benchmark(
         sizes=sizes,
-        repeats=args.repeats,
-        datasets=_parse_list(args.datasets),
+        repeats=repeats,
+        datasets=common.parse_list(args.datasets or preset["datasets"]),
         data_dir=args.data_dir,
         schedules=schedules,
         tol=args.tol,
         max_sweeps=args.max_sweeps,
         budget=args.budget,
         sequential_max_n=args.sequential_max_n,
-        command=command.strip(),
+        command=command,
     )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out.with_name(out.name + ".json"), out.with_name(out.name + ".md")
-    json_path.write_text(json.dumps(report, indent=2, default=_json_default) + "\n")
-    md_path.write_text(markdown(report))
+    out = Path(args.out) if args.out is not None else Path(args.out_dir) / "epgpc_scaling"
+    json_path, md_path = common.write_report(out, report, markdown(report))
     print(f"wrote {json_path} and {md_path} (wall time {report['wall_time_s']:.0f} s)")
     return 0
 

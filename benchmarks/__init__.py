@@ -1,0 +1,17 @@
+"""
+Benchmarks and paper reproductions of ``gpflow_ep`` (not part of the installed package).
+
+Run each from the repository root, after ``pip install -e ".[bench]"``:
+
+    python -m benchmarks.epgpc_scaling  [--quick] [--out-dir results]        EPGPC cost vs one Cholesky, VGP
+    python -m benchmarks.sepgpc_table1  [--quick] [--out-dir results/sepgpc] SEP paper, Table 1 (UCI binary)
+    python -m benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc] SEP vs SVGP on nycflights13
+    python -m benchmarks.sepgpc_scaling [--quick] [--out-dir results/sepgpc] SEP vs SVGP cost against n
+    python -m benchmarks.rep_toy        [--quick] [--out-dir results/rep]    Qi & Guo (2012) C1, 5-point toy
+    python -m benchmarks.rep_synthetic  [--quick] [--out-dir results/rep]    C2, synthetic flipped labels
+    python -m benchmarks.rep_uci        [--quick] [--out-dir results/rep]    C3, UCI benchmarks
+    python -m benchmarks.rep            [--parts C1,C2,C3] ...                the three parts in turn
+
+Every module writes JSON (results, settings, machine, timestamps) and Markdown (the tables of the
+README); ``--help`` lists its options. Shared helpers are in :mod:`benchmarks.common`.
+"""

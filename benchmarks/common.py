@@ -1,0 +1,586 @@
+r"""
+Helpers shared by the benchmarks and paper reproductions of this folder: one copy each of
+
+* time and machine: :func:`utc_now`, :func:`load_average`, :func:`machine_info`,
+  :func:`timed_report` (a report with its command, timestamps, wall time and machine);
+* command lines: :func:`benchmark_parser` (``--out-dir``, ``--quick``, ...), :func:`parse_list`,
+  :func:`parse_command_line` (options and the command for the reports), :func:`run_parts` (a
+  runner of several benchmarks sharing one command line), :func:`progress_logger`;
+* statistics: :func:`finite_or_none`, :func:`mean_se`, :func:`paired_differences`;
+* models: :func:`se_ard_kernel`, :func:`fixed_noisy_step`, :func:`build_ep_model` (EP, power EP
+  or relaxed EP from a method spec), :func:`ep_fit`, :class:`ModelSlot` (one model reused across
+  data sets of one shape), :func:`evaluate` (test error and NLPD);
+* sparse models trained on minibatches (the SEP benchmarks): :func:`random_subset`,
+  :func:`make_optimizer`, :class:`MinibatchRunner`;
+* outputs: :func:`json_default`, :func:`write_json`, :func:`write_report` (JSON + Markdown),
+  :func:`rerender_report` (``--rerender``), :func:`markdown_header`, :func:`markdown_section` and
+  :func:`claim_items`.
+"""
+
+import argparse
+import datetime as _dt
+import importlib
+import json
+import math
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import gpflow
+import numpy as np
+import tensorflow as tf
+from gpflow.keras import tf_keras
+from scipy.stats import t as student_t
+
+from gpflow_ep.compare import make_kernel as se_ard_kernel
+from gpflow_ep.likelihoods import NoisyStep, Probit
+from gpflow_ep.models import EPGPC, SEPGPC, PowerEP, RelaxedEP
+from gpflow_ep.optimizers import EP
+from gpflow_ep.training import make_dataset, make_train_step, paper_adadelta
+
+__all__ = [
+    "utc_now",
+    "load_average",
+    "machine_info",
+    "timed_report",
+    "benchmark_parser",
+    "parse_list",
+    "parse_command_line",
+    "run_parts",
+    "progress_logger",
+    "finite_or_none",
+    "mean_se",
+    "paired_differences",
+    "se_ard_kernel",
+    "fixed_noisy_step",
+    "build_ep_model",
+    "ep_fit",
+    "ModelSlot",
+    "evaluate",
+    "SEP_DAMPING",
+    "MINIBATCH_DAMPING",
+    "MINIBATCH_NOTE",
+    "SHARED_MACHINE_NOTE",
+    "random_subset",
+    "make_optimizer",
+    "MinibatchRunner",
+    "json_default",
+    "write_json",
+    "write_report",
+    "rerender_report",
+    "markdown_header",
+    "markdown_section",
+    "claim_items",
+]
+
+# ---------------------------------------------------------------- time and machine
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second (for the outputs' headers)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def load_average() -> Optional[List[float]]:
+    """1/5/15-minute load averages (other processes on the machine skew timings)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover
+        return None
+
+
+def _cpu_model() -> Optional[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def machine_info() -> Dict:
+    """Python, platform, CPU, thread settings and the versions of TensorFlow, GPflow and NumPy."""
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        affinity = None
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": affinity,
+        "tensorflow": tf.__version__,
+        "gpflow": gpflow.__version__,
+        "numpy": np.__version__,
+        "tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+        "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+    }
+
+
+def timed_report(command: str, run: Callable[[], Dict]) -> Dict:
+    """
+    ``run()``'s report plus ``command``, ``started``, ``finished``, ``wall_time_s`` and ``machine``
+    (with the load averages at start and end).
+    """
+    started, t0, load_start = utc_now(), time.perf_counter(), load_average()
+    body = run()
+    return dict(
+        body,
+        command=command,
+        started=started,
+        finished=utc_now(),
+        wall_time_s=time.perf_counter() - t0,
+        machine=dict(machine_info(), load_average_start=load_start, load_average_end=load_average()),
+    )
+
+
+# ---------------------------------------------------------------- command lines and progress
+
+
+def benchmark_parser(
+    module: str, doc: str, default_out_dir: str, quick: str, *, data_dir: bool = False, optimizer: bool = False
+) -> argparse.ArgumentParser:
+    """
+    The argument parser of ``python -m <module>``, described by the first paragraph of ``doc`` (the
+    module's docstring), with the options every benchmark has: ``--out-dir`` (default
+    ``default_out_dir``) and ``--quick`` (``quick`` says what it runs); with ``data_dir``,
+    ``--data-dir`` (the ``shared/datasets`` layout); with ``optimizer``, ``--optimizer`` (default
+    ``adam:0.01``, see :func:`make_optimizer`).
+    """
+    description = " ".join(doc.strip().split("\n\n")[0].split())
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    parser.add_argument("--out-dir", default=default_out_dir, help=f"output directory (default {default_out_dir})")
+    parser.add_argument("--quick", action="store_true", help=f"smoke configuration: {quick}")
+    if data_dir:
+        parser.add_argument(
+            "--data-dir", default=None, help="benchmark data directory (default: $GPFLOW_EP_DATA, ../shared/datasets)"
+        )
+    if optimizer:
+        parser.add_argument("--optimizer", default="adam:0.01", help="minibatch optimiser: adam[:lr] or adadelta")
+    return parser
+
+
+def parse_list(text: str, kind: Callable = str) -> List:
+    """``"a, b,c"`` → ``[kind("a"), kind("b"), kind("c")]`` (empty items dropped)."""
+    return [kind(t.strip()) for t in text.split(",") if t.strip()]
+
+
+def parse_command_line(
+    parser: argparse.ArgumentParser,
+    argv: Optional[Sequence[str]],
+    *,
+    shared: bool = False,
+    log: Optional[Callable[[str], None]] = None,
+) -> Tuple[argparse.Namespace, str]:
+    """
+    A benchmark's options from ``argv`` (default ``sys.argv[1:]``) and the command that ran it,
+    ``"<parser.prog> <argv>"``, for the reports. Every benchmark computes in float64 (GPflow's
+    default float is set to it) and TensorFlow's Python logger is set to errors only.
+    With ``shared`` (``argv`` is the command line of a runner of several benchmarks,
+    :func:`run_parts`), the options of the other benchmarks are logged and ignored.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if shared:
+        args, ignored = parser.parse_known_args(argv)
+        if ignored and log is not None:
+            log(f"ignoring options meant for other parts: {ignored}")
+    else:
+        args = parser.parse_args(argv)
+    gpflow.config.set_default_float(np.float64)
+    tf.get_logger().setLevel("ERROR")
+    return args, f"{parser.prog} {shlex.join(argv)}".strip()
+
+
+def progress_logger(name: str) -> Callable[[str], None]:
+    """A function printing ``[name HH:MM:SS] message`` to stderr."""
+
+    def log(message: str) -> None:
+        print(f"[{name} {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def run_parts(
+    module: str,
+    description: str,
+    parts: Mapping[str, str],
+    default_out_dir: str,
+    argv: Optional[Sequence[str]] = None,
+) -> int:
+    """
+    Run several benchmarks in turn: ``--parts`` (names among ``parts``, which maps a name to a
+    module with ``main(argv, shared=True) -> int``) and ``--out-dir``; every other option is passed
+    to every part, which ignores those that are not its own.
+
+    :return: 0, or the first non-zero status of a part.
+    """
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {module}",
+        description=description,
+        epilog="Other options are passed to every part; see python -m <part module> --help.",
+    )
+    parser.add_argument("--parts", default=",".join(parts), help=f"comma separated (default {','.join(parts)})")
+    parser.add_argument("--out-dir", default=default_out_dir, help=f"output directory (default {default_out_dir})")
+    args, rest = parser.parse_known_args(argv)
+    names = parse_list(args.parts)
+    unknown = sorted(set(names) - set(parts))
+    if unknown or not names:
+        parser.error(f"--parts must be among {list(parts)}; got {names}")
+    for name in names:
+        status = importlib.import_module(parts[name]).main(["--out-dir", args.out_dir, *rest], shared=True)
+        if status:
+            return int(status)
+    return 0
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def finite_or_none(x) -> Optional[float]:
+    """``float(x)`` when finite, else ``None`` (JSON has no NaN)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def mean_se(values: Iterable, missing=None) -> Dict:
+    """
+    Mean, standard error (ddof 1) and count of the finite values (``None`` and NaN are dropped);
+    ``missing`` stands for a mean or standard error that does not exist (no value; one value).
+    """
+    x = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if x.size == 0:
+        return {"mean": missing, "se": missing, "n": 0}
+    se = float(np.std(x, ddof=1) / math.sqrt(x.size)) if x.size > 1 else missing
+    return {"mean": float(np.mean(x)), "se": se, "n": int(x.size)}
+
+
+def paired_differences(a: Mapping, b: Mapping, tie: float = 1e-12) -> Dict:
+    """
+    a − b over the keys both have (splits, repetitions), skipping ``None``: :func:`mean_se` of the
+    differences, the wins (a lower by more than ``tie``), ties and losses of a, and ``t95``, the
+    97.5 % Student-t quantile for a 95 % interval of the mean (``None`` below two pairs).
+    """
+    diffs = [a[k] - b[k] for k in a if k in b and a[k] is not None and b[k] is not None]
+    stats = mean_se(diffs)
+    d = np.array(diffs)
+    stats.update(
+        {
+            "wins": int(np.sum(d < -tie)),
+            "ties": int(np.sum(np.abs(d) <= tie)),
+            "losses": int(np.sum(d > tie)),
+            "t95": float(student_t.ppf(0.975, len(diffs) - 1)) if len(diffs) > 1 else None,
+        }
+    )
+    return stats
+
+
+# ---------------------------------------------------------------- models
+
+
+def fixed_noisy_step(eps: float) -> NoisyStep:
+    """``NoisyStep(eps)`` with eps not trained."""
+    likelihood = NoisyStep(eps)
+    gpflow.set_trainable(likelihood.epsilon, False)
+    return likelihood
+
+
+def build_ep_model(spec: Mapping, data, kernel, likelihood, options: Mapping):
+    """
+    A fresh EP-family model of a method spec on ``data``: ``spec["family"]`` is "EP" (``EPGPC``),
+    "PEP" (``PowerEP`` with ``spec["u"]`` and ``spec["cavity"]``) or a relaxed-EP family
+    (``RelaxedEP`` with ``spec["c"]``, ``spec["message_update"]``, ``spec["objective"]``);
+    ``options`` are the EP settings (schedule, criterion, tol, ...).
+    """
+    if spec["family"] == "EP":
+        return EPGPC(data, kernel, likelihood, **options)
+    if spec["family"] == "PEP":
+        return PowerEP(data, kernel, likelihood, power=spec["u"], cavity=spec["cavity"], **options)
+    return RelaxedEP(
+        data,
+        kernel,
+        likelihood,
+        penalty=spec["c"],
+        message_update=spec["message_update"],
+        objective=spec["objective"],
+        **options,
+    )
+
+
+def ep_fit(model) -> Dict:
+    """Run EP from the model's current sites (``gpflow_ep.optimizers.EP``); the outcome as plain numbers."""
+    start = time.perf_counter()
+    res = EP(warn=False).minimize(model)
+    elapsed = time.perf_counter() - start
+    tau, nu = (v.numpy() for v in model.sites.read())
+    return {
+        "converged": bool(res.converged),
+        "sweeps": int(res.sweeps),
+        "final_R": finite_or_none(res.max_change),
+        "num_skipped": int(res.num_skipped),
+        "finite": bool(np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))),
+        "R_history": [float(f"{h:.4g}") for h in res.history],
+        "fit_time_s": elapsed,
+    }
+
+
+def _attribute(obj, path: str):
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+class ModelSlot:
+    r"""
+    One model reused across data sets of one shape (splits, repetitions): the training inputs and
+    labels live in non-trainable ``tf.Variable``\ s (:attr:`X`, :attr:`Y`; also the model's
+    ``data`` when ``holds_data``), and :meth:`load` resets every variable of the model
+    (hyper-parameters, sites, variational parameters) to its value at construction before loading
+    a data set. Results equal those of a fresh model, while every compiled function (the model's
+    own, Scipy's cached loss and gradient, a train step) is traced once per slot instead of once
+    per data set.
+
+    :param model: the model, built on data of the shape of the data sets to come.
+    :param spec: an optional description of the method (kept as :attr:`spec`).
+    """
+
+    def __init__(self, model, X, Y, *, holds_data: bool = True, spec: Optional[Dict] = None):
+        dtype = gpflow.config.default_float()
+        self.X = tf.Variable(np.asarray(X, float), trainable=False, dtype=dtype, name="X")
+        self.Y = tf.Variable(np.asarray(Y, float), trainable=False, dtype=dtype, name="Y")
+        if holds_data:
+            model.data = (self.X, self.Y)
+        self.model, self.spec, self.shape = model, spec, np.shape(X)
+        self.initial = [(v, v.numpy().copy()) for v in model.variables]  # the variables themselves, not their order
+        self._scipy = None
+
+    def load(self, X, Y, values: Optional[Mapping] = None):
+        """
+        Reset the model, load (X, Y) and assign ``values`` (``{"kernel.lengthscales": 2.0, ...}``:
+        dotted attribute paths of the model).
+
+        :return: the model.
+        """
+        for variable, value in self.initial:
+            variable.assign(value)
+        self.X.assign(np.asarray(X, float))
+        self.Y.assign(np.asarray(Y, float))
+        for path, value in (values or {}).items():
+            _attribute(self.model, path).assign(value)
+        return self.model
+
+    def minimize(self, loss: Callable, maxiter: int, **kwargs):
+        """``gpflow.optimizers.Scipy().minimize`` on the model's trainable variables (one Scipy per slot)."""
+        if self._scipy is None:
+            self._scipy = gpflow.optimizers.Scipy()  # caches the compiled loss and gradient
+        options = dict(maxiter=int(maxiter))
+        return self._scipy.minimize(loss, self.model.trainable_variables, options=options, **kwargs)
+
+
+def evaluate(model, X, Y, *, dual: bool = False, chunk: Optional[int] = None) -> Dict:
+    r"""
+    Test error and mean test NLPD of ``model`` on (X, Y), Y in {0, 1}, from the model's stored state:
+    EP models (``EPGPC`` and its subclasses) predict from their sites through ``posterior()``, with
+    no further EP run; other models (``SEPGPC``, GPflow's) through ``predict_f``.
+
+    The error counts sign(E[f*]) ≠ y, the same as thresholding p(y* = 1) at ½ for the probit and
+    noisy-step likelihoods; the NLPD is −mean ``likelihood.predict_log_density``.
+
+    :param dual: also predict with the mean Σ_j dual_j k(x*, x_j) of Minka's predictor
+        (``predict_with="dual"``; the variance still from q): ``error_dual``, ``nlpd_dual``.
+    :param chunk: predict at most this many points at a time.
+    :return: ``error``, ``nlpd`` (and ``error_dual``, ``nlpd_dual``), ``mean_finite`` (every
+        predictive mean finite) and ``finite`` (every mean and log density finite).
+    """
+    X = np.asarray(X, float)
+    Y = np.asarray(Y, float)
+    n = X.shape[0]
+    chunk = n if chunk is None else int(chunk)
+    modes = ("sites", "dual") if dual else ("sites",)
+    ep_model = isinstance(model, EPGPC)
+    predict_f = model.posterior().predict_f if ep_model else model.predict_f
+    previous = getattr(model, "predict_with", None)
+    wrong = {m: 0.0 for m in modes}
+    lpd = {m: 0.0 for m in modes}
+    mean_finite = finite = True
+    try:
+        for start in range(0, n, max(chunk, 1)):
+            Xc, Yc = X[start : start + chunk], Y[start : start + chunk]
+            for mode in modes:
+                if ep_model:
+                    model.predict_with = mode
+                mu, var = predict_f(Xc)
+                log_density = model.likelihood.predict_log_density(Xc, mu, var, Yc).numpy()
+                mu = mu.numpy()
+                mean_finite &= bool(np.all(np.isfinite(mu)))
+                finite &= bool(np.all(np.isfinite(mu)) and np.all(np.isfinite(log_density)))
+                wrong[mode] += float(np.sum((mu > 0) != (Yc > 0.5)))
+                lpd[mode] += float(np.sum(log_density))
+    finally:
+        if ep_model:
+            model.predict_with = previous
+    out = {"error": wrong["sites"] / n, "nlpd": -lpd["sites"] / n}
+    if dual:
+        out.update(error_dual=wrong["dual"] / n, nlpd_dual=-lpd["dual"] / n)
+    out.update(mean_finite=mean_finite, finite=finite)
+    return out
+
+
+# ---------------------------------------------------------------- sparse models on minibatches
+
+#: the SEP paper's damping of the parallel (batch) EP schedule
+SEP_DAMPING = 0.5
+#: the damping of SEP's minibatch site refresh
+MINIBATCH_DAMPING = 0.99
+
+MINIBATCH_NOTE = (
+    "Minibatches come from `gpflow_ep.training.make_dataset` (shuffle → batch with drop_remainder → repeat), so "
+    "no batch holds a site index twice; each epoch drops n mod batch points (different ones each epoch). "
+    "(Before that builder batched within epochs, a batch straddling an epoch boundary could repeat a site and "
+    "corrupt the running sums Λ_u, η_u — Crabs n=180, batch 50: test NLL 1.95 instead of 0.14; "
+    "`SEPGPC.update_sites` now refuses such batches.)"
+)
+#: :func:`markdown_header` note of the SEP benchmarks
+SHARED_MACHINE_NOTE = "other jobs shared the machine: absolute times are inflated; compare ratios"
+
+
+def random_subset(X: np.ndarray, M: int, seed: int) -> np.ndarray:
+    """M rows of X drawn without replacement (``seed``), in their original order: initial inducing inputs."""
+    rng = np.random.default_rng(seed)
+    return X[np.sort(rng.choice(X.shape[0], size=M, replace=False))].copy()
+
+
+def make_optimizer(name: str):
+    """``"adam"`` or ``"adam:<lr>"`` (default lr 0.01), or ``"adadelta"`` (the SEP paper's settings)."""
+    if name == "adadelta":
+        return paper_adadelta()
+    if name.startswith("adam"):
+        lr = float(name.split(":", 1)[1]) if ":" in name else 0.01
+        return tf_keras.optimizers.Adam(lr)
+    raise ValueError(f"unknown optimiser {name!r}; use adam[:lr] or adadelta")
+
+
+class MinibatchRunner:
+    """
+    A sparse model trained on minibatches: ``SEPGPC`` (``method="SEP minibatch"``: minibatch EP,
+    damping :data:`MINIBATCH_DAMPING`, and surrogate-gradient steps) or GPflow's whitened ``SVGP``
+    (``method="SVGP"``), SE-ARD kernel and probit likelihood, inducing inputs starting at Z; its
+    compiled train step (``gpflow_ep.training.make_train_step``) and minibatch iterator. :meth:`run`
+    times chunks of steps.
+    """
+
+    def __init__(self, method: str, X, Y, Z, batch_size: int, optimizer: str, seed: int = 0):
+        n, D = X.shape
+        if method == "SVGP":
+            self.model = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+        else:
+            self.model = SEPGPC(
+                se_ard_kernel(D),
+                Probit(),
+                Z.copy(),
+                num_data=n,
+                damping=SEP_DAMPING,
+                minibatch_damping=MINIBATCH_DAMPING,
+            )
+        self.method, self.n, self.batch_size = method, n, batch_size
+        self.optimizer = make_optimizer(optimizer)
+        self.step = make_train_step(self.model, self.optimizer)
+        self.iterator = iter(make_dataset((X, Y), batch_size, seed=seed))
+        self.steps, self.train_seconds, self.skipped = 0, 0.0, 0
+        self.chunk_times = []  # (steps, seconds)
+
+    def run(self, k: int):
+        """``k`` train steps; return (last loss, seconds)."""
+        t0 = time.perf_counter()
+        loss = None
+        for _ in range(k):
+            loss, skipped = self.step(next(self.iterator))
+            self.skipped += int(skipped)
+        loss = float(loss)
+        dt = time.perf_counter() - t0
+        self.steps += k
+        self.train_seconds += dt
+        self.chunk_times.append((k, dt))
+        return loss, dt
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def json_default(obj):
+    """``json.dumps`` ``default`` for NumPy scalars."""
+    if isinstance(obj, (np.floating, np.integer)):
+        return obj.item()
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    raise TypeError(type(obj))
+
+
+def write_json(path: Path, report: Dict, indent: int = 2) -> Path:
+    """Write ``report`` as JSON (NumPy scalars allowed) to ``path``, creating its directory."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=indent, default=json_default) + "\n")
+    return path
+
+
+def write_report(prefix: Path, report: Dict, markdown: str, indent: int = 2) -> Tuple[Path, Path]:
+    """Write ``<prefix>.json`` (the report) and ``<prefix>.md`` (its Markdown); return the two paths."""
+    prefix = Path(prefix)
+    json_path = write_json(prefix.with_name(prefix.name + ".json"), report, indent)
+    md_path = prefix.with_name(prefix.name + ".md")
+    md_path.write_text(markdown)
+    return json_path, md_path
+
+
+def markdown_section(title: str, items: Iterable[str], bullet: str = "-", blank_before: bool = True) -> List[str]:
+    """A ``## title`` section of Markdown list items (after a blank line when ``blank_before``)."""
+    return ([""] if blank_before else []) + [f"## {title}", ""] + [f"{bullet} {item}" for item in items]
+
+
+def claim_items(claims: Iterable[Mapping]) -> List[str]:
+    """Claim verdicts (``claim``, ``verdict``, ``evidence``) as Markdown list items, verdict in capitals."""
+    return [f"**{c['claim']}: {c['verdict'].upper()}.** {c['evidence']}" for c in claims]
+
+
+def rerender_report(prefix: Path, reanalyse: Callable[[Dict], Dict], markdown: Callable[[Dict], str], log) -> int:
+    """
+    Redo the analysis of a stored report without new runs: ``reanalyse`` the report of
+    ``<prefix>.json`` (summaries, claims), stamp it ``rerendered`` and rewrite ``<prefix>.json`` and
+    ``<prefix>.md``. For ``--rerender`` after a change of the analysis.
+    """
+    prefix = Path(prefix)
+    report = reanalyse(json.loads(prefix.with_name(prefix.name + ".json").read_text()))
+    report["rerendered"] = utc_now()
+    json_path, md_path = write_report(prefix, report, markdown(report), indent=1)
+    log(f"re-rendered {json_path} and {md_path}")
+    return 0
+
+
+def markdown_header(title: str, report: Dict, note: Optional[str] = None) -> List[str]:
+    """
+    The first lines of a report of :func:`timed_report`: title, command, timestamps, wall time and
+    machine (``note`` is added in brackets after the load averages).
+    """
+    mach = report["machine"]
+    return [
+        f"# {title}",
+        "",
+        f"Command: `{report['command']}`  ",
+        f"Started {report['started']}, finished {report['finished']}, wall time {report['wall_time_s']:.0f} s.  ",
+        f"Machine: {mach['cpu_model']}, {mach['cpu_count']} CPUs (affinity {mach['cpu_affinity']}), "
+        f"TensorFlow {mach['tensorflow']}, GPflow {mach['gpflow']}, NumPy {mach['numpy']}, Python {mach['python']}; "
+        f"load average (1/5/15 min) {mach['load_average_start']} at start, {mach['load_average_end']} at end"
+        + (f" ({note})" if note else "")
+        + ".",
+        "",
+    ]

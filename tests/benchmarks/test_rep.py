@@ -1,0 +1,46 @@
+"""``python -m benchmarks.rep``: runs the chosen parts with the shared options."""
+
+import sys
+import types
+
+import pytest
+
+from benchmarks import rep
+
+
+def test_rep_runs_the_parts_in_turn_with_the_shared_options(monkeypatch, tmp_path):
+    calls = []
+    parts = {}
+    for name in ("C1", "C2", "C3"):
+        module = types.ModuleType(f"fake_rep_{name}")
+        module.main = lambda argv, shared=False, name=name: calls.append((name, list(argv), shared)) or 0
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        parts[name] = module.__name__
+    monkeypatch.setattr(rep, "PARTS", parts)
+
+    assert rep.main(["--parts", "C3,C1", "--quick", "--out-dir", str(tmp_path)]) == 0
+    out = ["--out-dir", str(tmp_path), "--quick"]
+    assert calls == [("C3", out, True), ("C1", out, True)]
+
+    calls.clear()
+    assert rep.main([]) == 0
+    assert [c[0] for c in calls] == ["C1", "C2", "C3"] and calls[0][1] == ["--out-dir", "results/rep"]
+
+
+def test_rep_unknown_part_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        rep.main(["--parts", "C4"])
+    assert exit_.value.code == 2
+    assert "--parts must be among" in capsys.readouterr().err
+
+
+def test_rep_parts_ignore_the_options_of_the_others(monkeypatch, capsys):
+    """A part run by the runner logs and ignores another part's option; run on its own, it refuses it."""
+    from benchmarks import rep_toy
+
+    monkeypatch.setattr(rep_toy.common, "rerender_report", lambda *args: 0)
+    argv = ["--rerender", "--flip-rates", "0.1"]
+    assert rep_toy.main(argv, shared=True) == 0
+    assert "ignoring options meant for other parts: ['--flip-rates', '0.1']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        rep_toy.main(argv)
