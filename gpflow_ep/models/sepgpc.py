@@ -306,8 +306,12 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         d_eta = tf.matmul(U_both, shifts, transpose_a=True)
         dual = tf.where(ok, proposal.dual, tf.gather(self.sites.dual, index))
         relaxation = tf.where(ok, proposal.relaxation, tf.gather(self.sites.relaxation, index))
+        # the refresh is EP state, never differentiated (the likelihood's parameters are live here)
         refresh = SiteRefresh(
-            index, (tau_d, nu_d, U_new, dual, relaxation), (d_Lambda, d_eta), tf.reduce_sum(tf.cast(~ok, tf.int32))
+            index,
+            tuple(tf.stop_gradient(t) for t in (tau_d, nu_d, U_new, dual, relaxation)),
+            (tf.stop_gradient(d_Lambda), tf.stop_gradient(d_eta)),
+            tf.reduce_sum(tf.cast(~ok, tf.int32)),
         )
         A_site = tf.where(tf.transpose(ok), fr.A_new, fr.A_old)  # Lᵀυ of each batch site after the update
         return refresh, fr, A_site
