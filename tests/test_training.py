@@ -157,7 +157,10 @@ def test_mirrored_strategy_on_two_devices_matches_one_device(model_name):
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["replicas"] == 2 and report["update_scale"] > 1e-3
-    assert report["loss"] <= 1e-10 and report["updates"] <= 1e-10 and report["state"] <= 1e-10
+    # relaxed EP's golden-section search branches on comparisons, so the ~1e-16 round-off of the
+    # cross-replica sum can move b within its final bracket (×0.618³⁰ ≈ 5e-7): equal to that resolution
+    tol = 1e-6 if model_name == "SEPGPC-relaxed" else 1e-10
+    assert report["loss"] <= tol and report["updates"] <= tol and report["state"] <= tol, report
 
 
 def test_batches_never_repeat_a_site_across_epoch_boundaries():
