@@ -55,6 +55,17 @@ class SiteAlgebra(abc.ABC):
     def joint(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> JointPosterior:
         """q(x) = N(μ, Σ)."""
 
+    def prior_marginals(self, precision: tf.Tensor) -> SiteMarginals:
+        """:meth:`marginals` at flat sites (q = prior; ``precision`` gives the shape). Override with
+        the prior's moments to spare schedules a factorisation (and its trace) at a cold start."""
+        zeros = tf.zeros_like(precision)
+        return self.marginals(zeros, zeros)
+
+    def prior_joint(self, precision: tf.Tensor) -> JointPosterior:
+        """:meth:`joint` at flat sites (q = prior); override like :meth:`prior_marginals`."""
+        zeros = tf.zeros_like(precision)
+        return self.joint(zeros, zeros)
+
     @check_shapes("joint.cov: [D, D]", "joint.mean: [D, 1]", "return[0]: [1, 1]", "return[1]: [1, 1]", "return[2]: [D]")
     def site_marginal(self, joint: JointPosterior, index):
         """(mean [1, 1], variance [1, 1], Σw_i [D]) of the site variable h_``index`` under ``joint``."""

@@ -152,3 +152,9 @@ class GPAlgebra(SiteAlgebra):
     def joint(self, precision, natural_mean) -> JointPosterior:
         q = self.factorise(precision, natural_mean)
         return JointPosterior(q.covariance(), q.mean + self.prior_mean, q.proper)
+
+    def prior_marginals(self, precision) -> SiteMarginals:
+        return SiteMarginals(self.prior_mean, tf.linalg.diag_part(self.K)[:, None], tf.constant(True))
+
+    def prior_joint(self, precision) -> JointPosterior:
+        return JointPosterior(self.K, self.prior_mean, tf.constant(True))

@@ -120,19 +120,20 @@ def converged(change, skipped_now, num_sites, settings: "EPSettings"):
     return done & (skipped_now < num_sites) if settings.criterion == "alpha" else done & (skipped_now == 0)
 
 
-def warm_start(state_fn, precision, natural_mean):
+def warm_start(state, prior_state, precision, natural_mean):
     """
-    (τ, ν, state) of q at the stored sites, or at flat sites (q = prior) when the stored sites give
-    an improper q, e.g. negative-precision sites kept from other hyper-parameters. ``state_fn``
-    returns a NamedTuple whose last field is ``proper``.
+    (τ, ν, state) to start from: the stored sites and q at them (``state``, a NamedTuple with a
+    ``proper`` field), or flat sites and the prior (``prior_state``) when the stored sites give an
+    improper q, e.g. negative-precision sites kept from other hyper-parameters.
     """
-    state = state_fn(precision, natural_mean)
+    proper = state.proper
 
-    def cold_start():
-        zeros = tf.zeros_like(precision)
-        return zeros, zeros, state_fn(zeros, zeros)
+    def pick(stored, flat):
+        return tf.where(proper, stored, flat)
 
-    return tf.cond(state.proper, lambda: (precision, natural_mean, state), cold_start)
+    zeros = tf.zeros_like(precision)
+    chosen = type(state)(*(pick(a, b) for a, b in zip(state[:-1], prior_state[:-1])), tf.constant(True))
+    return pick(precision, zeros), pick(natural_mean, zeros), chosen
 
 
 def record(history, sweep, value):
@@ -164,7 +165,9 @@ class ParallelSchedule(Schedule):
     def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
         dtype = precision.dtype
         num_sites = tf.shape(precision)[0]
-        tau, nu, q = warm_start(algebra.marginals, precision, natural_mean)
+        tau, nu, q = warm_start(
+            algebra.marginals(precision, natural_mean), algebra.prior_marginals(precision), precision, natural_mean
+        )
         zeros = tf.zeros_like(precision)
         inf = tf.constant(float("inf"), dtype)
 
@@ -258,12 +261,13 @@ class SequentialSchedule(Schedule):
     def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
         dtype = precision.dtype
         n = tf.shape(precision)[0]
-        tau, nu, joint = warm_start(algebra.joint, precision, natural_mean)
+        prior = algebra.prior_joint(precision)
         zeros = tf.zeros_like(precision)
         damping = settings.resolved_damping
 
         def visit(i, s: _SweepState) -> _SweepState:
-            mean_i, var_i, column = algebra.site_marginal(JointPosterior(s.joint_cov, s.joint_mean, joint.proper), i)
+            current = JointPosterior(s.joint_cov, s.joint_mean, tf.constant(True))
+            mean_i, var_i, column = algebra.site_marginal(current, i)
             tau_i, nu_i = s.precision[i : i + 1], s.natural_mean[i : i + 1]
             cav = cavity_distribution(mean_i, var_i, tau_i, nu_i, settings.removed_fraction)
             prop = propose_sites(cav, tau_i, nu_i, factor.site(i), settings)
@@ -271,9 +275,7 @@ class SequentialSchedule(Schedule):
             d_tau, d_nu = new_tau - tau_i, new_nu - nu_i
             ok = prop.valid & (1.0 + d_tau * var_i > 0.0)
             d_tau, d_nu = tf.where(ok, d_tau, tf.zeros_like(d_tau)), tf.where(ok, d_nu, tf.zeros_like(d_nu))
-            updated = algebra.update_joint(
-                JointPosterior(s.joint_cov, s.joint_mean, joint.proper), column, mean_i, var_i, d_tau, d_nu
-            )
+            updated = algebra.update_joint(current, column, mean_i, var_i, d_tau, d_nu)
             idx = [[i]]
             ok_s = tf.reshape(ok, [])
             change = s.change
@@ -297,10 +299,15 @@ class SequentialSchedule(Schedule):
             )
 
         def sweep(s: _SweepState) -> _SweepState:
-            fresh = algebra.joint(s.precision, s.natural_mean)  # refresh against round-off drift
+            # q from the sites, against round-off drift; before the first sweep this is the warm
+            # start: stored sites that give an improper q are replaced by flat ones (q = prior)
+            fresh = algebra.joint(s.precision, s.natural_mean)
+            cold = ~fresh.proper & tf.equal(s.sweep, 0)
             start = s._replace(
-                joint_cov=tf.where(fresh.proper, fresh.cov, s.joint_cov),
-                joint_mean=tf.where(fresh.proper, fresh.mean, s.joint_mean),
+                precision=tf.where(cold, zeros, s.precision),
+                natural_mean=tf.where(cold, zeros, s.natural_mean),
+                joint_cov=tf.where(fresh.proper, fresh.cov, tf.where(cold, prior.cov, s.joint_cov)),
+                joint_mean=tf.where(fresh.proper, fresh.mean, tf.where(cold, prior.mean, s.joint_mean)),
                 change=tf.zeros([], dtype),
                 skipped_now=tf.constant(0),
             )
@@ -318,10 +325,10 @@ class SequentialSchedule(Schedule):
 
         init = _SweepState(
             sweep=tf.constant(0),
-            precision=tau,
-            natural_mean=nu,
-            joint_cov=joint.cov,
-            joint_mean=joint.mean,
+            precision=precision,
+            natural_mean=natural_mean,
+            joint_cov=prior.cov,
+            joint_mean=prior.mean,
             dual=zeros,
             relaxation=zeros,
             change=tf.constant(float("inf"), dtype),

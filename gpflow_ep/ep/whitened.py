@@ -139,3 +139,11 @@ class WhitenedAlgebra(SiteAlgebra):
     def joint(self, precision, natural_mean) -> JointPosterior:
         q = self.factorise(precision, natural_mean)
         return JointPosterior(q.covariance(), q.mean, q.proper)
+
+    def prior_marginals(self, precision) -> SiteMarginals:
+        """q(v) = N(0, I): h_i ~ N(m_i, ‖a_i‖²)."""
+        return SiteMarginals(self.prior_mean, tf.reduce_sum(tf.square(self.A), axis=0)[:, None], tf.constant(True))
+
+    def prior_joint(self, precision) -> JointPosterior:
+        M = tf.shape(self.A)[0]
+        return JointPosterior(tf.eye(M, dtype=self.A.dtype), tf.zeros([M, 1], self.A.dtype), tf.constant(True))

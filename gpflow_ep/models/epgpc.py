@@ -87,7 +87,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         """
         return self._run_ep_compiled(self.ep_settings.updated(**overrides))
 
-    @tf.function
+    @tf.function(autograph=False)
     def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
         K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
         return self._run_schedule(GPAlgebra(K, prior_mean), self._factor(*self.data), settings)

@@ -169,7 +169,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         X, Y = self._check_full_data(data)
         return self._run_ep_compiled(X, Y, self.ep_settings.updated(**overrides))
 
-    @tf.function
+    @tf.function(autograph=False)
     def _run_ep_compiled(self, X, Y, settings: EPSettings) -> EPRun:
         L, A, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
         run = self._run_schedule(WhitenedAlgebra(A, prior_mean), self._factor(X, Y, s), settings)

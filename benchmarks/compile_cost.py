@@ -1,0 +1,168 @@
+r"""
+The compile cost a user pays per EP model: a fresh ``EPGPC``'s first log Z against its compiled EP run.
+
+For EPGPC with the exact probit likelihood and an SE kernel with fixed hyper-parameters (variance 1,
+lengthscales √2) on the synthetic 2-D data of ``gpflow_ep.datasets.two_dimensional`` (n points),
+each measurement runs in a fresh Python process (so it pays what a user pays), which
+
+1. times the **first fresh model**: build ``EPGPC``, ``training_loss()`` (nested mode: EP from flat
+   sites to convergence, then log Z) — TensorFlow's own start-up included;
+2. times ``further`` fresh models built the same way in the same process (what a cross-validation
+   loop pays per model): *first log Z* = the median;
+3. splits that time: *trace + graph* = the first ``run_ep()`` of a fresh model minus the same run
+   compiled (sites reset, so it does the same sweeps); *first sweep* = a compiled one-sweep run
+   (``max_sweeps=1``, warm); *rest* = the compiled run minus the first sweep; *log Z* = the evidence
+   evaluation after EP;
+4. reports the ratio *first log Z / compiled EP run* (the issue's target: ≤ 2).
+
+With ``--baseline-src DIR`` (a checkout of an earlier version, e.g. ``git worktree add /tmp/base
+<commit>``) every repetition runs the baseline's and this tree's worker back to back, so the two are
+measured side by side. Run ``python -m benchmarks.compile_cost [--quick] [--out-dir results]``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import common
+
+log = common.progress_logger("compile_cost")
+QUICK_HELP = "--sizes 200 --repeats 1 --further 1"
+
+WORKER = r"""
+import json, sys, time
+t_start = time.perf_counter()
+import gpflow, numpy as np, tensorflow as tf
+gpflow.config.set_default_float(np.float64)
+tf.get_logger().setLevel("ERROR")
+from gpflow_ep.datasets import two_dimensional
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import EPGPC
+import gpflow_ep
+n, further = int(sys.argv[1]), int(sys.argv[2])
+X, Y = two_dimensional(n, seed=0)
+t_import = time.perf_counter() - t_start
+
+def fresh():
+    kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=[2 ** 0.5] * 2)
+    return EPGPC((X, Y), kernel, Probit())
+
+def seconds(f):
+    t0 = time.perf_counter(); out = f(); return time.perf_counter() - t0, out
+
+first_model, _ = seconds(lambda: fresh().training_loss().numpy())
+firsts, splits = [], []
+for _ in range(further):
+    t_first, _ = seconds(lambda: fresh().training_loss().numpy())
+    firsts.append(t_first)
+    m = fresh()
+    t_first_run, run = seconds(lambda: m.run_ep())
+    sweeps = int(run.sweeps)
+    t_lz, _ = seconds(lambda: m.log_marginal_likelihood().numpy())
+    compiled = []
+    for _ in range(3):
+        m.sites.reset()
+        compiled.append(seconds(lambda: m.run_ep())[0])
+    m.run_ep(max_sweeps=1)  # its own trace
+    one = []
+    for _ in range(3):
+        m.sites.reset()
+        one.append(seconds(lambda: m.run_ep(max_sweeps=1))[0])
+    t_run, t_one = float(np.median(compiled)), float(np.median(one))
+    splits.append(dict(sweeps=sweeps, trace_graph=t_first_run - t_run, first_sweep=t_one, rest=t_run - t_one,
+                       compiled_run=t_run, log_z=t_lz))
+print(json.dumps(dict(source=gpflow_ep.__file__, import_s=t_import, first_model=first_model,
+                      first_log_z=firsts, splits=splits)))
+"""
+
+
+def run_worker(src: str, n: int, further: int) -> Dict:
+    """The worker in a fresh process that imports ``gpflow_ep`` from the source tree ``src``."""
+    src = str(Path(src).resolve())
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER, str(n), str(further)], capture_output=True, text=True, env=env, cwd=src, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def summarise(results: List[Dict]) -> Dict:
+    splits = [s for r in results for s in r["splits"]]
+
+    def med(values):
+        return float(np.median(values))
+
+    row = {k: med([s[k] for s in splits]) for k in ("trace_graph", "first_sweep", "rest", "compiled_run", "log_z")}
+    row.update(
+        first_model=med([r["first_model"] for r in results]),
+        first_log_z=med([t for r in results for t in r["first_log_z"]]),
+        sweeps=int(med([s["sweeps"] for s in splits])),
+        runs=len(splits),
+    )
+    row["ratio"] = row["first_log_z"] / row["compiled_run"]
+    return row
+
+
+def markdown(report: Dict) -> str:
+    lines = common.markdown_header("Compile cost of a fresh EPGPC", report)
+    lines += [
+        "Times in seconds, medians over the fresh models of all repetitions (each repetition a fresh process). "
+        "*first model* includes TensorFlow's start-up; *first log Z* is a further fresh model's "
+        "`training_loss()`; it splits into *trace + graph* (first `run_ep()` minus the compiled run), the "
+        "compiled run's *first sweep* and *rest*, and the evidence (*log Z*). *ratio* = first log Z / "
+        "compiled run (target ≤ 2).",
+        "",
+        "| version | n | sweeps | first model | first log Z | trace + graph | first sweep | rest | compiled run "
+        "| log Z | ratio | models |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        lines.append(
+            f"| {row['version']} | {row['n']} | {row['sweeps']} | {row['first_model']:.2f} | {row['first_log_z']:.2f} "
+            f"| {row['trace_graph']:.2f} | {row['first_sweep']:.3f} | {row['rest']:.2f} | {row['compiled_run']:.2f} "
+            f"| {row['log_z']:.2f} | {row['ratio']:.2f} | {row['runs']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = common.benchmark_parser("benchmarks.compile_cost", __doc__, "results", QUICK_HELP)
+    parser.add_argument("--sizes", default="1000", help="training sizes n (default 1000)")
+    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per version and n (default 3)")
+    parser.add_argument("--further", type=int, default=3, help="further fresh models per process (default 3)")
+    parser.add_argument("--baseline-src", default=None, help="source tree of a baseline version to compare")
+    parser.add_argument("--baseline-name", default="baseline", help="its name in the table")
+    args, command = common.parse_command_line(parser, argv)
+    if args.quick:
+        args.sizes, args.repeats, args.further = "200", 1, 1
+    versions = [("this tree", str(Path(__file__).resolve().parents[1]))]
+    if args.baseline_src:
+        versions.insert(0, (args.baseline_name, args.baseline_src))
+
+    def run() -> Dict:
+        rows = []
+        for n in common.parse_list(args.sizes, int):
+            results = {name: [] for name, _ in versions}
+            for rep in range(args.repeats):
+                for name, src in versions:  # back to back: like with like
+                    log(f"n={n} repetition {rep + 1}/{args.repeats}: {name}")
+                    results[name].append(run_worker(src, n, args.further))
+            rows += [dict(summarise(results[name]), version=name, n=n, raw=results[name]) for name, _ in versions]
+        return dict(rows=rows, settings=vars(args))
+
+    report = common.timed_report(command, run)
+    json_path, md_path = common.write_report(Path(args.out_dir) / "compile_cost", report, markdown(report))
+    log(f"wrote {json_path} and {md_path}")
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
