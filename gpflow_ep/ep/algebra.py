@@ -48,10 +48,24 @@ class SiteAlgebra(abc.ABC):
     site_offsets: Optional[tf.Tensor] = None
 
     @abc.abstractmethod
+    @check_shapes(
+        "precision: [N, 1]",
+        "natural_mean: [N, 1]",
+        "return.mean: [N, 1]",
+        "return.var: [N, 1]",
+        "return.proper: []",
+    )
     def marginals(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> SiteMarginals:
         """Means and variances of every site variable under q, [N, 1] each."""
 
     @abc.abstractmethod
+    @check_shapes(
+        "precision: [N, 1]",
+        "natural_mean: [N, 1]",
+        "return.cov: [D, D]",
+        "return.mean: [D, 1]",
+        "return.proper: []",
+    )
     def joint(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> JointPosterior:
         """q(x) = N(μ, Σ)."""
 

@@ -23,7 +23,7 @@ The normaliser needed by the EP energy is
 """
 
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shapes, inherit_check_shapes
 
 from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
 
@@ -145,10 +145,12 @@ class GPAlgebra(SiteAlgebra):
     def factorise(self, precision, natural_mean) -> GPSiteFactorisation:
         return GPSiteFactorisation(self.K, precision, natural_mean - precision * self.prior_mean)
 
+    @inherit_check_shapes
     def marginals(self, precision, natural_mean) -> SiteMarginals:
         q = self.factorise(precision, natural_mean)
         return SiteMarginals(q.mean + self.prior_mean, q.var, q.proper)
 
+    @inherit_check_shapes
     def joint(self, precision, natural_mean) -> JointPosterior:
         q = self.factorise(precision, natural_mean)
         return JointPosterior(q.covariance(), q.mean + self.prior_mean, q.proper)

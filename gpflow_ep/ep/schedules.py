@@ -140,6 +140,23 @@ def record(history, sweep, value):
     return tf.tensor_scatter_nd_update(history, [[sweep]], [value])
 
 
+def outcome(state, num_sites, settings: "EPSettings", num_rejected) -> EPRun:
+    """The :class:`EPRun` of a schedule's final loop state (fields named as in :class:`EPRun`)."""
+    return EPRun(
+        precision=state.precision,
+        natural_mean=state.natural_mean,
+        converged=converged(state.change, state.skipped_now, num_sites, settings),
+        sweeps=state.sweep,
+        max_change=state.change,
+        num_skipped=state.skipped,
+        num_rejected=num_rejected,
+        skipped_last_sweep=state.skipped_now,
+        dual=state.dual,
+        relaxation=state.relaxation,
+        history=state.history,
+    )
+
+
 # ------------------------------------------------------------------------------------------ parallel
 
 
@@ -223,19 +240,7 @@ class ParallelSchedule(Schedule):
             history=tf.zeros([settings.max_sweeps], dtype),
         )
         s = tf.while_loop(cond, lambda s: (body(s),), (init,))[0]
-        return EPRun(
-            s.precision,
-            s.natural_mean,
-            converged(s.change, s.skipped_now, num_sites, settings),
-            s.sweep,
-            s.change,
-            s.skipped,
-            s.rejected,
-            s.skipped_now,
-            s.dual,
-            s.relaxation,
-            s.history,
-        )
+        return outcome(s, num_sites, settings, s.rejected)
 
 
 # ------------------------------------------------------------------------------------------ sequential
@@ -337,19 +342,7 @@ class SequentialSchedule(Schedule):
             history=tf.zeros([settings.max_sweeps], dtype),
         )
         s = tf.while_loop(cond, lambda s: (sweep(s),), (init,))[0]
-        return EPRun(
-            s.precision,
-            s.natural_mean,
-            converged(s.change, s.skipped_now, n, settings),
-            s.sweep,
-            s.change,
-            s.skipped,
-            tf.constant(0),
-            s.skipped_now,
-            s.dual,
-            s.relaxation,
-            s.history,
-        )
+        return outcome(s, n, settings, tf.constant(0))
 
 
 register_schedule("parallel", ParallelSchedule())

@@ -134,6 +134,14 @@ def cavity_distribution(marginal_mean, marginal_var, precision, natural_mean, re
     return marginal.of(marginal_mean, marginal_var, marginal_var)
 
 
+@check_shapes(
+    "cavity.mean: [N, 1]",
+    "cavity.var: [N, 1]",
+    "tilted.log_z: [N, 1]",
+    "return[0]: [N, 1]",
+    "return[1]: [N, 1]",
+    "return[2]: [N, 1]",
+)
 def site_update(cavity: Cavity, tilted, power: float = 1.0):
     """
     New site natural parameters from a cavity and its tilted moments (module docstring, step 3).
@@ -151,6 +159,13 @@ def site_update(cavity: Cavity, tilted, power: float = 1.0):
     return tf.where(valid, new_precision, zero), tf.where(valid, new_natural_mean, zero), valid
 
 
+@check_shapes(
+    "precision: [N, 1]",
+    "natural_mean: [N, 1]",
+    "cavity.mean: [N, 1]",
+    "return[0]: [N, 1]",
+    "return[1]: [N, 1]",
+)
 def clip_site(precision, natural_mean, cavity: Cavity, tilted, power: float, min_precision: Optional[float]):
     """
     Site clipping (module docstring, step 3): precisions below ``min_precision`` become it, with ν

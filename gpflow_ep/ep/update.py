@@ -8,6 +8,7 @@ reduces relaxed EP to EP exactly (the relaxed cavity equals the cavity).
 from typing import TYPE_CHECKING, NamedTuple
 
 import tensorflow as tf
+from check_shapes import check_shapes
 
 from .factors import SiteFactor
 from .relaxation import penalised_line_search, relaxation_objective, relaxed_message, relaxed_terms
@@ -37,6 +38,15 @@ def site_means(precision, natural_mean):
     )
 
 
+@check_shapes(
+    "cavity.mean: [N, 1]",
+    "cavity.var: [N, 1]",
+    "precision: [N, 1]",
+    "natural_mean: [N, 1]",
+    "return.precision: [N, 1]",
+    "return.natural_mean: [N, 1]",
+    "return.valid: [N, 1]",
+)
 def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, settings: "EPSettings") -> SiteProposal:
     """
     The undamped EP update of the visited sites (:mod:`gpflow_ep.ep.sites`, steps 2–3).
@@ -69,6 +79,7 @@ def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, s
     return SiteProposal(tau, nu, valid & cavity.valid, terms.dlog_z, b)
 
 
+@check_shapes("precision: [N, 1]", "natural_mean: [N, 1]", "proposal.precision: [N, 1]", "return[0]: [N, 1]", "return[1]: [N, 1]")
 def accept_proposal(precision, natural_mean, proposal: SiteProposal, damping):
     """
     Damped new sites (:mod:`gpflow_ep.ep.sites`, step 4) where the proposal is valid, the old

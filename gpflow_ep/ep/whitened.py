@@ -22,7 +22,7 @@ negative site precisions) is detected and flagged, never propagated as NaN.
 from typing import NamedTuple
 
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shapes, inherit_check_shapes
 
 from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
 
@@ -131,11 +131,13 @@ class WhitenedAlgebra(SiteAlgebra):
         """Sites act on f; q(v) sees the sites of f - m(X), (τ, ν - τ m)."""
         return WhitenedGaussian.from_sites(self.A, precision, natural_mean - precision * self.prior_mean)
 
+    @inherit_check_shapes
     def marginals(self, precision, natural_mean) -> SiteMarginals:
         q = self.factorise(precision, natural_mean)
         mean, var = q.project(self.A)
         return SiteMarginals(mean + self.prior_mean, var, q.proper)
 
+    @inherit_check_shapes
     def joint(self, precision, natural_mean) -> JointPosterior:
         q = self.factorise(precision, natural_mean)
         return JointPosterior(q.covariance(), q.mean, q.proper)

@@ -94,6 +94,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
 
     # ---------------------------------------------------------------- objective
 
+    @check_shapes("return: []")
     def log_marginal_likelihood(self) -> tf.Tensor:
         """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
         algebra = self._algebra()

@@ -187,6 +187,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
 
     # ---------------------------------------------------------------- objective
 
+    @check_shapes("return: []")
     def log_marginal_likelihood(self, data) -> tf.Tensor:
         """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
         X, Y = self._check_full_data(data)
@@ -316,6 +317,12 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         A_site = tf.where(tf.transpose(ok), fr.A_new, fr.A_old)  # Lᵀυ of each batch site after the update
         return refresh, fr, A_site
 
+    @check_shapes(
+        "return.index: [B]",
+        "return.posterior_change[0]: [M, M]",
+        "return.posterior_change[1]: [M, 1]",
+        "return.num_skipped: []",
+    )
     def propose_refresh(self, batch) -> SiteRefresh:
         """
         One damped EP update (``minibatch_damping``) of each site of ``batch = (X, Y, index)`` from
@@ -340,12 +347,14 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         self.posterior_precision.assign_add(d_Lambda)
         self.posterior_shift.assign_add(d_eta)
 
+    @check_shapes("return: []")
     def refresh_sites(self, batch) -> tf.Tensor:
         """``apply_refresh(propose_refresh(batch))``; returns the number of skipped site updates."""
         refresh = self.propose_refresh(batch)
         self.apply_refresh(refresh)
         return refresh.num_skipped
 
+    @check_shapes("return: []")
     def minibatch_objective(self, batch) -> tf.Tensor:
         """
         F_M (spec §2.6) for ``batch = (X, Y, index)`` at the stored sites: with q(u) (μ, Σ) and each
@@ -363,6 +372,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         self._check_surrogate_settings(self.ep_settings)
         return self._surrogate(X, Y, index, self._minibatch_frame(X, index), self.ep_settings)
 
+    @check_shapes("return[0]: []", "return[1]: []")
     def refresh_and_objective(self, batch):
         """
         One minibatch step's model part (spec §3): refresh the batch's sites, rebuild q, and return

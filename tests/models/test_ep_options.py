@@ -8,7 +8,6 @@ converged to 1e-10 (site changes), so a refresh at the fixed point moves sites b
 import gpflow
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.ep import EPSettings, Relaxation
@@ -105,29 +104,6 @@ def test_sparse_power_ep_with_inducing_points_at_the_data_is_full_power_ep(data,
     Xs = X[:6] + 0.2
     for a, b in zip(sep.predict_f(Xs), full.predict_f(Xs)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
-
-
-@pytest.mark.parametrize("options", [dict(power=0.5), dict(power=0.8)], ids=str)
-@pytest.mark.parametrize("lik", list(LIKELIHOODS))
-def test_power_minibatch_gradients_average_to_the_exact_gradient(data, lik, options):
-    """
-    T8 for power EP: at the batch fixed point the mean of the surrogate gradients over a partition
-    equals the gradient of the power-EP energy log Z_q (sites fixed, exact at a fixed point), 1e-8.
-    """
-    X, Y = data
-    m = _batch_sep(data, LIKELIHOODS[lik](), X[::4].copy(), **options)
-    with tf.GradientTape() as tape:
-        value = m.log_marginal_likelihood(data)
-    exact = tape.gradient(value, m.trainable_variables)
-    total = [np.zeros(g.shape) for g in exact]
-    parts = np.array_split(np.arange(len(X)), 4)
-    for idx in parts:
-        with tf.GradientTape() as tape:
-            f = m.minibatch_objective((X[idx], Y[idx], idx))
-        for t, g in zip(total, tape.gradient(f, m.trainable_variables)):
-            t += g.numpy() / len(parts)
-    for t, g, v in zip(total, exact, m.trainable_variables):
-        np.testing.assert_allclose(t, g, rtol=1e-7, atol=1e-9, err_msg=v.name)
 
 
 def test_minibatch_objective_refuses_the_full_cavity_with_power(data):
