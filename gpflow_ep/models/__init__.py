@@ -6,6 +6,6 @@ from .epgpc import EPGPC, EPPosterior
 from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
-from .sepgpc import SEPGPC
+from .sepgpc import SEPGPC, SEPPosterior
 
-__all__ = ["EPGPC", "PowerEP", "RelaxedEP", "SEPGPC", "EPPosterior", "EPSettings", "EPModel", "MinibatchEP", "SiteRefresh"]
+__all__ = ["EPGPC", "PowerEP", "RelaxedEP", "SEPGPC", "EPPosterior", "SEPPosterior", "EPSettings", "EPModel", "MinibatchEP", "SiteRefresh"]

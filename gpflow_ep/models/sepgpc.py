@@ -235,18 +235,14 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         cov = L @ self._posterior_v(L).covariance() @ tf.transpose(L)
         return tf.linalg.cholesky(0.5 * (cov + tf.transpose(cov)))[None]
 
+    def posterior(self) -> "SEPPosterior":
+        """q(f) from the stored q(u), factorised once for repeated predictions (like ``SVGP.posterior()``)."""
+        return SEPPosterior(self)
+
     @inherit_check_shapes
     def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
         """q(f*) = ∫ p(f* | u) q(u) du from the stored q(u) (the whitened SVGP predictive)."""
-        if tf.executing_eagerly():
-            check_inputs(Xnew, "Xnew")
-        Xnew = tf.convert_to_tensor(Xnew, default_float())
-        L = self._chol_Kuu()
-        A_star = tf.linalg.triangular_solve(L, covariances.Kuf(self.inducing_variable, self.kernel, Xnew))
-        Kss = self.kernel(Xnew, full_cov=full_cov)
-        mean, cov = self._posterior_v(L).predict(A_star, Kss, full_cov=full_cov)
-        mean = mean[:, None] + self.mean_function(Xnew)
-        return mean, (cov[None] if full_cov else cov[:, None])
+        return self.posterior().predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
     # ---------------------------------------------------------------- minibatches (spec §3)
 
@@ -512,6 +508,32 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             (g_m, self.mean_function(X)),
         ]
         return value + tf.add_n([tf.reduce_sum(g * (t - tf.stop_gradient(t))) for g, t in live])
+
+
+class SEPPosterior:
+    """q(f) of a :class:`SEPGPC`: chol(K_uu) and q(v) factorised once."""
+
+    def __init__(self, model: SEPGPC):
+        self.model = model
+        self._L = model._chol_Kuu()
+        self._q = model._posterior_v(self._L)
+
+    @check_shapes(
+        "Xnew: [N, D]",
+        "return[0]: [N, 1]",
+        "return[1]: [N, 1] if (not full_cov)",
+        "return[1]: [1, N, N] if full_cov",
+    )
+    def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
+        if tf.executing_eagerly():
+            check_inputs(Xnew, "Xnew")
+        model = self.model
+        Xnew = tf.convert_to_tensor(Xnew, default_float())
+        Kuf = covariances.Kuf(model.inducing_variable, model.kernel, Xnew)
+        A_star = tf.linalg.triangular_solve(self._L, Kuf)
+        mean, cov = self._q.predict(A_star, model.kernel(Xnew, full_cov=full_cov), full_cov=full_cov)
+        mean = mean[:, None] + model.mean_function(Xnew)
+        return mean, (cov[None] if full_cov else cov[:, None])
 
 
 class _Frame(NamedTuple):
