@@ -86,7 +86,12 @@ def run_worker(src: str, n: int, further: int) -> Dict:
     src = str(Path(src).resolve())
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run(
-        [sys.executable, "-c", WORKER, str(n), str(further)], capture_output=True, text=True, env=env, cwd=src, check=False
+        [sys.executable, "-c", WORKER, str(n), str(further)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=src,
+        check=False,
     )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])

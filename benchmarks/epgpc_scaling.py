@@ -38,10 +38,9 @@ import numpy as np
 import tensorflow as tf
 
 from gpflow_ep.datasets import load_benchmark, two_dimensional
-from gpflow_ep.ep import GPSiteFactorisation
+from gpflow_ep.ep import DEFAULT_DAMPING, GPSiteFactorisation
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
-from gpflow_ep.ep import DEFAULT_DAMPING
 
 from . import common
 

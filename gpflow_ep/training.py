@@ -36,7 +36,6 @@ from typing import Callable, List, Optional
 import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
-
 from gpflow.models import InternalDataTrainingLossMixin
 
 from .models import EPModel, MinibatchEP, SiteRefresh

@@ -38,7 +38,7 @@ __all__ = ["site_energy_terms", "ep_log_marginal_likelihood"]
 def site_energy_terms(
     marginal_mean, marginal_var, precision, natural_mean, factor: SiteFactor, settings: "EPSettings", *, offset=0.0
 ):
-    """
+    r"""
     Per-site terms (1/α)[log Z_i + g(q^{\i}) - g(q_i)], [N, 1], and a mask of the sites whose
     cavity is proper (an improper cavity contributes 0 and should be reported).
     """

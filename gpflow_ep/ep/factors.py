@@ -59,9 +59,7 @@ class LikelihoodFactor(SiteFactor):
         return tilted_moments(self.likelihood, self.X, self.Y, cavity_mean, self._total_var(cavity_var), power)
 
     def expected_log_factor(self, cavity_mean, cavity_var):
-        return tilted_expected_log_likelihood(
-            self.likelihood, self.X, self.Y, cavity_mean, self._total_var(cavity_var)
-        )
+        return tilted_expected_log_likelihood(self.likelihood, self.X, self.Y, cavity_mean, self._total_var(cavity_var))
 
     def site(self, index) -> "LikelihoodFactor":
         def one(t):

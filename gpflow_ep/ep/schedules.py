@@ -73,7 +73,12 @@ class Schedule(abc.ABC):
 
     @abc.abstractmethod
     def run(
-        self, algebra: SiteAlgebra, factor: SiteFactor, precision: tf.Tensor, natural_mean: tf.Tensor, settings: "EPSettings"
+        self,
+        algebra: SiteAlgebra,
+        factor: SiteFactor,
+        precision: tf.Tensor,
+        natural_mean: tf.Tensor,
+        settings: "EPSettings",
     ) -> EPRun:
         """EP from the warm-start sites (``precision``, ``natural_mean``, each [N, 1])."""
 

@@ -89,7 +89,11 @@ class EPSettings:
             if self.min_precision is not None:
                 raise ValueError("min_precision: site clipping is not defined for relaxed EP; leave it None")
         if self.min_precision is not None:
-            set_(self, "min_precision", check_range(self.min_precision, "min_precision", 0.0, float("inf"), high_open=True))
+            set_(
+                self,
+                "min_precision",
+                check_range(self.min_precision, "min_precision", 0.0, float("inf"), high_open=True),
+            )
 
     @property
     def resolved_damping(self) -> float:

@@ -105,9 +105,7 @@ class Cavity(NamedTuple):
         new_mean = mean + cross * self.shift
         new_var = var + self.scale * tf.square(cross)
         valid = self.valid & (new_var >= 0.0) & tf.math.is_finite(new_mean) & tf.math.is_finite(new_var)
-        return Cavity(
-            tf.where(valid, new_mean, mean), tf.where(valid, new_var, var), valid, self.shift, self.scale
-        )
+        return Cavity(tf.where(valid, new_mean, mean), tf.where(valid, new_var, var), valid, self.shift, self.scale)
 
 
 @check_shapes(

@@ -200,7 +200,6 @@ def tilted_expected_log_likelihood(likelihood: Likelihood, X, Y, cavity_mean, ca
 tilted_expected_log_likelihood.register = _expected_dispatcher.register
 
 
-
 @_expected_dispatcher.register(ScalarLikelihood)
 def _scalar_expected(likelihood, X, Y, m, v):
     """Any ``ScalarLikelihood``: the tilted weights of the adaptive Gauss–Hermite rule."""

@@ -79,7 +79,9 @@ def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, s
     return SiteProposal(tau, nu, valid & cavity.valid, terms.dlog_z, b)
 
 
-@check_shapes("precision: [N, 1]", "natural_mean: [N, 1]", "proposal.precision: [N, 1]", "return[0]: [N, 1]", "return[1]: [N, 1]")
+@check_shapes(
+    "precision: [N, 1]", "natural_mean: [N, 1]", "proposal.precision: [N, 1]", "return[0]: [N, 1]", "return[1]: [N, 1]"
+)
 def accept_proposal(precision, natural_mean, proposal: SiteProposal, damping):
     """
     Damped new sites (:mod:`gpflow_ep.ep.sites`, step 4) where the proposal is valid, the old

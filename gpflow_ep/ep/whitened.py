@@ -78,7 +78,9 @@ class WhitenedGaussian:
     def projections(self, A) -> Projections:
         """Mean, variance and half-solve of the projections h = Aᵀv under q."""
         W = self.half_solve(A)
-        return Projections(tf.matmul(W, self.half_mean, transpose_a=True), tf.reduce_sum(tf.square(W), axis=0)[:, None], W)
+        return Projections(
+            tf.matmul(W, self.half_mean, transpose_a=True), tf.reduce_sum(tf.square(W), axis=0)[:, None], W
+        )
 
     def project(self, A):
         """Mean and variance of the projections h = Aᵀv, each [N, 1]."""

@@ -8,4 +8,15 @@ from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgpc import SEPGPC, SEPPosterior
 
-__all__ = ["EPGPC", "PowerEP", "RelaxedEP", "SEPGPC", "EPPosterior", "SEPPosterior", "EPSettings", "EPModel", "MinibatchEP", "SiteRefresh"]
+__all__ = [
+    "EPGPC",
+    "PowerEP",
+    "RelaxedEP",
+    "SEPGPC",
+    "EPPosterior",
+    "SEPPosterior",
+    "EPSettings",
+    "EPModel",
+    "MinibatchEP",
+    "SiteRefresh",
+]

@@ -31,8 +31,8 @@ from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
 from ..ep import EPRun, EPSettings, GPAlgebra
-from .ep_base import EPModel
 from ..validation import check_data, check_inputs
+from .ep_base import EPModel
 
 
 class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):

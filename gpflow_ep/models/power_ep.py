@@ -13,8 +13,8 @@ from gpflow.kernels import Kernel
 from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
 
-from .epgpc import EPGPC
 from ..validation import check_choice
+from .epgpc import EPGPC
 
 PREDICT_WITH = ("sites", "dual")
 

@@ -20,9 +20,9 @@ from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
 
 from ..ep import MESSAGE_UPDATES, OBJECTIVES, Relaxation
+from ..validation import check_choice, check_range
 from .epgpc import EPGPC
 from .power_ep import PREDICT_WITH
-from ..validation import check_choice, check_range
 
 
 class RelaxedEP(EPGPC):

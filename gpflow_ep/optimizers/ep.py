@@ -5,7 +5,7 @@ The EP optimiser: updates a model's sites the way ``gpflow.optimizers.NaturalGra
 
 import warnings
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List
 
 from ..ep import EPSettings
 

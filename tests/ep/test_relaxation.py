@@ -7,10 +7,10 @@ from scipy import integrate, stats
 
 from gpflow_ep.ep import (
     Cavity,
-    Relaxation,
-    penalised_line_search,
     EPSettings,
     LikelihoodFactor,
+    Relaxation,
+    penalised_line_search,
     propose_sites,
     relaxation_objective,
     tilted_expected_log_likelihood,

@@ -22,7 +22,6 @@ from gpflow_ep.likelihoods import NoisyStep, Probit  # noqa: E402
 from gpflow_ep.models import SEPGPC  # noqa: E402
 from gpflow_ep.training import make_train_step  # noqa: E402
 
-
 #: the EP options each SEPGPC variant runs with (power and relaxation act in the minibatch refresh too)
 VARIANTS = {
     "SEPGPC": (Probit, {}),
