@@ -447,7 +447,7 @@ MINIBATCH_NOTE = (
     "no batch holds a site index twice; each epoch drops n mod batch points (different ones each epoch). "
     "(Before that builder batched within epochs, a batch straddling an epoch boundary could repeat a site and "
     "corrupt the running sums Λ_u, η_u — Crabs n=180, batch 50: test NLL 1.95 instead of 0.14; "
-    "`SEPGPC.update_sites` now refuses such batches.)"
+    "the minibatch refresh (`SEPGPC.refresh_sites`) now refuses such batches.)"
 )
 #: :func:`markdown_header` note of the SEP benchmarks
 SHARED_MACHINE_NOTE = "other jobs shared the machine: absolute times are inflated; compare ratios"
