@@ -282,7 +282,10 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         return removed.of(new.mean + fr.prior_mean, new.var, cross), new, old, cross
 
     def _propose_refresh(self, X, Y, index, settings: EPSettings):
-        """The refresh of a batch (nothing written), the frame it used and Lᵀυ of each site after it."""
+        """
+        The refresh of a batch (nothing written), the frame it used, Lᵀυ of each site after it, and
+        the batch's stored site state (the rows ``refresh.site_state`` replaces).
+        """
         tf.debugging.assert_equal(
             tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
         )
@@ -301,8 +304,10 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         shifts = tf.concat([nu_d - tau_d * fr.prior_mean, -(nu_o - tau_o * fr.prior_mean)], axis=0)
         d_Lambda = tf.matmul(U_both * weights, U_both, transpose_a=True)
         d_eta = tf.matmul(U_both, shifts, transpose_a=True)
-        dual = tf.where(ok, proposal.dual, tf.gather(self.sites.dual, index))
-        relaxation = tf.where(ok, proposal.relaxation, tf.gather(self.sites.relaxation, index))
+        dual_o = tf.gather(self.sites.dual, index)
+        relaxation_o = tf.gather(self.sites.relaxation, index)
+        dual = tf.where(ok, proposal.dual, dual_o)
+        relaxation = tf.where(ok, proposal.relaxation, relaxation_o)
         # the refresh is EP state, never differentiated (the likelihood's parameters are live here)
         refresh = SiteRefresh(
             index,
@@ -311,7 +316,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             tf.reduce_sum(tf.cast(~ok, tf.int32)),
         )
         A_site = tf.where(tf.transpose(ok), fr.A_new, fr.A_old)  # Lᵀυ of each batch site after the update
-        return refresh, fr, A_site
+        return refresh, fr, A_site, (tau_o, nu_o, fr.U_old, dual_o, relaxation_o)
 
     @check_shapes(
         "return.index: [B]",
@@ -386,17 +391,10 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         X, Y, index = self._check_minibatch(batch)
         settings = self.ep_settings
         self._check_surrogate_settings(settings)
-        refresh, fr, A_site = self._propose_refresh(X, Y, index, settings)
+        refresh, fr, A_site, old_state = self._propose_refresh(X, Y, index, settings)
         d_Lambda, d_eta = refresh.posterior_change
         q_new = self._posterior_v(fr.L, self.posterior_precision + d_Lambda, self.posterior_shift + d_eta)
         accept = q_new.proper
-        old_state = (
-            tf.gather(self.sites.precision, index),
-            tf.gather(self.sites.natural_mean, index),
-            fr.U_old,
-            tf.gather(self.sites.dual, index),
-            tf.gather(self.sites.relaxation, index),
-        )
         refresh = SiteRefresh(
             index,
             tuple(tf.where(accept, new, old) for new, old in zip(refresh.site_state, old_state)),

@@ -337,3 +337,20 @@ def test_inner_updates_raise_the_evidence_like_outer_updates():
     assert gain_outer > 1.0
     assert trace[-1] - start >= 0.8 * gain_outer
     assert all(b >= a - 0.05 * gain_outer for a, b in zip(trace, trace[1:])), trace
+
+
+def test_a_refresh_that_would_leave_q_improper_is_not_applied(data):
+    """A bad step never overwrites the model's state: with q(u) made improper (Λ_u = -10 K_uu⁻¹, so
+    B = I + LᵀΛ_uL = -9I), a minibatch step skips every update, writes nothing and stays finite."""
+    X, Y = data
+    m = SEPGPC(_kernel(), NoisyStep(0.1), X[::4].copy(), num_data=len(X))
+    m.run_ep(data)
+    Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=m.jitter).numpy()
+    m.posterior_precision.assign(-10.0 * np.linalg.inv(Kuu))
+    state = (m.sites.precision, m.sites.natural_mean, m.site_directions, m.posterior_precision, m.posterior_shift)
+    before = [v.numpy().copy() for v in state]
+    idx = np.arange(0, len(X), 3)
+    objective, skipped = m.refresh_and_objective((X[idx], Y[idx], idx))
+    assert int(skipped) == len(idx) and np.isfinite(objective.numpy())
+    for v, b in zip(state, before):
+        np.testing.assert_array_equal(v.numpy(), b)
