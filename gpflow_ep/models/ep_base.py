@@ -4,9 +4,14 @@ engine (schedule dispatch, evidence). A model adds only its posterior algebra
 (:class:`~gpflow_ep.ep.SiteAlgebra`) and the factors of its sites.
 """
 
+import abc
+
 import tensorflow as tf
+from check_shapes import check_shapes
+from gpflow.config import default_float
 
 from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, SiteParameters, ep_log_marginal_likelihood, run_ep
+from ..validation import check_inputs
 from .diagnostics import EPDiagnostics
 
 
@@ -47,3 +52,31 @@ class EPModel:
             log_normaliser_ratio, mean, var, precision, centred_natural_mean, factor, self.ep_settings, offset=offset
         )
         return tf.where(proper, log_z, tf.constant(-float("inf"), log_z.dtype))
+
+
+class EPPosteriorBase(abc.ABC):
+    """
+    q(f*) of an EP model with its factorisation done once (the analogue of GPflow's ``posterior()``
+    objects): subclasses give the latent predictive without the mean function.
+    """
+
+    def __init__(self, model):
+        self.model = model
+
+    @abc.abstractmethod
+    def _predict_latent(self, Xnew: tf.Tensor, full_cov: bool):
+        """(mean [N], covariance [N, N] or variance [N]) of f*(Xnew) - m(Xnew)."""
+
+    @check_shapes(
+        "Xnew: [N, D]",
+        "return[0]: [N, 1]",
+        "return[1]: [N, 1] if (not full_cov)",
+        "return[1]: [1, N, N] if full_cov",
+    )
+    def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
+        if tf.executing_eagerly():
+            check_inputs(Xnew, "Xnew")
+        Xnew = tf.convert_to_tensor(Xnew, default_float())
+        mean, cov = self._predict_latent(Xnew, full_cov)
+        mean = mean[:, None] + self.model.mean_function(Xnew)
+        return mean, (cov[None] if full_cov else cov[:, None])

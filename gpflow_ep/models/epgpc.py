@@ -31,8 +31,8 @@ from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
 from ..ep import EPRun, EPSettings, GPAlgebra
-from ..validation import check_data, check_inputs
-from .ep_base import EPModel
+from ..validation import check_data
+from .ep_base import EPModel, EPPosteriorBase
 
 
 class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
@@ -128,31 +128,17 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         return self.posterior().predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
 
-class EPPosterior:
+class EPPosterior(EPPosteriorBase):
     """q(f) of an EP model, factorised once (the analogue of GPflow's ``posterior()`` objects)."""
 
     def __init__(self, model: EPGPC):
-        self.model = model
-        algebra = model._algebra()
-        self._prior_mean = algebra.prior_mean
-        self.factorisation = algebra.factorise(*model.sites.read())
+        super().__init__(model)
+        self.factorisation = model._algebra().factorise(*model.sites.read())
 
-    @check_shapes(
-        "Xnew: [N, D]",
-        "return[0]: [N, 1]",
-        "return[1]: [N, 1] if (not full_cov)",
-        "return[1]: [1, N, N] if full_cov",
-    )
-    def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
-        if tf.executing_eagerly():
-            check_inputs(Xnew, "Xnew")
-        Xnew = tf.convert_to_tensor(Xnew, dtype=self._prior_mean.dtype)
+    def _predict_latent(self, Xnew, full_cov: bool):
         model = self.model
-        X = model.data[0]
-        Kxs = model.kernel(X, Xnew)
-        Kss = model.kernel(Xnew, full_cov=full_cov)
-        mean, cov = self.factorisation.predict(Kxs, Kss, full_cov=full_cov)
+        Kxs = model.kernel(model.data[0], Xnew)
+        mean, cov = self.factorisation.predict(Kxs, model.kernel(Xnew, full_cov=full_cov), full_cov=full_cov)
         if model.predict_with == "dual":
             mean = tf.linalg.matvec(Kxs, model.sites.dual[:, 0], transpose_a=True)
-        mean = mean[:, None] + model.mean_function(Xnew)
-        return mean, (cov[None] if full_cov else cov[:, None])
+        return mean, cov

@@ -59,7 +59,7 @@ from ..ep import (
     propose_sites,
 )
 from ..validation import check_data, check_inputs, check_positive_int
-from .ep_base import EPModel
+from .ep_base import EPModel, EPPosteriorBase
 from .minibatch import MinibatchEP, SiteRefresh
 
 
@@ -508,30 +508,18 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         return value + tf.add_n([tf.reduce_sum(g * (t - tf.stop_gradient(t))) for g, t in live])
 
 
-class SEPPosterior:
+class SEPPosterior(EPPosteriorBase):
     """q(f) of a :class:`SEPGPC`: chol(K_uu) and q(v) factorised once."""
 
     def __init__(self, model: SEPGPC):
-        self.model = model
+        super().__init__(model)
         self._L = model._chol_Kuu()
         self._q = model._posterior_v(self._L)
 
-    @check_shapes(
-        "Xnew: [N, D]",
-        "return[0]: [N, 1]",
-        "return[1]: [N, 1] if (not full_cov)",
-        "return[1]: [1, N, N] if full_cov",
-    )
-    def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
-        if tf.executing_eagerly():
-            check_inputs(Xnew, "Xnew")
+    def _predict_latent(self, Xnew, full_cov: bool):
         model = self.model
-        Xnew = tf.convert_to_tensor(Xnew, default_float())
-        Kuf = covariances.Kuf(model.inducing_variable, model.kernel, Xnew)
-        A_star = tf.linalg.triangular_solve(self._L, Kuf)
-        mean, cov = self._q.predict(A_star, model.kernel(Xnew, full_cov=full_cov), full_cov=full_cov)
-        mean = mean[:, None] + model.mean_function(Xnew)
-        return mean, (cov[None] if full_cov else cov[:, None])
+        A_star = tf.linalg.triangular_solve(self._L, covariances.Kuf(model.inducing_variable, model.kernel, Xnew))
+        return self._q.predict(A_star, model.kernel(Xnew, full_cov=full_cov), full_cov=full_cov)
 
 
 class _Frame(NamedTuple):
