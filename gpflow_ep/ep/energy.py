@@ -25,6 +25,7 @@ All quantities here are in the coordinates of the posterior algebra (the prior m
 from typing import TYPE_CHECKING
 
 import tensorflow as tf
+from check_shapes import check_shapes
 
 from .factors import SiteFactor
 from .sites import cavity_distribution
@@ -35,6 +36,14 @@ if TYPE_CHECKING:  # settings import the schedule registry
 __all__ = ["site_energy_terms", "ep_log_marginal_likelihood"]
 
 
+@check_shapes(
+    "marginal_mean: [N, 1]",
+    "marginal_var: [N, 1]",
+    "precision: [N, 1]",
+    "natural_mean: [N, 1]",
+    "return[0]: [N, 1]",
+    "return[1]: [N, 1]",
+)
 def site_energy_terms(
     marginal_mean, marginal_var, precision, natural_mean, factor: SiteFactor, settings: "EPSettings", *, offset=0.0
 ):
@@ -57,6 +66,15 @@ def site_energy_terms(
     return tf.where(valid, terms, tf.zeros_like(terms)), valid
 
 
+@check_shapes(
+    "log_normaliser_ratio: []",
+    "marginal_mean: [N, 1]",
+    "marginal_var: [N, 1]",
+    "precision: [N, 1]",
+    "natural_mean: [N, 1]",
+    "return[0]: []",
+    "return[1]: []",
+)
 def ep_log_marginal_likelihood(
     log_normaliser_ratio, marginal_mean, marginal_var, precision, natural_mean, factor, settings, *, offset=0.0
 ):

@@ -31,6 +31,7 @@ import abc
 from typing import TYPE_CHECKING, Dict, NamedTuple
 
 import tensorflow as tf
+from check_shapes import check_shapes
 
 from .algebra import JointPosterior, SiteAlgebra
 from .factors import SiteFactor
@@ -104,6 +105,16 @@ def schedule_names():
     return tuple(_SCHEDULES)
 
 
+@check_shapes(
+    "precision: [N, 1]",
+    "natural_mean: [N, 1]",
+    "return.precision: [N, 1]",
+    "return.natural_mean: [N, 1]",
+    "return.dual: [N, 1]",
+    "return.relaxation: [N, 1]",
+    "return.converged: []",
+    "return.sweeps: []",
+)
 def run_ep(algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: "EPSettings") -> EPRun:
     """Run the schedule named by ``settings.schedule``."""
     return get_schedule(settings.schedule).run(algebra, factor, precision, natural_mean, settings)
