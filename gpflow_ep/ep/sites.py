@@ -114,10 +114,16 @@ class Cavity(NamedTuple):
     "precision: [N, 1]",
     "natural_mean: [N, 1]",
 )
-def cavity_distribution(marginal_mean, marginal_var, precision, natural_mean, removed_fraction: float = 1.0) -> Cavity:
+def cavity_distribution(
+    marginal_mean, marginal_var, precision, natural_mean, removed_fraction: float = 1.0, *, of=None
+) -> Cavity:
     """
     Cavity q^{\\i} = q / t̃_i^β of every site from its marginal q(h_i) = N(μ_i, σ_i²) (module
     docstring, step 1); β = ``removed_fraction`` (``EPSettings.removed_fraction``).
+
+    :param of: optional (mean, var, cross): evaluate the cavity directly on other linear functions
+        h' of q's variables (``cavity_distribution(...).of(*of)`` in one step, see :meth:`Cavity.of`;
+        SEP's minibatch refresh removes a site's old direction and reads its fresh one).
     """
     beta = removed_fraction
     den = 1.0 - beta * precision * marginal_var
@@ -126,10 +132,10 @@ def cavity_distribution(marginal_mean, marginal_var, precision, natural_mean, re
     shift = beta * (precision * marginal_mean - natural_mean) / safe_den
     scale = beta * precision / safe_den
     zero = tf.zeros_like(shift)
-    marginal = Cavity(marginal_mean, marginal_var, valid, tf.where(valid, shift, zero), tf.where(valid, scale, zero))
+    downdate = Cavity(marginal_mean, marginal_var, valid, tf.where(valid, shift, zero), tf.where(valid, scale, zero))
     # var = 0 is legitimate for a projection far from every inducing input (SEP: the FITC variance
     # carries the uncertainty); a zero *total* variance is caught by the site update's checks
-    return marginal.of(marginal_mean, marginal_var, marginal_var)
+    return downdate.of(*((marginal_mean, marginal_var, marginal_var) if of is None else of))
 
 
 @check_shapes(

@@ -58,13 +58,11 @@ class WhitenedGaussian:
         return WhitenedGaussian(tf.matmul(A * precision[:, 0][None, :], A, transpose_b=True), A @ natural_mean)
 
     @staticmethod
-    def select(condition, if_true: "WhitenedGaussian", if_false: "WhitenedGaussian") -> "WhitenedGaussian":
-        """``if_true`` where the scalar boolean tensor ``condition`` holds, else ``if_false``."""
-        chosen = WhitenedGaussian.__new__(WhitenedGaussian)
-        chosen.proper = tf.where(condition, if_true.proper, if_false.proper)
-        chosen.cholesky = tf.where(condition, if_true.cholesky, if_false.cholesky)
-        chosen.half_mean = tf.where(condition, if_true.half_mean, if_false.half_mean)
-        return chosen
+    def from_factor(cholesky, half_mean, proper) -> "WhitenedGaussian":
+        """q(v) from a stored factorisation: L_B = ``cholesky``, c = ``half_mean``, ``proper`` flag."""
+        q = WhitenedGaussian.__new__(WhitenedGaussian)
+        q.cholesky, q.half_mean, q.proper = cholesky, half_mean, proper
+        return q
 
     def half_solve(self, A):
         """W = L_B⁻¹A."""

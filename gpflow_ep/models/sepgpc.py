@@ -276,15 +276,19 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         new = fr.q.projections(fr.A_new)
         old = _unless_same(same, new, lambda: fr.q.projections(fr.A_old))
         cross = tf.reduce_sum(new.half * old.half, axis=0)[:, None]
-        removed = cavity_distribution(
-            old.mean + fr.prior_mean, old.var, precision, natural_mean, settings.removed_fraction
+        cavity = cavity_distribution(
+            old.mean + fr.prior_mean,
+            old.var,
+            precision,
+            natural_mean,
+            settings.removed_fraction,
+            of=(new.mean + fr.prior_mean, new.var, cross),
         )
-        return removed.of(new.mean + fr.prior_mean, new.var, cross), new, old, cross
+        return cavity, new, old, cross
 
     def _propose_refresh(self, X, Y, index, settings: EPSettings):
         """
-        The refresh of a batch (nothing written), the frame it used, Lᵀυ of each site after it, and
-        the batch's stored site state (the rows ``refresh.site_state`` replaces).
+        The refresh of a batch (nothing written), the frame it used and Lᵀυ of each site after it.
         """
         tf.debugging.assert_equal(
             tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
@@ -304,19 +308,18 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         shifts = tf.concat([nu_d - tau_d * fr.prior_mean, -(nu_o - tau_o * fr.prior_mean)], axis=0)
         d_Lambda = tf.matmul(U_both * weights, U_both, transpose_a=True)
         d_eta = tf.matmul(U_both, shifts, transpose_a=True)
-        dual_o = tf.gather(self.sites.dual, index)
-        relaxation_o = tf.gather(self.sites.relaxation, index)
-        dual = tf.where(ok, proposal.dual, dual_o)
-        relaxation = tf.where(ok, proposal.relaxation, relaxation_o)
+        rows = [tau_d, nu_d, U_new, tf.where(ok, proposal.dual, tf.gather(self.sites.dual, index))]
+        if settings.relaxation is not None:  # b stays 0 without relaxation: no row to write
+            rows.append(tf.where(ok, proposal.relaxation, tf.gather(self.sites.relaxation, index)))
         # the refresh is EP state, never differentiated (the likelihood's parameters are live here)
         refresh = SiteRefresh(
             index,
-            tuple(tf.stop_gradient(t) for t in (tau_d, nu_d, U_new, dual, relaxation)),
+            tuple(tf.stop_gradient(t) for t in rows),
             (tf.stop_gradient(d_Lambda), tf.stop_gradient(d_eta)),
             tf.reduce_sum(tf.cast(~ok, tf.int32)),
         )
         A_site = tf.where(tf.transpose(ok), fr.A_new, fr.A_old)  # Lᵀυ of each batch site after the update
-        return refresh, fr, A_site, (tau_o, nu_o, fr.U_old, dual_o, relaxation_o)
+        return refresh, fr, A_site
 
     @check_shapes(
         "return.index: [B]",
@@ -328,13 +331,16 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         """
         One damped EP update (``minibatch_damping``) of each site of ``batch = (X, Y, index)`` from
         the stored q, through the engine (module docstring); writes nothing. ``site_state`` is
-        (τ, ν, υ, dual, b) of the batch's sites, ``posterior_change`` (ΔΛ_u, Δη_u).
+        (τ, ν, υ, dual) of the batch's sites, and b with relaxation; ``posterior_change`` (ΔΛ_u, Δη_u).
         """
         X, Y, index = self._check_minibatch(batch)
         return self._propose_refresh(X, Y, index, self.ep_settings)[0]
 
     def apply_refresh(self, refresh: SiteRefresh) -> None:
-        """Write a refresh (``scatter_update`` also works on mirrored variables)."""
+        """
+        Write a refresh (``scatter_update`` also works on mirrored variables): its rows of τ, ν, υ,
+        the dual and, when present, the relaxation b; then q's change.
+        """
         variables = (
             self.sites.precision,
             self.sites.natural_mean,
@@ -391,23 +397,24 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         X, Y, index = self._check_minibatch(batch)
         settings = self.ep_settings
         self._check_surrogate_settings(settings)
-        refresh, fr, A_site, old_state = self._propose_refresh(X, Y, index, settings)
+        refresh, fr, A_site = self._propose_refresh(X, Y, index, settings)
         d_Lambda, d_eta = refresh.posterior_change
         q_new = self._posterior_v(fr.L, self.posterior_precision + d_Lambda, self.posterior_shift + d_eta)
-        accept = q_new.proper
-        refresh = SiteRefresh(
-            index,
-            tuple(tf.where(accept, new, old) for new, old in zip(refresh.site_state, old_state)),
-            tuple(tf.where(accept, change, tf.zeros_like(change)) for change in refresh.posterior_change),
-            tf.where(accept, refresh.num_skipped, tf.size(index)),
-        )
-        self.apply_refresh(refresh)
+
+        def accepted():
+            self.apply_refresh(refresh)
+            return q_new.cholesky, q_new.half_mean, q_new.proper, A_site, refresh.num_skipped
+
+        def rejected():  # nothing written; the unchanged q and every update counted as skipped
+            return fr.q.cholesky, fr.q.half_mean, fr.q.proper, fr.A_old, tf.size(index)
+
+        cholesky, half_mean, proper, A_old, num_skipped = tf.cond(q_new.proper, accepted, rejected)
         refreshed = fr._replace(
-            A_old=tf.where(accept, A_site, fr.A_old),
-            q=WhitenedGaussian.select(accept, q_new, fr.q),
-            same=accept & tf.equal(refresh.num_skipped, 0),
+            A_old=A_old,
+            q=WhitenedGaussian.from_factor(cholesky, half_mean, proper),
+            same=tf.equal(num_skipped, 0),
         )
-        return self._surrogate(X, Y, index, refreshed, settings), refresh.num_skipped
+        return self._surrogate(X, Y, index, refreshed, settings), num_skipped
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """
