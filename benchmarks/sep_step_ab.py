@@ -1,0 +1,197 @@
+r"""
+The SEP minibatch step of two versions of the package, timed in one process: an A/B comparison.
+
+Separate processes (as in ``benchmarks.sepgpc_airline``) differ from each other by several per cent
+on this machine, which hides a change of a few per cent in the step. Here one process holds an
+SEPGPC of this tree, a second one of this tree (the A/A control: how far two identical models
+drift apart), an SEPGPC of a baseline source tree (``--baseline-src``, imported under another
+package name) and GPflow's SVGP, on the same synthetic data (n points, D = 8, M inducing inputs,
+batch B, Adam 0.01), each with its own compiled train step (``make_train_step``, compilation
+excluded). Every round runs ``--steps`` steps of each model, in alternating order; the reports are
+the medians of the per-step times and, per round, the ratios this/baseline, this/this-copy (A/A)
+and model/SVGP, summarised by median and inter-quartile range. Run
+``python -m benchmarks.sep_step_ab --baseline-src /tmp/base [--quick] [--out-dir results/engine]``
+after ``git worktree add /tmp/base <commit>``.
+"""
+
+import importlib
+import inspect
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, Optional
+
+import gpflow
+import numpy as np
+
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import SEPGPC
+from gpflow_ep.training import make_dataset, make_train_step
+
+from . import common
+
+log = common.progress_logger("sep_step_ab")
+QUICK_HELP = "n=2000, M=20, B=50, 3 rounds of 5 steps"
+BASELINE_PACKAGE = "gpflow_ep_baseline"
+
+
+def import_baseline(src: str, workdir: Path):
+    """
+    The ``gpflow_ep`` package of the source tree ``src``, copied into ``workdir`` as
+    ``gpflow_ep_baseline`` (its absolute self-imports renamed) so that it imports beside this one.
+    """
+    target = workdir / BASELINE_PACKAGE
+    shutil.copytree(Path(src) / "gpflow_ep", target, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in target.rglob("*.py"):
+        text = path.read_text()
+        renamed = re.sub(r"\bgpflow_ep\b", BASELINE_PACKAGE, text)
+        if renamed != text:
+            path.write_text(renamed)
+    sys.path.insert(0, str(workdir))
+    for module in ("models", "likelihoods", "training"):
+        importlib.import_module(f"{BASELINE_PACKAGE}.{module}")
+    return sys.modules[BASELINE_PACKAGE]
+
+
+class _Stepper:
+    """A model, its compiled train step and its batch iterator."""
+
+    def __init__(self, model, make_step, X, Y, batch_size: int, make_batches=make_dataset):
+        self.model = model
+        optimizer = common.make_optimizer("adam:0.01")
+        if "damping" in inspect.signature(make_step).parameters:  # versions before EPSettings carried it
+            self.step = make_step(model, optimizer, damping=common.MINIBATCH_DAMPING)
+        else:
+            self.step = make_step(model, optimizer)
+        self.batches = iter(make_batches((X, Y), batch_size, seed=0))
+        self.times = []
+
+    def run(self, steps: int) -> float:
+        t0 = time.perf_counter()
+        loss = None
+        for _ in range(steps):
+            loss, _ = self.step(next(self.batches))
+        float(loss)
+        return (time.perf_counter() - t0) / steps
+
+
+def _summary(values) -> Dict:
+    values = np.asarray(values, dtype=float)
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return dict(median=float(median), q1=float(q1), q3=float(q3), rounds=int(values.size))
+
+
+def run_ab(
+    baseline_src: Optional[str],
+    baseline_name: str,
+    n: int,
+    M: int,
+    batch_size: int,
+    rounds: int,
+    steps: int,
+    warmup: int,
+) -> Dict:
+    rng = np.random.default_rng(0)
+    D = 8
+    X = rng.standard_normal((n, D))
+    Y = (X[:, :1] + 0.5 * rng.standard_normal((n, 1)) > 0).astype(np.float64)
+    Z = common.random_subset(X, M, seed=1)
+
+    def sep(package):
+        return package.models.SEPGPC(
+            common.se_ard_kernel(D), package.likelihoods.Probit(), Z.copy(), num_data=n
+        ), package.training.make_train_step
+
+    this = sys.modules["gpflow_ep"]
+    steppers = {
+        "this": _Stepper(*sep(this), X, Y, batch_size),
+        "this (copy)": _Stepper(*sep(this), X, Y, batch_size),
+        "SVGP": _Stepper(gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n), make_train_step, X, Y, batch_size),
+    }
+    with tempfile.TemporaryDirectory() as workdir:
+        if baseline_src:
+            baseline = import_baseline(baseline_src, Path(workdir))
+            steppers[baseline_name] = _Stepper(
+                *sep(baseline), X, Y, batch_size, make_batches=baseline.training.make_dataset
+            )
+        for stepper in steppers.values():
+            stepper.run(warmup)
+        names = list(steppers)
+        for r in range(rounds):
+            for name in names if r % 2 == 0 else names[::-1]:
+                steppers[name].times.append(steppers[name].run(steps))
+            log(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {1e3 * s.times[-1]:.2f} ms" for k, s in steppers.items()))
+    times = {name: np.asarray(s.times) for name, s in steppers.items()}
+    ratios = {f"{name} / SVGP": _summary(times[name] / times["SVGP"]) for name in names if name != "SVGP"}
+    ratios["this / this (copy)"] = _summary(times["this"] / times["this (copy)"])
+    if baseline_src:
+        ratios[f"this / {baseline_name}"] = _summary(times["this"] / times[baseline_name])
+    return dict(
+        config=dict(n=n, D=D, M=M, batch_size=batch_size, rounds=rounds, steps=steps, warmup=warmup),
+        baseline_src=baseline_src,
+        baseline_name=baseline_name if baseline_src else None,
+        per_step_ms={name: _summary(1e3 * t) for name, t in times.items()},
+        ratios=ratios,
+        sep_class=f"{SEPGPC.__module__}.{SEPGPC.__qualname__}",
+    )
+
+
+def ab_markdown(report: Dict) -> str:
+    c = report["config"]
+    lines = common.markdown_header("SEP minibatch step: A/B in one process", report)
+    lines += [
+        f"n = {c['n']}, D = {c['D']}, M = {c['M']}, batch {c['batch_size']}, Adam 0.01; {c['rounds']} rounds of "
+        f"{c['steps']} steps per model (alternating order, {c['warmup']} warm-up steps, compilation excluded).",
+        "",
+        "| model | per-step median (ms) | IQR (ms) |",
+        "|---|---|---|",
+    ]
+    for name, s in report["per_step_ms"].items():
+        lines.append(f"| {name} | {s['median']:.2f} | {s['q1']:.2f}–{s['q3']:.2f} |")
+    lines += ["", "| per-round ratio | median | IQR |", "|---|---|---|"]
+    for name, s in report["ratios"].items():
+        lines.append(f"| {name} | {s['median']:.3f} | {s['q1']:.3f}–{s['q3']:.3f} |")
+    lines += [
+        "",
+        "*this / this (copy)* is the A/A control: two identical models in the same process; its spread is "
+        "the resolution of this comparison.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = common.benchmark_parser("benchmarks.sep_step_ab", __doc__, "results/engine", QUICK_HELP)
+    parser.add_argument("--baseline-src", default=None, help="source tree of the baseline version (a git worktree)")
+    parser.add_argument("--baseline-name", default="baseline", help="its name in the table")
+    parser.add_argument("--n", type=int, default=40000)
+    parser.add_argument("--M", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=24)
+    parser.add_argument("--steps", type=int, default=40)
+    args, command = common.parse_command_line(parser, argv)
+    if args.quick:
+        args.n, args.M, args.batch_size, args.rounds, args.steps = 2000, 20, 50, 3, 5
+    report = common.timed_report(
+        command,
+        lambda: run_ab(
+            args.baseline_src,
+            args.baseline_name,
+            args.n,
+            args.M,
+            args.batch_size,
+            args.rounds,
+            args.steps,
+            warmup=5 if args.quick else 20,
+        ),
+    )
+    stem = "sep_step_ab_quick" if args.quick else "sep_step_ab"
+    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, ab_markdown(report))
+    log(f"wrote {json_path} and {md_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
