@@ -2,6 +2,7 @@
 
 from ..ep import EPSettings
 from .ep_base import EPModel
+from .dgp_aep import DGPAEP
 from .epgpc import EPGPC, EPPosterior
 from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP
@@ -13,6 +14,7 @@ __all__ = [
     "PowerEP",
     "RelaxedEP",
     "SEPGPC",
+    "DGPAEP",
     "EPPosterior",
     "SEPPosterior",
     "EPSettings",

@@ -1,0 +1,11 @@
+"""
+Building blocks of deep GPs trained with approximate EP (:class:`gpflow_ep.models.DGPAEP`):
+kernel expectations, the tied factor, the FITC layer and the reference initialisation.
+"""
+
+from .initialisation import initial_layers
+from .layer import AEPLayer
+from .psi import PsiStatistics, psi_statistics
+from .tied_factor import TiedFactor
+
+__all__ = ["AEPLayer", "TiedFactor", "PsiStatistics", "psi_statistics", "initial_layers"]

@@ -1,0 +1,82 @@
+r"""
+The tied ("average data") factor of DGP-AEP for one GP of one layer (DGP-AEP spec §1.4–1.5).
+
+All N data factors share one Gaussian g(u): q(u) ∝ p(u) g(u)^N, p(u) = N(0, K). In the
+N-scaled natural parameters of the reference code (spec §1.4), with T = R Rᵀ positive
+semi-definite (R lower-triangular with a positive diagonal, so T is valid by construction) and
+a vector t:
+
+    posterior  P = K⁻¹ + T,     m = P⁻¹t,
+    cavity     P\ = K⁻¹ + βT,   m\ = (P\)⁻¹ βt,     β = (N - 1)/N   (q divided by one g).
+
+In the whitened coordinates v = L⁻¹u (L = chol K) these are the engine's
+:class:`~gpflow_ep.ep.WhitenedGaussian` with Λ = LᵀTL and η = Lᵀt (β-scaled for the cavity),
+and its ``log_normaliser_ratio`` is φ(q) - φ(prior) of spec §1.5: with
+φ = -½ log|P| + ½ tᵀP⁻¹t, φ_prior = ½ log|K|, -½log|P| = ½log|K| - ½log|I + LᵀTL| and
+tᵀP⁻¹t = ‖L_B⁻¹Lᵀt‖². The block's share of the energy (spec §1.5; the coefficients of φ sum to
+zero, so the prior normaliser cancels) is
+
+    (1 - N) φ_post + N φ_cav - φ_prior = Δ_post + N (Δ_cav - Δ_post),    Δ = φ - φ_prior,
+
+written in the second form, which avoids the cancellation of two O(N) terms (spec §2.10).
+
+**The factor is a trainable parameter**, optimised by gradient together with the
+hyper-parameters, as in the paper (spec §3.1) — an exception to the rest of the package, where
+EP sites are state updated by moment matching, not parameters.
+"""
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+from check_shapes import check_shapes
+from gpflow import Module, Parameter
+from gpflow.config import default_float
+
+from ..ep import WhitenedGaussian
+from ..validation import check_positive_int
+
+__all__ = ["TiedFactor"]
+
+
+def _cholesky_transform():
+    return tfp.bijectors.FillScaleTriL(diag_bijector=tfp.bijectors.Exp(), diag_shift=None)
+
+
+class TiedFactor(Module):
+    """
+    g(u)^N of one GP with M inducing outputs: T = R Rᵀ (``factor_cholesky`` R, [M, M]) and
+    t (``factor_shift``, [M, 1]), for ``num_data`` = N data points.
+    """
+
+    def __init__(self, factor_cholesky, factor_shift, num_data: int, name=None):
+        super().__init__(name=name)
+        R = np.asarray(factor_cholesky, dtype=default_float())
+        t = np.asarray(factor_shift, dtype=default_float())
+        if R.ndim != 2 or R.shape[0] != R.shape[1] or not np.all(np.diag(R) > 0):
+            raise ValueError("factor_cholesky must be a square lower-triangular matrix with a positive diagonal")
+        if t.shape != (R.shape[0], 1):
+            raise ValueError(f"factor_shift must have shape [{R.shape[0]}, 1]; got {t.shape}")
+        self.num_data = check_positive_int(num_data, "num_data")
+        self.factor_cholesky = Parameter(np.tril(R), transform=_cholesky_transform(), name="factor_cholesky")
+        self.factor_shift = Parameter(t, name="factor_shift")
+
+    @property
+    def removed_fraction(self) -> float:
+        """β = (N - 1)/N: the cavity keeps N - 1 of the N copies of g."""
+        return (self.num_data - 1.0) / self.num_data
+
+    @check_shapes("L: [M, M]")
+    def whitened(self, L, cavity: bool) -> WhitenedGaussian:
+        """q(v) (``cavity=False``) or the cavity q\\(v) (``cavity=True``), v = L⁻¹u."""
+        LR = tf.matmul(L, self.factor_cholesky, transpose_a=True)  # LᵀR
+        scale = self.removed_fraction if cavity else 1.0
+        Lambda = scale * tf.matmul(LR, LR, transpose_b=True)
+        eta = scale * tf.matmul(L, self.factor_shift, transpose_a=True)
+        return WhitenedGaussian(Lambda, eta)
+
+    @check_shapes("L: [M, M]", "return: []")
+    def energy_terms(self, L) -> tf.Tensor:
+        """(1 - N) φ_post + N φ_cav - φ_prior (module docstring), given L = chol K."""
+        post = self.whitened(L, cavity=False).log_normaliser_ratio
+        cav = self.whitened(L, cavity=True).log_normaliser_ratio
+        return post + tf.cast(self.num_data, post.dtype) * (cav - post)
