@@ -28,6 +28,7 @@ differentiates F_{M_r}/R (or SVGP's loss / R); the optimiser sums the gradients,
 single-device gradient of F_M when the replicas get equal batch shares.
 """
 
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -105,10 +106,13 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
     ``strategy``, ``batch`` is a distributed batch.
     """
     variables = model.trainable_variables
+    if isinstance(optimizer, tf_keras.optimizers.Optimizer):  # slots now: the step is traced once, not twice
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            optimizer.build(variables)
 
     if strategy is None:
 
-        @tf.function
+        @tf.function(autograph=False)
         def step(batch):
             skipped = tf.constant(0)
             with tf.GradientTape() as tape:
@@ -133,7 +137,7 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
     def merged(per_replica: SiteRefresh) -> SiteRefresh:
         return SiteRefresh.merge([SiteRefresh(*local) for local in strategy.experimental_local_results(per_replica)])
 
-    @tf.function
+    @tf.function(autograph=False)
     def step(batch):
         skipped = tf.constant(0)
         if _uses_minibatch_ep(model):  # every replica proposes from the same q; merged, then written once

@@ -144,7 +144,7 @@ def test_bad_arguments(data):
         fit(m, make_dataset((X, Y), 10), epochs=1)
 
 
-@pytest.mark.parametrize("model_name", ["SEPGPC", "SEPGPC-power", "SEPGPC-relaxed", "SVGP"])
+@pytest.mark.parametrize("model_name", ["SEPGPC", "SEPGPC-power", "SEPGPC-relaxed", "SVGP", "DGPAEP"])
 def test_mirrored_strategy_on_two_devices_matches_one_device(model_name):
     """
     Two training steps under MirroredStrategy over 2 logical CPUs give the same loss, parameter

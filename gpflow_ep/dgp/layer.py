@@ -21,7 +21,7 @@ The outputs are returned as independent Gaussians: their cross-covariances are d
 (spec §2.2, as in the paper).
 """
 
-from typing import List, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -31,6 +31,7 @@ from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import SquaredExponential
 from gpflow.utilities import positive
 
+from ..ep import WhitenedGaussian
 from .psi import psi_statistics
 from .tied_factor import TiedFactor
 
@@ -95,39 +96,53 @@ class AEPLayer(Module):
     def input_dim(self) -> int:
         return int(self.inducing_variables[0].Z.shape[-1])
 
-    def _cholesky(self, d: int):
-        return tf.linalg.cholesky(covariances.Kuu(self.inducing_variables[d], self.kernels[d], jitter=self.jitter))
+    def blocks(self) -> List["Block"]:
+        """chol K_uu, q(v) and the cavity of every output, computed once for a forward pass."""
+        out = []
+        for kernel, inducing, factor in zip(self.kernels, self.inducing_variables, self.factors):
+            L = tf.linalg.cholesky(covariances.Kuu(inducing, kernel, jitter=self.jitter))
+            out.append(Block(L, factor.whitened(L, cavity=False), factor.whitened(L, cavity=True)))
+        return out
 
     @check_shapes("return: []")
-    def energy_terms(self) -> tf.Tensor:
+    def energy_terms(self, blocks: Optional[List["Block"]] = None) -> tf.Tensor:
         """Σ_d [(1 - N) φ_post + N φ_cav - φ_prior] of the layer's GPs (spec §1.5)."""
-        return tf.add_n([f.energy_terms(self._cholesky(d)) for d, f in enumerate(self.factors)])
+        blocks = self.blocks() if blocks is None else blocks
+        return tf.add_n([f.energy_terms_of(b.posterior, b.cavity) for f, b in zip(self.factors, blocks)])
 
     @check_shapes("mean: [N, Q]", "var: [N, Q]", "return[0]: [N, D]", "return[1]: [N, D]")
-    def propagate(self, mean, var, *, cavity: bool, deterministic: bool = False):
+    def propagate(self, mean, var, *, cavity: bool, deterministic: bool = False, blocks: Optional[List["Block"]] = None):
         """
         Mean and variance [N, D_l] of the layer's outputs under the input N(``mean``, diag ``var``)
         and the cavity (``cavity=True``) or the posterior of each u (module docstring). With
-        ``deterministic`` the input is a point (``var`` is ignored; the first layer).
+        ``deterministic`` the input is a point (``var`` is ignored; the first layer). ``blocks``
+        (:meth:`blocks`) may be passed to share them with :meth:`energy_terms`.
         """
+        blocks = self.blocks() if blocks is None else blocks
         means: List[tf.Tensor] = []
         variances: List[tf.Tensor] = []
-        for d in range(self.num_outputs):
-            L = self._cholesky(d)
-            q = self.factors[d].whitened(L, cavity)
-            kernel, Z = self.kernels[d], self.inducing_variables[d].Z
+        for kernel, inducing, block in zip(self.kernels, self.inducing_variables, blocks):
+            q = block.cavity if cavity else block.posterior
             if deterministic:
-                a = tf.linalg.triangular_solve(L, covariances.Kuf(self.inducing_variables[d], kernel, mean))
+                a = tf.linalg.triangular_solve(block.L, covariances.Kuf(inducing, kernel, mean))
                 m, v = q.predict(a, kernel(mean, full_cov=False))
                 v = tf.maximum(v, 0.0)
             else:
-                m, v = _gaussian_input_moments(kernel, mean, var, Z, L, q)
+                m, v = _gaussian_input_moments(kernel, mean, var, inducing.Z, block.L, q)
             means.append(m)
             variances.append(v)
         m, v = tf.stack(means, axis=-1), tf.stack(variances, axis=-1)
         if self.noise_variance is not None:
             v = v + self.noise_variance
         return m, v
+
+
+class Block(NamedTuple):
+    """One output's L = chol K_uu and its q(v) and cavity (v = L⁻¹u)."""
+
+    L: tf.Tensor
+    posterior: WhitenedGaussian
+    cavity: WhitenedGaussian
 
 
 def _gaussian_input_moments(kernel, mean, var, Z, L, q):

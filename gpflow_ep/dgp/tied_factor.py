@@ -77,6 +77,9 @@ class TiedFactor(Module):
     @check_shapes("L: [M, M]", "return: []")
     def energy_terms(self, L) -> tf.Tensor:
         """(1 - N) φ_post + N φ_cav - φ_prior (module docstring), given L = chol K."""
-        post = self.whitened(L, cavity=False).log_normaliser_ratio
-        cav = self.whitened(L, cavity=True).log_normaliser_ratio
+        return self.energy_terms_of(self.whitened(L, cavity=False), self.whitened(L, cavity=True))
+
+    def energy_terms_of(self, posterior: WhitenedGaussian, cavity: WhitenedGaussian) -> tf.Tensor:
+        """The same from this factor's q(v) and cavity (:meth:`whitened`), already factorised."""
+        post, cav = posterior.log_normaliser_ratio, cavity.log_normaliser_ratio
         return post + tf.cast(self.num_data, post.dtype) * (cav - post)

@@ -134,33 +134,36 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
 
     # ---------------------------------------------------------------- forward pass
 
-    def propagate(self, X, *, cavity: bool) -> List[Tuple[tf.Tensor, tf.Tensor]]:
+    def propagate(self, X, *, cavity: bool, blocks=None) -> List[Tuple[tf.Tensor, tf.Tensor]]:
         """The moments (mean, var) [N, D_l] of every layer's output under the cavity or the posterior."""
+        blocks = [layer.blocks() for layer in self.layers] if blocks is None else blocks
         mean, var = X, tf.zeros_like(X)
         moments = []
-        for l, layer in enumerate(self.layers):
-            mean, var = layer.propagate(mean, var, cavity=cavity, deterministic=l == 0)
+        for l, (layer, layer_blocks) in enumerate(zip(self.layers, blocks)):
+            mean, var = layer.propagate(mean, var, cavity=cavity, deterministic=l == 0, blocks=layer_blocks)
             moments.append((mean, var))
         return moments
 
     @check_shapes("return: []")
-    def energy_terms(self) -> tf.Tensor:
+    def energy_terms(self, blocks=None) -> tf.Tensor:
         """Σ over layers and GPs of (1 - N) φ_post + N φ_cav - φ_prior (spec §1.5)."""
-        return tf.add_n([layer.energy_terms() for layer in self.layers])
+        blocks = [layer.blocks() for layer in self.layers] if blocks is None else blocks
+        return tf.add_n([layer.energy_terms(b) for layer, b in zip(self.layers, blocks)])
 
     @check_shapes("X: [N, D]", "Y: [N, 1]", "return: [N]")
-    def log_tilted_normalisers(self, X, Y) -> tf.Tensor:
+    def log_tilted_normalisers(self, X, Y, blocks=None) -> tf.Tensor:
         """log Z_n ≈ log ∫ N(h; m_L, v_L) p(y_n | h) dh, the moments propagated under the cavity."""
-        m, v = self.propagate(X, cavity=True)[-1]
+        m, v = self.propagate(X, cavity=True, blocks=blocks)[-1]
         return tilted_moments(self.likelihood, X, Y, m, v).log_z[:, 0]
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data: RegressionData) -> tf.Tensor:  # type: ignore[override]
         """F̂ = energy terms + (N/|B|) Σ_{b∈B} log Z_b for a minibatch ``data = (X, Y)`` (spec §1.5, §6)."""
         X, Y = self._check_data(data)
-        log_z = self.log_tilted_normalisers(X, Y)
+        blocks = [layer.blocks() for layer in self.layers]  # chol K_uu, q and cavity: once per evaluation
+        log_z = self.log_tilted_normalisers(X, Y, blocks)
         scale = tf.cast(self.num_data, log_z.dtype) / tf.cast(tf.shape(X)[0], log_z.dtype)
-        return self.energy_terms() + scale * tf.reduce_sum(log_z)
+        return self.energy_terms(blocks) + scale * tf.reduce_sum(log_z)
 
     # ---------------------------------------------------------------- prediction
 

@@ -1,0 +1,301 @@
+"""DGPAEP: the AEP energy, its exact cases, gradients, prediction and training (DGP-AEP spec §6)."""
+
+import gpflow
+import numpy as np
+import pytest
+import tensorflow as tf
+from gpflow import covariances
+from gpflow.keras import tf_keras
+from scipy.stats import norm
+
+from gpflow_ep.dgp import AEPLayer, TiedFactor
+from gpflow_ep.dgp.layer import random_factor
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import DGPAEP
+from gpflow_ep.training import fit
+
+
+def single_layer_model(rng, X, Z, num_data, noise=0.2, factor=None, kernel=None):
+    """L = 1: one FITC GP, Gaussian likelihood (the observation noise)."""
+    kernel = kernel or gpflow.kernels.SquaredExponential(variance=1.4, lengthscales=[0.8] * X.shape[1])
+    factor = factor or random_factor(len(Z), 0.5, num_data, rng)
+    return DGPAEP([AEPLayer([kernel], [Z], [factor])], gpflow.likelihoods.Gaussian(variance=noise), num_data)
+
+
+def factor_variables(model):
+    return [v for layer in model.layers for f in layer.factors for v in (f.factor_cholesky, f.factor_shift)]
+
+
+def maximise_over_factors(model, data, gtol=1e-10):
+    """max over (T, t) of F with every hyper-parameter fixed (L-BFGS)."""
+    variables = [p.unconstrained_variable for p in factor_variables(model)]
+    gpflow.optimizers.Scipy().minimize(
+        model.training_loss_closure(data, compile=True), variables, options=dict(maxiter=5000, gtol=gtol, ftol=0.0)
+    )
+
+
+def u_posterior(factor, L, beta=1.0):
+    R, t = factor.factor_cholesky.numpy(), factor.factor_shift.numpy()[:, 0]
+    P = np.linalg.inv(L @ L.T) + beta * R @ R.T
+    V = np.linalg.inv(P)
+    return V @ (beta * t), V, P
+
+
+def test_one_data_point_gives_the_prior_evidence(rng):
+    """N = 1, L = 1: the cavity is the prior, F = log N(y; 0, σ_f² + σ²) for any (T, t) and Z (spec test 7)."""
+    X, Y = np.array([[0.3, -0.2]]), np.array([[0.7]])
+    for seed in range(3):
+        r = np.random.default_rng(seed)
+        m = single_layer_model(r, X, r.normal(size=(4, 2)), num_data=1)
+        expected = norm.logpdf(0.7, 0.0, np.sqrt(1.4 + 0.2))
+        np.testing.assert_allclose(m.maximum_log_likelihood_objective((X, Y)).numpy(), expected, rtol=1e-10)
+
+
+def test_replicated_data_reaches_the_fitc_evidence(rng):
+    """N copies of one (x, y), L = 1: max over (T, t) of F = GPRFITC's log marginal likelihood (1e-4, spec test 8)."""
+    N = 10
+    X, Y = np.tile([[0.4, -0.3]], (N, 1)), np.full((N, 1), 0.8)
+    Z = rng.normal(size=(3, 2))
+    kernel = gpflow.kernels.SquaredExponential(variance=1.2, lengthscales=[0.9, 1.3])
+    m = single_layer_model(rng, X, Z, N, noise=0.3, kernel=kernel)
+    maximise_over_factors(m, (X, Y))
+    fitc = gpflow.models.GPRFITC((X, Y), kernel, Z.copy(), noise_variance=0.3)
+    np.testing.assert_allclose(m.maximum_log_likelihood_objective((X, Y)).numpy(), fitc.maximum_log_likelihood_objective().numpy(), atol=1e-4)
+
+
+def test_stationary_point_matches_averaged_tilted_moments(rng):
+    """
+    At a maximum over (T, t) (L = 1), E_q[u] and E_q[uuᵀ] are the averages of the tilted moments
+    p̂_n ∝ q\\(u) N(y_n; c_nᵀu, r_n) (spec §1.5 (b), test 9; to the optimiser's 1e-6).
+    """
+    N, M = 30, 4
+    X = rng.normal(size=(N, 2))
+    Y = np.sin(X[:, :1]) + 0.1 * rng.normal(size=(N, 1))
+    Z = rng.normal(size=(M, 2))
+    noise = 0.2
+    m = single_layer_model(rng, X, Z, N, noise=noise)
+    maximise_over_factors(m, (X, Y))
+    layer = m.layers[0]
+    kernel, factor = layer.kernels[0], layer.factors[0]
+    L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], kernel, jitter=layer.jitter).numpy())
+    K_inv = np.linalg.inv(L @ L.T)
+    mean, V, _ = u_posterior(factor, L)
+    mean_c, _, P_c = u_posterior(factor, L, factor.removed_fraction)
+    k = kernel(Z, X).numpy()  # [M, N]
+    first, second = np.zeros(M), np.zeros((M, M))
+    for n in range(N):
+        c = K_inv @ k[:, n]
+        r = noise + kernel.variance.numpy() - k[:, n] @ c
+        precision = P_c + np.outer(c, c) / r
+        cov = np.linalg.inv(precision)
+        mu = cov @ (P_c @ mean_c + c * Y[n, 0] / r)
+        first += mu / N
+        second += (cov + np.outer(mu, mu)) / N
+    np.testing.assert_allclose(mean, first, atol=1e-6)
+    np.testing.assert_allclose(V + np.outer(mean, mean), second, atol=1e-6)
+    # F is close to the FITC evidence but not a bound (spec §1.5 (a), test 10): only near, in nats per point
+    fitc = gpflow.models.GPRFITC((X, Y), kernel, Z.copy(), noise_variance=noise).maximum_log_likelihood_objective().numpy()
+    assert abs(m.maximum_log_likelihood_objective((X, Y)).numpy() - fitc) < 0.1 * N
+
+
+def test_minibatch_estimates_average_to_the_full_batch_objective(rng):
+    """F̂ over the batches of a partition averages to F (spec §6 unbiasedness, test 13; exact up to round-off)."""
+    X, Y = rng.normal(size=(12, 2)), rng.normal(size=(12, 1))
+    m = DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=4, seed=1)
+    full = m.maximum_log_likelihood_objective((X, Y)).numpy()
+    parts = [m.maximum_log_likelihood_objective((X[i : i + 4], Y[i : i + 4])).numpy() for i in (0, 4, 8)]
+    np.testing.assert_allclose(np.mean(parts), full, rtol=1e-12)
+
+
+def test_gradients_match_finite_differences(rng):
+    """Autodiff gradients of F̂ in every parameter = central differences (L = 2, D = 2, width 2, M = 4, N = 10; spec test 11)."""
+    X = rng.normal(size=(10, 2))
+    Y = np.sin(X[:, :1]) + 0.1 * rng.normal(size=(10, 1))
+    m = DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=4, seed=2)
+    variables = m.trainable_variables
+    with tf.GradientTape() as tape:
+        loss = m.training_loss((X, Y))
+    grads = tape.gradient(loss, variables)
+    # layer 1: shared kernel (2), 2 × Z, 2 × (R, t), noise; layer 2: kernel (2), Z, (R, t); likelihood variance
+    assert len(variables) == 15
+    loss_at = tf.function(lambda: m.training_loss((X, Y)))  # compiled once: ~170 entries × 2 evaluations
+    h = 1e-6
+    for var, grad in zip(variables, grads):
+        base = var.numpy()
+        for j in range(base.size):
+            step = np.zeros(base.size)
+            step[j] = h
+            var.assign(base + step.reshape(base.shape))
+            plus = loss_at().numpy()
+            var.assign(base - step.reshape(base.shape))
+            minus = loss_at().numpy()
+            var.assign(base)
+            fd = (plus - minus) / (2 * h)
+            g = np.ravel(grad.numpy())[j]
+            # the central difference's error: O(h²)·F''' plus round-off |F|·1e-16/h ≈ 1e-8 for |F| ~ 100
+            assert abs(g - fd) <= 1e-5 * max(abs(fd), 1.0), (var.name, j, g, fd)
+
+
+def test_single_layer_prediction_is_the_fitc_predictive(rng):
+    """L = 1: mean k*ᵀK⁻¹m, variance k** - k*ᵀK⁻¹k* + k*ᵀK⁻¹VK⁻¹k* (+σ² for y) (spec test 14)."""
+    X, Z, Xs = rng.normal(size=(8, 2)), rng.normal(size=(5, 2)), rng.normal(size=(6, 2))
+    m = single_layer_model(rng, X, Z, num_data=8, noise=0.25)
+    layer = m.layers[0]
+    kernel = layer.kernels[0]
+    L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], kernel, jitter=layer.jitter).numpy())
+    K_inv = np.linalg.inv(L @ L.T)
+    mean, V, _ = u_posterior(layer.factors[0], L)
+    k = kernel(Z, Xs).numpy()
+    expected_mean = k.T @ K_inv @ mean
+    expected_var = 1.4 - np.sum(k * (K_inv @ k), 0) + np.sum(k * (K_inv @ V @ K_inv @ k), 0)
+    f_mean, f_var = m.predict_f(Xs)
+    np.testing.assert_allclose(f_mean[:, 0], expected_mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(f_var[:, 0], expected_var, rtol=1e-9)
+    y_mean, y_var = m.predict_y(Xs)
+    np.testing.assert_allclose(y_var[:, 0], expected_var + 0.25, rtol=1e-9)
+    np.testing.assert_allclose(y_mean, f_mean, rtol=1e-15)
+    log_density = m.predict_log_density((Xs, np.zeros((6, 1)))).numpy()
+    np.testing.assert_allclose(log_density, norm.logpdf(0.0, expected_mean, np.sqrt(expected_var + 0.25)), rtol=1e-9)
+
+
+def test_prior_limit(rng):
+    """T = 0, t = 0 (q = prior), L = 1: the predictive is N(0, σ_f² + σ²) (spec test 15; T = 1e-20 I here)."""
+    X, Z = rng.normal(size=(5, 2)), rng.normal(size=(4, 2))
+    m = single_layer_model(rng, X, Z, 5, noise=0.3, factor=TiedFactor(1e-10 * np.eye(4), np.zeros((4, 1)), 5))
+    mean, var = m.predict_y(rng.normal(size=(3, 2)))
+    np.testing.assert_allclose(mean, 0.0, atol=1e-12)
+    np.testing.assert_allclose(var, 1.4 + 0.3, rtol=1e-6)  # the jitter 1e-6 on K_uu moves k*ᵀK⁻¹k* by ~1e-6
+
+
+def test_two_layer_moments_match_monte_carlo_of_the_fitc_chain(rng):
+    """
+    L = 2, hidden width 2: (m_2, v_2) are the exact moments of the FITC chain (spec §2.5, test 3):
+    2·10⁵ samples of u_1, h_1, u_2, h_2 under the posterior, within 4 standard errors.
+    """
+    X = rng.normal(size=(20, 2))
+    Y = np.sin(X[:, :1])
+    m = DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=5, seed=4, share_kernel=False)
+    x = np.array([[0.2, -0.5]])
+    m2, v2 = (t.numpy()[0, 0] for t in m.predict_f(x))
+    S = 200_000
+
+    def sample_layer(layer, inputs, d):
+        kernel, Z = layer.kernels[d], layer.inducing_variables[d].Z.numpy()
+        L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[d], kernel, jitter=layer.jitter).numpy())
+        mean, V, _ = u_posterior(layer.factors[d], L)
+        u = mean + rng.standard_normal((S, mean.size)) @ np.linalg.cholesky(V).T
+        k = kernel(inputs, Z).numpy()
+        c = k @ np.linalg.inv(L @ L.T)
+        r = kernel.variance.numpy() - np.sum(c * k, axis=1)
+        if layer.noise_variance is not None:
+            r = r + layer.noise_variance.numpy()
+        return np.sum(c * u, axis=1) + np.sqrt(np.maximum(r, 0.0)) * rng.standard_normal(S)
+
+    first = m.layers[0]
+    h1 = np.stack([sample_layer(first, np.repeat(x, S, axis=0), d) for d in range(2)], axis=1)
+    h2 = sample_layer(m.layers[1], h1, 0)
+    assert abs(h2.mean() - m2) <= 4 * h2.std() / np.sqrt(S)
+    assert abs(h2.var() - v2) <= 4 * np.std((h2 - h2.mean()) ** 2) / np.sqrt(S)
+
+
+def test_probit_output(rng):
+    """A probit output: log Z_n = log Φ(y m/√(1 + v)) at the propagated cavity moments, = Monte Carlo of E[Φ(y f)] (spec test 17)."""
+    X = rng.normal(size=(30, 2))
+    Y = (X[:, :1] > 0).astype(float)
+    m = DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=4, likelihood=Probit(), seed=0)
+    mean, var = (t.numpy()[:3, 0] for t in m.propagate(X[:3], cavity=True)[-1])
+    y = 2 * Y[:3, 0] - 1
+    expected = norm.logcdf(y * mean / np.sqrt(1 + var))
+    np.testing.assert_allclose(m.log_tilted_normalisers(X[:3], Y[:3]).numpy(), expected, rtol=1e-12)
+    f = mean + np.sqrt(var) * rng.standard_normal((400_000, 3))
+    mc = norm.cdf(y * f)
+    assert np.all(np.abs(mc.mean(0) - np.exp(expected)) <= 4 * mc.std(0) / np.sqrt(f.shape[0]))
+    p, _ = m.predict_y(X[:5])
+    assert np.all((p.numpy() > 0) & (p.numpy() < 1))
+
+
+@pytest.mark.parametrize("share_kernel, tie_inducing", [(True, False), (False, True)])
+def test_from_data_builds_the_reference_initialisation(rng, share_kernel, tie_inducing):
+    """Spec §3.4: k-means Z, median-distance lengthscales in layer 1, ℓ = e and diagonal Z above, noise 0.01."""
+    X = rng.normal(size=(60, 3))
+    Y = rng.normal(size=(60, 1))
+    m = DGPAEP.from_data(X, Y, [3, 2, 1], num_inducing=6, share_kernel=share_kernel, tie_inducing=tie_inducing)
+    first, second = m.layers
+    i, j = np.triu_indices(60)
+    median = np.median(np.linalg.norm(X[i] - X[j], axis=1))
+    np.testing.assert_allclose(first.kernels[0].lengthscales.numpy(), [median] * 3, rtol=1e-12)
+    np.testing.assert_allclose(second.kernels[0].lengthscales.numpy(), [np.e] * 2, rtol=1e-12)
+    np.testing.assert_allclose(second.inducing_variables[0].Z.numpy(), np.repeat(np.linspace(-1, 1, 6)[:, None], 2, 1))
+    np.testing.assert_allclose(first.noise_variance.numpy(), 0.01, rtol=1e-12)
+    assert second.noise_variance is None and np.isclose(m.likelihood.variance.numpy(), 0.01)
+    assert (first.kernels[0] is first.kernels[1]) == share_kernel
+    assert (first.inducing_variables[0] is first.inducing_variables[1]) == tie_inducing
+    means, variances = zip(*m.predict_layers(X[:7]))
+    assert [t.shape for t in means] == [(7, 2), (7, 1)] and all(np.all(v.numpy() > 0) for v in variances)
+
+
+def test_bad_input_is_a_value_error_naming_the_argument(rng):
+    X, Y = rng.normal(size=(20, 2)), rng.normal(size=(20, 1))
+    with pytest.raises(ValueError, match="widths"):
+        DGPAEP.from_data(X, Y, [3, 1], num_inducing=4)
+    with pytest.raises(ValueError, match="widths"):
+        DGPAEP.from_data(X, Y, [2, 2], num_inducing=4)
+    with pytest.raises(ValueError, match="num_inducing"):
+        DGPAEP.from_data(X, Y, [2, 1], num_inducing=50)
+    bad = Y.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="Y"):
+        DGPAEP.from_data(X, bad, [2, 1], num_inducing=4)
+    m = DGPAEP.from_data(X, Y, [2, 1], num_inducing=4)
+    with pytest.raises(ValueError, match="Xnew"):
+        m.predict_y(rng.normal(size=(3, 3)))
+    with pytest.raises(ValueError, match="full_cov"):
+        m.predict_f(X, full_cov=True)
+    with pytest.raises(ValueError, match="Y"):
+        m.training_loss((X, bad))
+    with pytest.raises(ValueError, match="labels|Y"):
+        DGPAEP.from_data(X, np.sign(Y), [2, 1], num_inducing=4, likelihood=Probit())
+
+
+def _step_data(n, seed):
+    """The reference code's 1-D step toy (spec §5.4): x ~ U[-1, 1], y = step(x) + 0.05 ε."""
+    r = np.random.default_rng(seed)
+    X = r.uniform(-1, 1, (n, 1))
+    return X, (X > 0).astype(float) + 0.05 * r.standard_normal((n, 1))
+
+
+def test_deep_gp_fits_a_step_better_than_one_layer():
+    """
+    I1 (spec §6.2): on the step toy (300 points, M = 20, Adam 0.02, batch 50, 60 epochs) the
+    [1, 2, 1] DGP reaches a higher test log-likelihood than the one-layer GP, with a sharp step.
+    """
+    X, Y = _step_data(300, 0)
+    Xt, Yt = _step_data(200, 1)
+    mean, std = Y.mean(), Y.std()
+    scores = {}
+    for widths in ([1, 1], [1, 2, 1]):
+        m = DGPAEP.from_data(X, (Y - mean) / std, widths, num_inducing=20, seed=0)
+        fit(m, (X, (Y - mean) / std), batch_size=50, epochs=60, optimizer=tf_keras.optimizers.Adam(0.02))
+        scores[len(widths)] = np.mean(m.predict_log_density((Xt, (Yt - mean) / std)).numpy()) - np.log(std)
+        if len(widths) == 3:
+            mu = m.predict_y(np.array([[-0.1], [0.1]]))[0].numpy()[:, 0] * std + mean
+            assert mu[0] < 0.25 and mu[1] > 0.75  # the step from 0 to 1 happens within ±0.1
+    assert scores[3] > scores[2], scores
+
+
+def test_full_batch_objective_rises_during_training():
+    """I3 (spec §6.2): the full-batch F, evaluated every 50 minibatch steps, trends upward."""
+    X, Y = _step_data(300, 2)
+    Y = (Y - Y.mean()) / Y.std()
+    m = DGPAEP.from_data(X, Y, [1, 2, 1], num_inducing=10, seed=1)
+    trace = []
+    full_objective = tf.function(lambda: m.maximum_log_likelihood_objective((X, Y)))
+
+    def record(step):
+        if step % 50 == 0:
+            trace.append(full_objective().numpy())
+
+    fit(m, (X, Y), batch_size=50, iterations=400, optimizer=tf_keras.optimizers.Adam(0.02), monitor=record)
+    assert len(trace) == 8
+    assert trace[-1] > trace[3] > trace[0]
+    assert np.corrcoef(np.arange(8), trace)[0, 1] > 0.7
