@@ -112,7 +112,8 @@ def _gaussian_predictor(model):
     return predict
 
 
-def _gpflow_trainer(model, X, Y, lr, batch_size, seed):
+def minibatch_trainer(model, X, Y, lr, batch_size, seed):
+    """A GPflow-style model (any with training_loss) with its compiled Adam step and batches."""
     step = make_train_step(model, tf_keras.optimizers.Adam(lr))
     return _Trainer(step, iter(make_dataset((X, Y), batch_size, seed=seed)), _gaussian_predictor(model))
 
@@ -200,14 +201,14 @@ def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir,
     trainers, results = {}, {}
     for method in methods:
         if method in ("GP-AEP", "DGP-AEP 2", "DGP-AEP 3"):
-            trainers[method] = _gpflow_trainer(_start(X, Y, WIDTHS[method], M, seed), X, Y, lr, batch_size, seed)
+            trainers[method] = minibatch_trainer(_start(X, Y, WIDTHS[method], M, seed), X, Y, lr, batch_size, seed)
         elif method.startswith("GPflux"):
             start = _start(X, Y, WIDTHS[method], M, seed)
             trainers[method] = _gpflux_trainer(start, WIDTHS[method], X, Y, lr, batch_size, seed, samples)
         elif method == "SVGP":
             kernel, Z = _sparse_gp_start(X, Y, M, seed)
             model = gpflow.models.SVGP(kernel, gpflow.likelihoods.Gaussian(0.01), Z, num_data=len(X))
-            trainers[method] = _gpflow_trainer(model, X, Y, lr, batch_size, seed)
+            trainers[method] = minibatch_trainer(model, X, Y, lr, batch_size, seed)
     for trainer in trainers.values():  # compile (one step each), not timed
         trainer.run(1)
     done = 1
