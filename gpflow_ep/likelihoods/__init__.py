@@ -5,8 +5,9 @@ registers those of GPflow's own ``Gaussian``.
 """
 
 from . import gaussian  # noqa: F401  (registers GPflow's Gaussian with the EP engine)
+from .hinge import BinaryHinge
 from .labels import binary_labels_to_sign, check_binary_labels
 from .noisy_step import NoisyStep
 from .probit import Probit
 
-__all__ = ["Probit", "NoisyStep", "check_binary_labels", "binary_labels_to_sign"]
+__all__ = ["Probit", "NoisyStep", "BinaryHinge", "check_binary_labels", "binary_labels_to_sign"]

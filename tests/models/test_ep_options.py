@@ -11,10 +11,10 @@ import pytest
 
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.ep import EPSettings, Relaxation
-from gpflow_ep.likelihoods import NoisyStep, Probit
+from gpflow_ep.likelihoods import BinaryHinge, NoisyStep, Probit
 from gpflow_ep.models import EPGPC, SEPGPC
 
-LIKELIHOODS = {"probit": Probit, "noisy_step": lambda: NoisyStep(0.1)}
+LIKELIHOODS = {"probit": Probit, "noisy_step": lambda: NoisyStep(0.1), "hinge": BinaryHinge}
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import tensorflow as tf
 from scipy import integrate, special, stats
 
 from gpflow_ep.datasets import noisy_mixture, two_dimensional
-from gpflow_ep.likelihoods import NoisyStep, Probit
+from gpflow_ep.likelihoods import BinaryHinge, NoisyStep, Probit
 from gpflow_ep.models import EPGPC
 from gpflow_ep.optimizers import EP, EPConvergenceWarning
 
@@ -82,7 +82,7 @@ def _quad_tilted(log_t, m, v):
     return mean, mom[2] / mom[0] - mean**2
 
 
-@pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.1)], ids=["probit", "noisy_step"])
+@pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.1), BinaryHinge()], ids=["probit", "noisy_step", "hinge"])
 def test_ep_fixed_point_identities(classification_data, lik):
     """
     At convergence every site's cavity × likelihood has the moments of q's marginal (rep spec §8
@@ -102,6 +102,8 @@ def test_ep_fixed_point_identities(classification_data, lik):
     for i in range(len(y)):
         if isinstance(lik, Probit):
             log_t = lambda f, yi=y[i]: special.log_ndtr(yi * f)
+        elif isinstance(lik, BinaryHinge):
+            log_t = lambda f, yi=y[i]: -2.0 * np.maximum(0.0, 1.0 - yi * f)
         else:
             log_t = lambda f, yi=y[i]: np.log(0.1 + 0.8 * (yi * f >= 0))
         t_mean, t_var = _quad_tilted(log_t, cav_mean[i], cav_var[i])
@@ -122,7 +124,7 @@ def test_parallel_and_sequential_reach_the_same_fixed_point(classification_data)
 # ------------------------------------------------------------------------------ gradients
 
 
-@pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.15)], ids=["probit", "noisy_step"])
+@pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.15), BinaryHinge()], ids=["probit", "noisy_step", "hinge"])
 def test_gradient_at_convergence_equals_finite_difference_of_converged_evidence(
     classification_data, lik, assert_gradients_match_finite_differences
 ):

@@ -114,3 +114,21 @@ def test_probit_through_quadrature_and_alternated_training():
 def test_bad_settings_raise_value_error(data, kwargs, match):
     with pytest.raises(ValueError, match=match):
         RelaxedEP(data, _kernel(), NoisyStep(0.2), **kwargs)
+
+
+def test_hinge_sites_relax_and_a_huge_penalty_is_ep(data):
+    """BinaryHinge in relaxed EP (its closed-form T1): finite relaxed sites, some b > 0 on flipped
+    labels at a small penalty; with c = 1e6 the run equals EP's (b = 0 exactly)."""
+    from gpflow_ep.likelihoods import BinaryHinge
+
+    relaxed = RelaxedEP(data, _kernel(), BinaryHinge(), penalty=0.05, schedule="parallel", ep_mode="alternated")
+    result = EP(warn=False).minimize(relaxed)
+    assert np.isfinite(result.log_marginal_likelihood)
+    assert np.all(np.isfinite(relaxed.sites.relaxation.numpy())) and np.any(relaxed.sites.relaxation.numpy() > 0)
+    runs = []
+    for cls, kw in [(EPGPC, {}), (RelaxedEP, dict(penalty=1e6))]:
+        m = cls(data, _kernel(), BinaryHinge(), schedule="parallel", ep_mode="alternated", **kw)
+        EP(max_sweeps=3, warn=False).minimize(m)
+        runs.append(m)
+    for a, b in zip(runs[0].sites.read(), runs[1].sites.read()):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
