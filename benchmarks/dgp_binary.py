@@ -27,7 +27,7 @@ from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import DGPAEP, SEPGPC
 
 from . import common
-from .dgp_uci import minibatch_trainer
+from .dgp_uci import minibatch_trainer, train_interleaved
 
 log = common.progress_logger("dgp_binary")
 QUICK_HELP = "Crabs, 1 split, 60 iterations, M = 5"
@@ -55,14 +55,7 @@ def run_split(name, split, methods, M, iterations, lr, chunk, data_dir, seed=0) 
     data = load_benchmark(name, split, data_dir, kind="binary")
     models = {m: model for m, model in _models(data.X_train, data.Y_train, M, seed).items() if m in methods}
     trainers = {m: minibatch_trainer(model, data.X_train, data.Y_train, lr, 50, seed) for m, model in models.items()}
-    for trainer in trainers.values():  # compile, not timed
-        trainer.run(1)
-    done = 1
-    while done < iterations:
-        k = min(chunk, iterations - done)
-        for trainer in trainers.values():
-            trainer.run(k)
-        done += k
+    train_interleaved(trainers.values(), iterations, chunk)
     results = {}
     for m, model in models.items():
         scores = common.evaluate(model, data.X_test, data.Y_test)

@@ -104,6 +104,19 @@ class _Trainer:
         self.steps += k
 
 
+def train_interleaved(trainers, iterations: int, chunk: int) -> None:
+    """One (compiling, untimed) step of each trainer, then chunks of ``chunk`` steps in turn."""
+    trainers = list(trainers)
+    for trainer in trainers:
+        trainer.run(1)
+    done = 1
+    while done < iterations:
+        k = min(chunk, iterations - done)
+        for trainer in trainers:
+            trainer.run(k)
+        done += k
+
+
 def _gaussian_predictor(model):
     def predict(X, Y):
         mean, var = model.predict_y(X)
@@ -209,14 +222,7 @@ def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir,
             kernel, Z = _sparse_gp_start(X, Y, M, seed)
             model = gpflow.models.SVGP(kernel, gpflow.likelihoods.Gaussian(0.01), Z, num_data=len(X))
             trainers[method] = minibatch_trainer(model, X, Y, lr, batch_size, seed)
-    for trainer in trainers.values():  # compile (one step each), not timed
-        trainer.run(1)
-    done = 1
-    while done < iterations:
-        k = min(chunk, iterations - done)
-        for trainer in trainers.values():
-            trainer.run(k)
-        done += k
+    train_interleaved(trainers.values(), iterations, chunk)
     for method, trainer in trainers.items():
         log_density, mean = trainer.predict(Xt, Yt)
         results[method] = _scores(log_density, mean, Yt, y_std)
