@@ -117,7 +117,7 @@ def binary_markdown(report) -> str:
 
 def main(argv=None, shared: bool = False) -> int:
     parser = common.benchmark_parser("benchmarks.dgp_binary", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
-    parser.add_argument("--datasets", default="Australian,Pima")
+    parser.add_argument("--datasets", default="Pima,Iono")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--num-inducing", type=int, default=50)
     parser.add_argument("--splits", type=int, default=5)
