@@ -7,7 +7,8 @@ registers those of GPflow's own ``Gaussian``.
 from . import gaussian  # noqa: F401  (registers GPflow's Gaussian with the EP engine)
 from .hinge import BinaryHinge
 from .labels import binary_labels_to_sign, check_binary_labels
+from .multiclass_hinge import MultiClassHinge
 from .noisy_step import NoisyStep
 from .probit import Probit
 
-__all__ = ["Probit", "NoisyStep", "BinaryHinge", "check_binary_labels", "binary_labels_to_sign"]
+__all__ = ["Probit", "NoisyStep", "BinaryHinge", "MultiClassHinge", "check_binary_labels", "binary_labels_to_sign"]
