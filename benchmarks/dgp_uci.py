@@ -244,7 +244,12 @@ def _scores(log_density, mean, Yt, y_std) -> Dict:
     )
 
 
-def run_uci(datasets, methods, M, splits, large_splits, iterations, lr, chunk, samples, data_dir) -> Dict:
+def run_uci(datasets, methods, M, splits, large_splits, iterations, lr, chunk, samples, data_dir, on_split=None) -> Dict:
+    """Every split of every dataset; ``on_split(report)`` is called with the report so far after each split."""
+    config = dict(
+        datasets=list(datasets), methods=list(methods), num_inducing=M, splits=splits, large_splits=large_splits,
+        iterations=iterations, learning_rate=lr, batch_size=50, chunk=chunk, gpflux_samples=samples,
+    )
     runs = []
     for name in datasets:
         for split in range(large_splits if name in LARGE else splits):
@@ -255,14 +260,9 @@ def run_uci(datasets, methods, M, splits, large_splits, iterations, lr, chunk, s
                 f"{name} split {split} ({time.perf_counter() - t0:.0f} s): "
                 + ", ".join(f"{m} {r['test_ll']:.2f}/{r['rmse']:.3f}" for m, r in result.items())
             )
-    return dict(
-        config=dict(
-            datasets=list(datasets), methods=list(methods), num_inducing=M, splits=splits, large_splits=large_splits,
-            iterations=iterations, learning_rate=lr, batch_size=50, chunk=chunk, gpflux_samples=samples,
-        ),
-        runs=runs,
-        summary=summarise(runs, methods),
-    )
+            if on_split is not None:
+                on_split(dict(config=config, runs=runs, summary=summarise(runs, methods), partial=True))
+    return dict(config=config, runs=runs, summary=summarise(runs, methods))
 
 
 def summarise(runs, methods) -> Dict:
@@ -293,6 +293,8 @@ def uci_markdown(report) -> str:
     M = c["num_inducing"]
     paper_cols = [f"GP {M}", f"DGP-2 {M}"] if M in (50, 100) else []
     lines = common.markdown_header("DGP-AEP on UCI regression", report)
+    if report.get("partial"):
+        lines += ["**Partial report**: written after each split while the run went on; the splits listed are those finished.", ""]
     lines += [
         f"M = {M} per GP, {c['iterations']} Adam iterations (lr {c['learning_rate']}, batch {c['batch_size']}); "
         f"{c['splits']} splits ({c['large_splits']} for kin8nm, naval, power); X and y standardised with the "
@@ -366,14 +368,21 @@ def main(argv=None, shared: bool = False) -> int:
     missing = sorted(set(datasets) - set(available_benchmarks("regression", args.data_dir)))
     if missing:
         parser.error(f"--datasets: not found {missing}")
+    stem = "dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}"
+    started = common.utc_now()
+
+    def save_partial(partial):  # what has finished is kept if the run is stopped
+        report = dict(partial, command=command, started=started, finished=None, wall_time_s=0.0,
+                      machine=dict(common.machine_info(), load_average_start=None, load_average_end=common.load_average()))
+        common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
+
     report = common.timed_report(
         command,
         lambda: run_uci(
             datasets, methods, args.num_inducing, args.splits, args.large_splits, args.iterations, args.lr,
-            args.chunk, args.samples, args.data_dir,
+            args.chunk, args.samples, args.data_dir, on_split=save_partial,
         ),
     )
-    stem = "dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}"
     json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
