@@ -17,7 +17,7 @@ iteration (compilation excluded). Run ``python -m benchmarks.dgp_binary [--quick
 """
 
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict
 
 import gpflow
 import numpy as np
@@ -74,7 +74,10 @@ def run_binary(datasets, methods, M, splits, iterations, lr, chunk, data_dir) ->
         for split in range(splits):
             result = run_split(name, split, methods, M, iterations, lr, chunk, data_dir)
             runs.append(dict(dataset=name, split=split, results=result))
-            log(f"{name} split {split}: " + ", ".join(f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in result.items()))
+            log(
+                f"{name} split {split}: "
+                + ", ".join(f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in result.items())
+            )
     summary = {}
     for name in datasets:
         rows = [r["results"] for r in runs if r["dataset"] == name]
@@ -88,8 +91,16 @@ def run_binary(datasets, methods, M, splits, iterations, lr, chunk, data_dir) ->
             for m in methods
         }
     return dict(
-        config=dict(datasets=list(datasets), methods=list(methods), num_inducing=M, splits=splits, iterations=iterations,
-                    learning_rate=lr, batch_size=50, chunk=chunk),
+        config=dict(
+            datasets=list(datasets),
+            methods=list(methods),
+            num_inducing=M,
+            splits=splits,
+            iterations=iterations,
+            learning_rate=lr,
+            batch_size=50,
+            chunk=chunk,
+        ),
         runs=runs,
         summary=summary,
     )
@@ -110,7 +121,10 @@ def binary_markdown(report) -> str:
             cells = [f"{row[m][metric]['mean']:.3f} ± {row[m][metric]['se'] or 0:.3f}" for m in methods]
             lines.append(f"| {name} | {metric} | " + " | ".join(cells) + " |")
         ref = row[methods[0]]["seconds_per_iteration"]
-        cells = [f"{1e3 * row[m]['seconds_per_iteration']:.2f} ({row[m]['seconds_per_iteration'] / ref:.2f}×)" for m in methods]
+        cells = [
+            f"{1e3 * row[m]['seconds_per_iteration']:.2f} ({row[m]['seconds_per_iteration'] / ref:.2f}×)"
+            for m in methods
+        ]
         lines.append(f"| {name} | ms / iteration | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -133,7 +147,9 @@ def main(argv=None, shared: bool = False) -> int:
         parser.error(f"--methods: unknown {unknown}; choose among {list(METHODS)}")
     report = common.timed_report(
         command,
-        lambda: run_binary(datasets, methods, args.num_inducing, args.splits, args.iterations, args.lr, args.chunk, args.data_dir),
+        lambda: run_binary(
+            datasets, methods, args.num_inducing, args.splits, args.iterations, args.lr, args.chunk, args.data_dir
+        ),
     )
     stem = "dgp_binary_quick" if args.quick else "dgp_binary"
     json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, binary_markdown(report))

@@ -30,7 +30,7 @@ Run ``python -m benchmarks.dgp_uci [--quick] [--out-dir results/dgp]``.
 
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List
 
 import gpflow
 import numpy as np
@@ -64,23 +64,63 @@ WIDTHS = {"GP-AEP": [1], "DGP-AEP 2": [2, 1], "DGP-AEP 3": [2, 2, 1], "GPflux 2"
 #: the paper's Table 3 (test log-likelihood) and Table 4 (RMSE), mean and s.e., from the spec §5.2
 PAPER = {
     "ll": {
-        "boston": {"GP 50": (-2.22, 0.07), "DGP-2 50": (-2.17, 0.10), "GP 100": (-2.16, 0.07), "DGP-2 100": (-2.09, 0.06)},
-        "concrete": {"GP 50": (-2.85, 0.02), "DGP-2 50": (-2.61, 0.02), "GP 100": (-2.65, 0.02), "DGP-2 100": (-2.43, 0.02)},
-        "energy": {"GP 50": (-1.29, 0.01), "DGP-2 50": (-0.95, 0.01), "GP 100": (-1.11, 0.02), "DGP-2 100": (-0.90, 0.01)},
+        "boston": {
+            "GP 50": (-2.22, 0.07),
+            "DGP-2 50": (-2.17, 0.10),
+            "GP 100": (-2.16, 0.07),
+            "DGP-2 100": (-2.09, 0.06),
+        },
+        "concrete": {
+            "GP 50": (-2.85, 0.02),
+            "DGP-2 50": (-2.61, 0.02),
+            "GP 100": (-2.65, 0.02),
+            "DGP-2 100": (-2.43, 0.02),
+        },
+        "energy": {
+            "GP 50": (-1.29, 0.01),
+            "DGP-2 50": (-0.95, 0.01),
+            "GP 100": (-1.11, 0.02),
+            "DGP-2 100": (-0.90, 0.01),
+        },
         "kin8nm": {"GP 50": (1.31, 0.01), "DGP-2 50": (1.79, 0.02), "GP 100": (1.68, 0.01), "DGP-2 100": (2.31, 0.01)},
         "naval": {"GP 50": (4.86, 0.04), "DGP-2 50": (4.77, 0.32), "GP 100": (5.51, 0.03), "DGP-2 100": (5.13, 0.27)},
-        "power": {"GP 50": (-2.66, 0.01), "DGP-2 50": (-2.58, 0.01), "GP 100": (-2.55, 0.01), "DGP-2 100": (-2.39, 0.02)},
-        "red wine": {"GP 50": (-0.67, 0.01), "DGP-2 50": (-0.10, 0.03), "GP 100": (-0.57, 0.02), "DGP-2 100": (0.37, 0.02)},
-        "yacht": {"GP 50": (-1.15, 0.03), "DGP-2 50": (-0.99, 0.07), "GP 100": (-1.26, 0.03), "DGP-2 100": (-0.96, 0.06)},
+        "power": {
+            "GP 50": (-2.66, 0.01),
+            "DGP-2 50": (-2.58, 0.01),
+            "GP 100": (-2.55, 0.01),
+            "DGP-2 100": (-2.39, 0.02),
+        },
+        "red wine": {
+            "GP 50": (-0.67, 0.01),
+            "DGP-2 50": (-0.10, 0.03),
+            "GP 100": (-0.57, 0.02),
+            "DGP-2 100": (0.37, 0.02),
+        },
+        "yacht": {
+            "GP 50": (-1.15, 0.03),
+            "DGP-2 50": (-0.99, 0.07),
+            "GP 100": (-1.26, 0.03),
+            "DGP-2 100": (-0.96, 0.06),
+        },
     },
     "rmse": {
         "boston": {"GP 50": (2.43, 0.12), "DGP-2 50": (2.38, 0.12), "GP 100": (2.39, 0.12), "DGP-2 100": (2.38, 0.11)},
-        "concrete": {"GP 50": (5.55, 0.12), "DGP-2 50": (4.64, 0.11), "GP 100": (4.78, 0.12), "DGP-2 100": (4.16, 0.13)},
+        "concrete": {
+            "GP 50": (5.55, 0.12),
+            "DGP-2 50": (4.64, 0.11),
+            "GP 100": (4.78, 0.12),
+            "DGP-2 100": (4.16, 0.13),
+        },
         "energy": {"GP 50": (1.02, 0.02), "DGP-2 50": (0.57, 0.02), "GP 100": (0.87, 0.03), "DGP-2 100": (0.56, 0.02)},
         "kin8nm": {"GP 50": (0.07, 0.00), "DGP-2 50": (0.05, 0.00), "GP 100": (0.06, 0.00), "DGP-2 100": (0.03, 0.00)},
         "naval": {"GP 50": (0.00, 0.00), "DGP-2 50": (0.01, 0.00), "GP 100": (0.00, 0.00), "DGP-2 100": (0.00, 0.00)},
         "power": {"GP 50": (3.75, 0.03), "DGP-2 50": (3.60, 0.03), "GP 100": (3.60, 0.04), "DGP-2 100": (3.21, 0.06)},
-        "red wine": {"GP 50": (0.57, 0.01), "DGP-2 50": (0.50, 0.01), "GP 100": (0.55, 0.01), "DGP-2 100": (0.41, 0.01)},
+        "red wine": {
+            "GP 50": (0.57, 0.01),
+            "DGP-2 50": (0.50, 0.01),
+            "GP 100": (0.55, 0.01),
+            "DGP-2 100": (0.41, 0.01),
+        },
         "yacht": {"GP 50": (1.15, 0.09), "DGP-2 50": (0.98, 0.09), "GP 100": (1.16, 0.07), "DGP-2 100": (1.06, 0.14)},
     },
 }
@@ -142,9 +182,9 @@ def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, batch_size, seed, samples):
     Z = first.inducing_variables[0].Z.numpy()
     lengthscale = first.kernels[0].lengthscales.numpy()
     layers, inputs, Z_in = [], X, Z
-    for l, (d_in, d_out) in enumerate(zip([D] + widths[:-1], widths)):
-        last = l == len(widths) - 1
-        ls = lengthscale if l == 0 else np.full(d_in, np.e)
+    for depth, (d_in, d_out) in enumerate(zip([D] + widths[:-1], widths)):
+        last = depth == len(widths) - 1
+        ls = lengthscale if depth == 0 else np.full(d_in, np.e)
         kernel = construct_basic_kernel(
             [gpflow.kernels.SquaredExponential(lengthscales=ls.copy()) for _ in range(d_out)],
             output_dim=d_out,
@@ -231,7 +271,9 @@ def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir,
         kernel, Z = _sparse_gp_start(X, Y, M, seed)
         model = gpflow.models.SGPR((X, Y), kernel, Z, noise_variance=0.01)
         gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables, options=dict(maxiter=1000))
-        results["SGPR"] = _scores(model.predict_log_density((Xt, Yt)).numpy(), model.predict_y(Xt)[0].numpy()[:, 0], Yt, y_std)
+        results["SGPR"] = _scores(
+            model.predict_log_density((Xt, Yt)).numpy(), model.predict_y(Xt)[0].numpy()[:, 0], Yt, y_std
+        )
     return results
 
 
@@ -244,11 +286,21 @@ def _scores(log_density, mean, Yt, y_std) -> Dict:
     )
 
 
-def run_uci(datasets, methods, M, splits, large_splits, iterations, lr, chunk, samples, data_dir, on_split=None) -> Dict:
+def run_uci(
+    datasets, methods, M, splits, large_splits, iterations, lr, chunk, samples, data_dir, on_split=None
+) -> Dict:
     """Every split of every dataset; ``on_split(report)`` is called with the report so far after each split."""
     config = dict(
-        datasets=list(datasets), methods=list(methods), num_inducing=M, splits=splits, large_splits=large_splits,
-        iterations=iterations, learning_rate=lr, batch_size=50, chunk=chunk, gpflux_samples=samples,
+        datasets=list(datasets),
+        methods=list(methods),
+        num_inducing=M,
+        splits=splits,
+        large_splits=large_splits,
+        iterations=iterations,
+        learning_rate=lr,
+        batch_size=50,
+        chunk=chunk,
+        gpflux_samples=samples,
     )
     runs = []
     for name in datasets:
@@ -294,16 +346,26 @@ def uci_markdown(report) -> str:
     paper_cols = [f"GP {M}", f"DGP-2 {M}"] if M in (50, 100) else []
     lines = common.markdown_header("DGP-AEP on UCI regression", report)
     if report.get("partial"):
-        lines += ["**Partial report**: written after each split while the run went on; the splits listed are those finished.", ""]
+        lines += [
+            "**Partial report**: written after each split while the run went on; the splits listed are those finished.",
+            "",
+        ]
     lines += [
         f"M = {M} per GP, {c['iterations']} Adam iterations (lr {c['learning_rate']}, batch {c['batch_size']}); "
         f"{c['splits']} splits ({c['large_splits']} for kin8nm, naval, power); X and y standardised with the "
         f"training split; GPflux test LL from {c['gpflux_samples']} forward samples.",
         "",
     ]
-    for metric, title, digits in (("test_ll", "Test log-likelihood (nats, higher is better)", 2), ("rmse", "Test RMSE (lower is better)", 3)):
+    for metric, title, digits in (
+        ("test_ll", "Test log-likelihood (nats, higher is better)", 2),
+        ("rmse", "Test RMSE (lower is better)", 3),
+    ):
         key = "ll" if metric == "test_ll" else "rmse"
-        lines += [f"**{title}**", "", "| dataset | splits | " + " | ".join(methods) + "".join(f" | paper {p}" for p in paper_cols) + " |"]
+        lines += [
+            f"**{title}**",
+            "",
+            "| dataset | splits | " + " | ".join(methods) + "".join(f" | paper {p}" for p in paper_cols) + " |",
+        ]
         lines.append("|---" * (2 + len(methods) + len(paper_cols)) + "|")
         for name, row in summary.items():
             paper = PAPER[key].get(NAMES.get(name, name), {})
@@ -314,12 +376,17 @@ def uci_markdown(report) -> str:
         lines.append("")
     timed = [m for m in methods if m != "SGPR"]
     base = "DGP-AEP 2" if "DGP-AEP 2" in timed else timed[0]
-    lines += [f"**Median time per iteration (ms), ratio to {base}'s in brackets** (interleaved chunks, compilation excluded)", ""]
+    lines += [
+        f"**Median time per iteration (ms), ratio to {base}'s in brackets** (interleaved chunks, compilation excluded)",
+        "",
+    ]
     lines += ["| dataset | " + " | ".join(timed) + " |", "|---" * (1 + len(timed)) + "|"]
     for name, row in summary.items():
         ref = row[base]["seconds_per_iteration"]
         cells = [
-            f"{1e3 * row[m]['seconds_per_iteration']:.2f} ({row[m]['seconds_per_iteration'] / ref:.2f}×)" if row[m]["seconds_per_iteration"] else "—"
+            f"{1e3 * row[m]['seconds_per_iteration']:.2f} ({row[m]['seconds_per_iteration'] / ref:.2f}×)"
+            if row[m]["seconds_per_iteration"]
+            else "—"
             for m in timed
         ]
         lines.append(f"| {NAMES.get(name, name)} | " + " | ".join(cells) + " |")
@@ -333,15 +400,21 @@ def claims(report) -> List[str]:
     for aep, flux in (("DGP-AEP 2", "GPflux 2"), ("DGP-AEP 3", "GPflux 3")):
         if aep in methods and flux in methods:
             wins = [n for n, row in summary.items() if row[aep]["test_ll"]["mean"] > row[flux]["test_ll"]["mean"]]
-            ratios = [row[aep]["seconds_per_iteration"] / row[flux]["seconds_per_iteration"] for row in summary.values()]
+            ratios = [
+                row[aep]["seconds_per_iteration"] / row[flux]["seconds_per_iteration"] for row in summary.values()
+            ]
             out.append(
                 f"{aep} has a higher mean test log-likelihood than {flux} on {len(wins)} of {len(summary)} datasets "
                 f"({', '.join(NAMES.get(n, n) for n in wins) or 'none'}); goal ≥ 6 of 8. Its time per iteration is "
                 f"{min(ratios):.2f}–{max(ratios):.2f}× GPflux's (goal ≤ 2×)."
             )
     if "GP-AEP" in methods and "DGP-AEP 2" in methods:
-        better = [n for n, row in summary.items() if row["DGP-AEP 2"]["test_ll"]["mean"] > row["GP-AEP"]["test_ll"]["mean"]]
-        out.append(f"DGP-AEP 2 beats GP-AEP in test log-likelihood on {len(better)} of {len(summary)} datasets (paper claim C1: all).")
+        better = [
+            n for n, row in summary.items() if row["DGP-AEP 2"]["test_ll"]["mean"] > row["GP-AEP"]["test_ll"]["mean"]
+        ]
+        out.append(
+            f"DGP-AEP 2 beats GP-AEP in test log-likelihood on {len(better)} of {len(summary)} datasets (paper claim C1: all)."
+        )
     return out
 
 
@@ -360,7 +433,13 @@ def main(argv=None, shared: bool = False) -> int:
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.large_splits, args.iterations, args.num_inducing, args.chunk, args.samples = (
-            ["yacht"], 1, 1, 60, 5, 20, 5,
+            ["yacht"],
+            1,
+            1,
+            60,
+            5,
+            20,
+            5,
         )
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
@@ -372,15 +451,30 @@ def main(argv=None, shared: bool = False) -> int:
     started = common.utc_now()
 
     def save_partial(partial):  # what has finished is kept if the run is stopped
-        report = dict(partial, command=command, started=started, finished=None, wall_time_s=0.0,
-                      machine=dict(common.machine_info(), load_average_start=None, load_average_end=common.load_average()))
+        report = dict(
+            partial,
+            command=command,
+            started=started,
+            finished=None,
+            wall_time_s=0.0,
+            machine=dict(common.machine_info(), load_average_start=None, load_average_end=common.load_average()),
+        )
         common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
 
     report = common.timed_report(
         command,
         lambda: run_uci(
-            datasets, methods, args.num_inducing, args.splits, args.large_splits, args.iterations, args.lr,
-            args.chunk, args.samples, args.data_dir, on_split=save_partial,
+            datasets,
+            methods,
+            args.num_inducing,
+            args.splits,
+            args.large_splits,
+            args.iterations,
+            args.lr,
+            args.chunk,
+            args.samples,
+            args.data_dir,
+            on_split=save_partial,
         ),
     )
     json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))

@@ -109,7 +109,13 @@ def run_ab(
     steppers = {
         "this": _Stepper(*sep(this), X, Y, batch_size),
         "this (copy)": _Stepper(*sep(this), X, Y, batch_size),
-        "SVGP": _Stepper(gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n), make_train_step, X, Y, batch_size),
+        "SVGP": _Stepper(
+            gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n),
+            make_train_step,
+            X,
+            Y,
+            batch_size,
+        ),
     }
     with tempfile.TemporaryDirectory() as workdir:
         if baseline_src:

@@ -152,7 +152,12 @@ def distributed_reports():
     """One subprocess (2 logical CPUs must be configured before TensorFlow starts) for every model."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), *DISTRIBUTED_MODELS], capture_output=True, text=True, timeout=900, env=env, check=False
+        [sys.executable, str(SCRIPT), *DISTRIBUTED_MODELS],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     reports = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("{")]

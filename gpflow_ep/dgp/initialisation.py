@@ -55,6 +55,10 @@ def initial_inducing_inputs(X: np.ndarray, num_inducing: int, rng: np.random.Gen
     return X[rng.choice(X.shape[0], num_inducing, replace=False)].copy()
 
 
+def _kernel(input_dim: int, lengthscale: float) -> SquaredExponential:
+    return SquaredExponential(variance=1.0, lengthscales=np.full(input_dim, lengthscale))
+
+
 def initial_layers(
     X: np.ndarray,
     widths: Sequence[int],
@@ -68,20 +72,16 @@ def initial_layers(
     """The layers of a DGP-AEP model of the given ``widths`` (module docstring)."""
     rng = np.random.default_rng(seed)
     layers = []
-    for l, (q, width) in enumerate(zip(widths[:-1], widths[1:])):
-        first, last = l == 0, l == len(widths) - 2
+    for depth, (q, width) in enumerate(zip(widths[:-1], widths[1:])):
+        first, last = depth == 0, depth == len(widths) - 2
         if first:
             Z = initial_inducing_inputs(X, num_inducing, rng)
             lengthscale, factor_scale = median_distance(X, num_inducing, rng), 1.0
         else:
             Z = np.repeat(np.linspace(-1.0, 1.0, num_inducing)[:, None], q, axis=1)
             lengthscale, factor_scale = np.e, 0.1
-
-        def kernel():
-            return SquaredExponential(variance=1.0, lengthscales=np.full(q, lengthscale))
-
-        shared_kernel = kernel()
-        kernels = [shared_kernel if share_kernel else kernel() for _ in range(width)]
+        shared_kernel = _kernel(q, lengthscale)
+        kernels = [shared_kernel if share_kernel else _kernel(q, lengthscale) for _ in range(width)]
         shared_Z = InducingPoints(Z.copy())
         inducing = [shared_Z if tie_inducing else InducingPoints(Z.copy()) for _ in range(width)]
         factors = [random_factor(num_inducing, factor_scale, num_data, rng) for _ in range(width)]

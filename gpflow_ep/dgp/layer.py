@@ -73,12 +73,19 @@ class AEPLayer(Module):
             )
         for k in kernels:
             if not isinstance(k, SquaredExponential):
-                raise ValueError(f"kernels: DGP-AEP needs SquaredExponential kernels (closed-form Psi statistics); got {type(k).__name__}")
+                raise ValueError(
+                    "kernels: DGP-AEP needs SquaredExponential kernels (closed-form Psi statistics); "
+                    f"got {type(k).__name__}"
+                )
         self.kernels = list(kernels)
-        self.inducing_variables = [z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variables]
+        self.inducing_variables = [
+            z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variables
+        ]
         for z, f in zip(self.inducing_variables, factors):
             if z.num_inducing != f.factor_shift.shape[0]:
-                raise ValueError(f"factors: a factor of size {f.factor_shift.shape[0]} for {z.num_inducing} inducing inputs")
+                raise ValueError(
+                    f"factors: a factor of size {f.factor_shift.shape[0]} for {z.num_inducing} inducing inputs"
+                )
         self.factors = list(factors)
         if noise_variance is None:
             self.noise_variance = None
@@ -111,7 +118,9 @@ class AEPLayer(Module):
         return tf.add_n([f.energy_terms_of(b.posterior, b.cavity) for f, b in zip(self.factors, blocks)])
 
     @check_shapes("mean: [N, Q]", "var: [N, Q]", "return[0]: [N, D]", "return[1]: [N, D]")
-    def propagate(self, mean, var, *, cavity: bool, deterministic: bool = False, blocks: Optional[List["Block"]] = None):
+    def propagate(
+        self, mean, var, *, cavity: bool, deterministic: bool = False, blocks: Optional[List["Block"]] = None
+    ):
         """
         Mean and variance [N, D_l] of the layer's outputs under the input N(``mean``, diag ``var``)
         and the cavity (``cavity=True``) or the posterior of each u (module docstring). With

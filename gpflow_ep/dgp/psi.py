@@ -46,7 +46,9 @@ def psi_statistics(kernel: SquaredExponential, mean, var, Z) -> PsiStatistics:
     ``var = 0`` gives ψ₁ = k(X, Z) and Ψ₂ = k kᵀ.
     """
     if not isinstance(kernel, SquaredExponential):
-        raise ValueError(f"kernel: the Psi statistics are implemented for SquaredExponential; got {type(kernel).__name__}")
+        raise ValueError(
+            f"kernel: the Psi statistics are implemented for SquaredExponential; got {type(kernel).__name__}"
+        )
     variance = tf.convert_to_tensor(kernel.variance)
     ell2 = tf.square(tf.convert_to_tensor(kernel.lengthscales)) * tf.ones_like(mean[0])  # [Q]
     N = tf.shape(mean)[0]

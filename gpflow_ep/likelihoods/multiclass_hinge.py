@@ -53,7 +53,9 @@ class MultiClassHinge(Likelihood):
     :param num_legendre: quadrature nodes over the margin s (``quad_max``).
     """
 
-    def __init__(self, num_classes: int, bound: str = "quad_max", num_gauss_hermite: int = 32, num_legendre: int = 64, **kwargs):
+    def __init__(
+        self, num_classes: int, bound: str = "quad_max", num_gauss_hermite: int = 32, num_legendre: int = 64, **kwargs
+    ):
         num_classes = check_positive_int(num_classes, "num_classes")
         if num_classes < 2:
             raise ValueError(f"num_classes must be at least 2; got {num_classes}")
@@ -69,15 +71,23 @@ class MultiClassHinge(Likelihood):
         labels = tf.cast(tf.reshape(Y, [-1]), tf.int32)
         if tf.executing_eagerly():
             values = np.asarray(tf.reshape(Y, [-1]))
-            if not np.all(np.isfinite(values)) or np.any(values != np.round(values)) or np.any((values < 0) | (values >= self.num_classes)):
-                raise ValueError(f"Y must hold integer class labels in [0, {self.num_classes}); got {np.unique(values)[:5].tolist()}")
+            if (
+                not np.all(np.isfinite(values))
+                or np.any(values != np.round(values))
+                or np.any((values < 0) | (values >= self.num_classes))
+            ):
+                raise ValueError(
+                    f"Y must hold integer class labels in [0, {self.num_classes}); got {np.unique(values)[:5].tolist()}"
+                )
         return tf.one_hot(labels, self.num_classes, dtype=dtype)
 
     def _competitor_margin(self, Fmu, Fvar, Y):
         """μ_b, σ_b² of b = 1 + f_t - f_y for the competitor t = argmax_{j≠y} m_j (no gradient)."""
         own = self._one_hot(Y, Fmu.dtype)
         masked = tf.where(own > 0, tf.fill(tf.shape(Fmu), tf.constant(-np.inf, Fmu.dtype)), Fmu)
-        rival = tf.one_hot(tf.stop_gradient(tf.argmax(masked, axis=-1, output_type=tf.int32)), self.num_classes, dtype=Fmu.dtype)
+        rival = tf.one_hot(
+            tf.stop_gradient(tf.argmax(masked, axis=-1, output_type=tf.int32)), self.num_classes, dtype=Fmu.dtype
+        )
         return 1.0 + tf.reduce_sum((rival - own) * Fmu, -1), tf.reduce_sum((rival + own) * Fvar, -1)
 
     def _expected_positive_margin(self, Fmu, Fvar, Y):

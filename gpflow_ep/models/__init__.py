@@ -1,8 +1,8 @@
 """EP models: drop-in replacements for GPflow's VGP/SVGP."""
 
 from ..ep import EPSettings
-from .ep_base import EPModel
 from .dgp_aep import DGPAEP
+from .ep_base import EPModel
 from .epgpc import EPGPC, EPPosterior
 from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP

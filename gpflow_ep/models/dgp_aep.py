@@ -66,10 +66,11 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         super().__init__()
         if len(layers) == 0:
             raise ValueError("layers: a DGP-AEP model needs at least one layer")
-        for l, (below, above) in enumerate(zip(layers[:-1], layers[1:])):
+        for depth, (below, above) in enumerate(zip(layers[:-1], layers[1:])):
             if above.input_dim != below.num_outputs:
                 raise ValueError(
-                    f"layers: layer {l + 1} takes {above.input_dim} inputs but layer {l} has {below.num_outputs} outputs"
+                    f"layers: layer {depth + 1} takes {above.input_dim} inputs "
+                    f"but layer {depth} has {below.num_outputs} outputs"
                 )
         if layers[-1].num_outputs != 1:
             raise ValueError(f"layers: the last layer must have one output; got {layers[-1].num_outputs}")
@@ -77,7 +78,9 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         for layer in layers:
             for factor in layer.factors:
                 if factor.num_data != self.num_data:
-                    raise ValueError(f"layers: a tied factor for {factor.num_data} data points in a model of num_data={num_data}")
+                    raise ValueError(
+                        f"layers: a tied factor for {factor.num_data} data points in a model of num_data={num_data}"
+                    )
         self.layers = list(layers)
         self.likelihood = likelihood
 
@@ -103,7 +106,9 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         X, Y = check_data((X, Y), likelihood)
         widths = [check_positive_int(w, "widths") for w in widths]
         if len(widths) < 2 or widths[0] != X.shape[1] or widths[-1] != 1:
-            raise ValueError(f"widths must be [D={X.shape[1]}, ..., 1] (input dimension first, one output last); got {widths}")
+            raise ValueError(
+                f"widths must be [D={X.shape[1]}, ..., 1] (input dimension first, one output last); got {widths}"
+            )
         num_inducing = check_positive_int(num_inducing, "num_inducing")
         layers = initial_layers(
             X, widths, num_inducing, X.shape[0], seed=seed, share_kernel=share_kernel, tie_inducing=tie_inducing
@@ -139,8 +144,8 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         blocks = [layer.blocks() for layer in self.layers] if blocks is None else blocks
         mean, var = X, tf.zeros_like(X)
         moments = []
-        for l, (layer, layer_blocks) in enumerate(zip(self.layers, blocks)):
-            mean, var = layer.propagate(mean, var, cavity=cavity, deterministic=l == 0, blocks=layer_blocks)
+        for depth, (layer, layer_blocks) in enumerate(zip(self.layers, blocks)):
+            mean, var = layer.propagate(mean, var, cavity=cavity, deterministic=depth == 0, blocks=layer_blocks)
             moments.append((mean, var))
         return moments
 
@@ -175,7 +180,9 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         not available.
         """
         if full_cov or full_output_cov:
-            raise ValueError("full_cov: DGPAEP predicts one moment-matched Gaussian per input; full covariances are not available")
+            raise ValueError(
+                "full_cov: DGPAEP predicts one moment-matched Gaussian per input; full covariances are not available"
+            )
         return self.propagate(self._check_inputs(Xnew), cavity=False)[-1]
 
     def predict_layers(self, Xnew: InputData) -> List[MeanAndVariance]:
@@ -189,7 +196,9 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         return self.likelihood.predict_mean_and_var(Xnew, mean, var)
 
     @check_shapes("return: [N]")
-    def predict_log_density(self, data: RegressionData, full_cov: bool = False, full_output_cov: bool = False) -> tf.Tensor:
+    def predict_log_density(
+        self, data: RegressionData, full_cov: bool = False, full_output_cov: bool = False
+    ) -> tf.Tensor:
         """log p(y* | x*) under the moment-matched predictive, per point."""
         X, Y = self._check_data(data)
         mean, var = self.predict_f(X, full_cov=full_cov, full_output_cov=full_output_cov)

@@ -28,9 +28,15 @@ def u_space():
 def make_layer(rng):
     def make(Q=2, D=1, M=5, num_data=7, noise=0.3, share_kernel=True):
         kernels = [gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=rng.uniform(0.7, 1.5, Q))]
-        kernels = kernels * D if share_kernel else kernels + [
-            gpflow.kernels.SquaredExponential(variance=0.9, lengthscales=rng.uniform(0.7, 1.5, Q)) for _ in range(D - 1)
-        ]
+        kernels = (
+            kernels * D
+            if share_kernel
+            else kernels
+            + [
+                gpflow.kernels.SquaredExponential(variance=0.9, lengthscales=rng.uniform(0.7, 1.5, Q))
+                for _ in range(D - 1)
+            ]
+        )
         Z = [rng.normal(size=(M, Q)) for _ in range(D)]
         factors = [random_factor(M, 0.7, num_data, rng) for _ in range(D)]
         return AEPLayer(kernels, Z, factors, noise_variance=noise)

@@ -6,7 +6,9 @@ from gpflow import covariances
 
 
 def _numpy_cholesky(layer, d):
-    return np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[d], layer.kernels[d], jitter=layer.jitter).numpy())
+    return np.linalg.cholesky(
+        covariances.Kuu(layer.inducing_variables[d], layer.kernels[d], jitter=layer.jitter).numpy()
+    )
 
 
 @pytest.mark.parametrize("cavity", [False, True])

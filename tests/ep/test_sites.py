@@ -62,7 +62,9 @@ def test_cavity_of_another_direction_is_the_rank_one_downdate(removed, rng):
     np.testing.assert_allclose(moved.mean, b.T @ m_cav, rtol=1e-10)
     np.testing.assert_allclose(moved.var, b.T @ S_cav @ b, rtol=1e-10)
     assert bool(moved.valid)
-    direct = cavity_distribution(a.T @ mu, a.T @ Sigma @ a, tau, nu, removed, of=(b.T @ mu, b.T @ Sigma @ b, b.T @ Sigma @ a))
+    direct = cavity_distribution(
+        a.T @ mu, a.T @ Sigma @ a, tau, nu, removed, of=(b.T @ mu, b.T @ Sigma @ b, b.T @ Sigma @ a)
+    )
     np.testing.assert_allclose(direct.mean, moved.mean, rtol=1e-12)
     np.testing.assert_allclose(direct.var, moved.var, rtol=1e-12)
 

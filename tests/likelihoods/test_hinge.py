@@ -14,14 +14,18 @@ from gpflow_ep.likelihoods import BinaryHinge
 @pytest.mark.parametrize("a, b", [(1.0, 0.3), (2.0, -1.5), (0.5, 2.0)])
 def test_lemma_1(a, b):
     """U1: ∫ a (2πλ)^{-½} exp(-½(a²λ + b²/λ)) dλ = exp(-|ab|), b of either sign (quadrature, 1e-10)."""
-    value, _ = integrate.quad(lambda lam: a / np.sqrt(2 * np.pi * lam) * np.exp(-0.5 * (a * a * lam + b * b / lam)), 0, np.inf, epsabs=1e-13)
+    value, _ = integrate.quad(
+        lambda lam: a / np.sqrt(2 * np.pi * lam) * np.exp(-0.5 * (a * a * lam + b * b / lam)), 0, np.inf, epsabs=1e-13
+    )
     assert abs(value - np.exp(-abs(a * b))) < 1e-10
 
 
 @pytest.mark.parametrize("b, expected", [(-2.0, 1.0), (-0.5, 1.0), (0.0, 1.0), (0.7, 0.246597), (3.0, 0.00247875)])
 def test_theorem_1_mixture(b, expected):
     """U2: ∫ (2πλ)^{-½} exp(-(b + λ)²/(2λ)) dλ = exp(-2 max(b, 0)) (the golden values to their 6 digits)."""
-    value, _ = integrate.quad(lambda lam: np.exp(-((b + lam) ** 2) / (2 * lam)) / np.sqrt(2 * np.pi * lam), 0, np.inf, epsabs=1e-13)
+    value, _ = integrate.quad(
+        lambda lam: np.exp(-((b + lam) ** 2) / (2 * lam)) / np.sqrt(2 * np.pi * lam), 0, np.inf, epsabs=1e-13
+    )
     np.testing.assert_allclose(value, np.exp(-2 * max(b, 0.0)), rtol=1e-9)
     np.testing.assert_allclose(value, expected, rtol=1e-5)
 
@@ -42,7 +46,9 @@ def test_collapsed_bound_below_exact_term(mu_b, var_b, augmented, exact):
     np.testing.assert_allclose(_ve("augmented", mu_b, var_b), augmented, atol=1e-6)
     np.testing.assert_allclose(_ve("exact", mu_b, var_b), exact, atol=1e-6)
     sd = np.sqrt(var_b)
-    quad, _ = integrate.quad(lambda b: -2 * max(b, 0.0) * norm.pdf(b, mu_b, sd), mu_b - 12 * sd, mu_b + 12 * sd, points=[0.0], epsabs=1e-12)
+    quad, _ = integrate.quad(
+        lambda b: -2 * max(b, 0.0) * norm.pdf(b, mu_b, sd), mu_b - 12 * sd, mu_b + 12 * sd, points=[0.0], epsabs=1e-12
+    )
     np.testing.assert_allclose(_ve("exact", mu_b, var_b), quad, rtol=1e-9)
     assert _ve("augmented", mu_b, var_b) <= _ve("exact", mu_b, var_b) <= 0.0
 
@@ -109,7 +115,10 @@ def test_tilted_moments_match_quadrature_and_shrink_the_variance(rng, power):
             return np.exp(-2 * power * max(0.0, 1 - y * f)) * norm.pdf(f, m[i, 0], np.sqrt(v[i, 0]))
 
         lo, hi = m[i, 0] - 15 * np.sqrt(v[i, 0]), m[i, 0] + 15 * np.sqrt(v[i, 0])
-        moments = [integrate.quad(lambda f, k=k: f**k * weight(f), lo, hi, points=[y], epsabs=1e-14, limit=200)[0] for k in range(3)]
+        moments = [
+            integrate.quad(lambda f, k=k: f**k * weight(f), lo, hi, points=[y], epsabs=1e-14, limit=200)[0]
+            for k in range(3)
+        ]
         Z = moments[0]
         np.testing.assert_allclose(np.exp(t.log_z.numpy()[i, 0]), Z, rtol=1e-8)
         np.testing.assert_allclose(mean[i, 0], moments[1] / Z, rtol=1e-8, atol=1e-9)
@@ -130,7 +139,13 @@ def test_expected_log_likelihood_under_the_tilted_distribution(rng):
             return np.exp(-2 * max(0.0, 1 - y * f)) * norm.pdf(f, m[i, 0], sd)
 
         Z = integrate.quad(p, m[i, 0] - 15 * sd, m[i, 0] + 15 * sd, points=[y], epsabs=1e-14)[0]
-        e = integrate.quad(lambda f: -2 * max(0.0, 1 - y * f) * p(f), m[i, 0] - 15 * sd, m[i, 0] + 15 * sd, points=[y], epsabs=1e-14)[0]
+        e = integrate.quad(
+            lambda f, y=y, p=p: -2 * max(0.0, 1 - y * f) * p(f),
+            m[i, 0] - 15 * sd,
+            m[i, 0] + 15 * sd,
+            points=[y],
+            epsabs=1e-14,
+        )[0]
         np.testing.assert_allclose(t1[i, 0], e / Z, rtol=1e-8)
 
 

@@ -4,7 +4,6 @@ import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
-from scipy.stats import norm
 
 from gpflow_ep.likelihoods import BinaryHinge, MultiClassHinge
 
@@ -34,7 +33,10 @@ def test_true_max_term_against_monte_carlo(rng):
 
 def test_fixed_competitor_terms_and_their_order():
     """The paper's terms use t = argmax_{j≠y} m_j (here 2): exact = -2·0.948642; augmented ≤ exact; quad_max ≤ exact."""
-    terms = {b: MultiClassHinge(4, bound=b).variational_expectations(None, M_REF, V_REF, np.array([[1]])).numpy()[0] for b in ("augmented", "exact", "quad_max")}
+    terms = {
+        b: MultiClassHinge(4, bound=b).variational_expectations(None, M_REF, V_REF, np.array([[1]])).numpy()[0]
+        for b in ("augmented", "exact", "quad_max")
+    }
     np.testing.assert_allclose(terms["exact"], -2 * 0.948642, atol=2e-6)
     mu_b, var_b = 1 + 0.8 - 1.0, 0.9 + 0.3
     np.testing.assert_allclose(terms["augmented"], -mu_b - np.sqrt(mu_b**2 + var_b), rtol=1e-12)
@@ -43,7 +45,10 @@ def test_fixed_competitor_terms_and_their_order():
 
 @pytest.mark.parametrize("bound", ["augmented", "exact", "quad_max"])
 def test_two_classes_reduce_to_the_binary_hinge(rng, bound):
-    """U8: C = 2 is the binary hinge on g = f_1 - f_0 (variance v_0 + v_1); the max is the competitor, so all bounds agree."""
+    """
+    U8: C = 2 is the binary hinge on g = f_1 - f_0 (variance v_0 + v_1); the max is the competitor,
+    so all bounds agree.
+    """
     m, v = rng.normal(size=(5, 2)), rng.uniform(0.1, 1.5, (5, 2))
     Y = np.array([[0], [1], [1], [0], [1]])
     multi = MultiClassHinge(2, bound=bound).variational_expectations(None, m, v, Y).numpy()
@@ -93,7 +98,9 @@ def test_log_prob_is_the_hinge_with_the_true_max():
     lik = MultiClassHinge(3)
     F = np.array([[0.2, 1.5, 0.9], [2.0, -1.0, 0.1]])
     Y = np.array([[1], [1]])
-    np.testing.assert_allclose(lik.log_prob(None, F, Y), [-2 * max(0, 1 + 0.9 - 1.5), -2 * max(0, 1 + 2.0 + 1.0)], rtol=1e-12)
+    np.testing.assert_allclose(
+        lik.log_prob(None, F, Y), [-2 * max(0, 1 + 0.9 - 1.5), -2 * max(0, 1 + 2.0 + 1.0)], rtol=1e-12
+    )
 
 
 def test_svgp_on_iris_reaches_the_spec_accuracy():
@@ -110,9 +117,15 @@ def test_svgp_on_iris_reaches_the_spec_accuracy():
     Xtr, Xte = (Xtr - mean) / std, (Xte - mean) / std
     Ytr = ytr[:, None].astype(float)
     m = gpflow.models.SVGP(
-        gpflow.kernels.SquaredExponential(lengthscales=np.ones(4)), MultiClassHinge(3, bound="exact"), Xtr[::3].copy(), num_latent_gps=3, num_data=len(Xtr)
+        gpflow.kernels.SquaredExponential(lengthscales=np.ones(4)),
+        MultiClassHinge(3, bound="exact"),
+        Xtr[::3].copy(),
+        num_latent_gps=3,
+        num_data=len(Xtr),
     )
-    m.q_mu.assign(np.random.default_rng(0).normal(0, 0.01, m.q_mu.shape))  # break the competitor tie at q_mu = 0 (spec §3.6)
+    m.q_mu.assign(
+        np.random.default_rng(0).normal(0, 0.01, m.q_mu.shape)
+    )  # break the competitor tie at q_mu = 0 (spec §3.6)
     opt = gpflow.keras.tf_keras.optimizers.Adam(0.01)
     loss = m.training_loss_closure((Xtr, Ytr), compile=True)
     for _ in range(500):

@@ -60,7 +60,9 @@ def test_replicated_data_reaches_the_fitc_evidence(rng):
     m = single_layer_model(rng, X, Z, N, noise=0.3, kernel=kernel)
     maximise_over_factors(m, (X, Y))
     fitc = gpflow.models.GPRFITC((X, Y), kernel, Z.copy(), noise_variance=0.3)
-    np.testing.assert_allclose(m.maximum_log_likelihood_objective((X, Y)).numpy(), fitc.maximum_log_likelihood_objective().numpy(), atol=1e-4)
+    np.testing.assert_allclose(
+        m.maximum_log_likelihood_objective((X, Y)).numpy(), fitc.maximum_log_likelihood_objective().numpy(), atol=1e-4
+    )
 
 
 def test_stationary_point_matches_averaged_tilted_moments(rng):
@@ -94,7 +96,9 @@ def test_stationary_point_matches_averaged_tilted_moments(rng):
     np.testing.assert_allclose(mean, first, atol=1e-6)
     np.testing.assert_allclose(V + np.outer(mean, mean), second, atol=1e-6)
     # F is close to the FITC evidence but not a bound (spec §1.5 (a), test 10): only near, in nats per point
-    fitc = gpflow.models.GPRFITC((X, Y), kernel, Z.copy(), noise_variance=noise).maximum_log_likelihood_objective().numpy()
+    fitc = (
+        gpflow.models.GPRFITC((X, Y), kernel, Z.copy(), noise_variance=noise).maximum_log_likelihood_objective().numpy()
+    )
     assert abs(m.maximum_log_likelihood_objective((X, Y)).numpy() - fitc) < 0.1 * N
 
 
@@ -108,7 +112,10 @@ def test_minibatch_estimates_average_to_the_full_batch_objective(rng):
 
 
 def test_gradients_match_finite_differences(rng, assert_gradients_match_finite_differences):
-    """Autodiff gradients of F̂ in every parameter = central differences (L = 2, D = 2, width 2, M = 4, N = 10; spec test 11)."""
+    """
+    Autodiff gradients of F̂ in every parameter = central differences (L = 2, D = 2, width 2, M = 4,
+    N = 10; spec test 11).
+    """
     X = rng.normal(size=(10, 2))
     Y = np.sin(X[:, :1]) + 0.1 * rng.normal(size=(10, 1))
     m = DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=4, seed=2)
@@ -187,7 +194,10 @@ def test_two_layer_moments_match_monte_carlo_of_the_fitc_chain(rng):
 
 
 def test_probit_output(rng):
-    """A probit output: log Z_n = log Φ(y m/√(1 + v)) at the propagated cavity moments, = Monte Carlo of E[Φ(y f)] (spec test 17)."""
+    """
+    A probit output: log Z_n = log Φ(y m/√(1 + v)) at the propagated cavity moments, = Monte Carlo
+    of E[Φ(y f)] (spec test 17).
+    """
     X = rng.normal(size=(30, 2))
     Y = (X[:, :1] > 0).astype(float)
     m = DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=4, likelihood=Probit(), seed=0)
