@@ -103,6 +103,7 @@ def test_log_prob_is_the_hinge_with_the_true_max():
     )
 
 
+@pytest.mark.slow
 def test_svgp_on_iris_reaches_the_spec_accuracy():
     """
     I1 (spec §8.2, shortened to 500 steps): SVGP + MultiClassHinge (the paper's fixed-competitor "exact"
