@@ -68,6 +68,7 @@ __all__ = [
     "random_subset",
     "make_optimizer",
     "MinibatchRunner",
+    "TimedSteps",
     "json_default",
     "write_json",
     "write_report",
@@ -467,6 +468,31 @@ def make_optimizer(name: str):
         lr = float(name.split(":", 1)[1]) if ":" in name else 0.01
         return tf_keras.optimizers.Adam(lr)
     raise ValueError(f"unknown optimiser {name!r}; use adam[:lr] or adadelta")
+
+
+class TimedSteps:
+    """
+    A compiled train step and its batch iterator, timed in chunks: :meth:`run` takes ``k`` steps and
+    records (and returns) the seconds per step of the chunk in :attr:`per_step`. The step returns a
+    loss or a tuple whose first entry is the loss (``make_train_step``'s (loss, skipped)).
+    """
+
+    def __init__(self, step: Callable, batches):
+        self.step, self.batches = step, batches
+        self.per_step: List[float] = []
+
+    def run(self, k: int) -> float:
+        t0 = time.perf_counter()
+        loss = None
+        for _ in range(k):
+            loss = self.step(next(self.batches))
+        float(loss[0] if isinstance(loss, tuple) else loss)
+        self.per_step.append((time.perf_counter() - t0) / k)
+        return self.per_step[-1]
+
+    def median_per_step(self) -> float:
+        """Median seconds per step over the chunks after the first (the compiling one), if any."""
+        return float(np.median(self.per_step[1:] or self.per_step))
 
 
 class MinibatchRunner:

@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Dict
 
 import gpflow
-import numpy as np
 
 from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import DGPAEP, SEPGPC
 
 from . import common
-from .dgp_uci import minibatch_trainer, train_interleaved
+from .dgp_uci import minibatch_trainer, summarise, train_interleaved
 
 log = common.progress_logger("dgp_binary")
 QUICK_HELP = "Crabs, 1 split, 60 iterations, M = 5"
@@ -63,7 +62,7 @@ def run_split(name, split, methods, M, iterations, lr, chunk, data_dir, seed=0) 
             error=scores["error"],
             nlpd=scores["nlpd"],
             finite=scores["finite"],
-            seconds_per_iteration=float(np.median(trainers[m].chunk_times[1:] or trainers[m].chunk_times)),
+            seconds_per_iteration=trainers[m].median_per_step(),
         )
     return results
 
@@ -78,18 +77,7 @@ def run_binary(datasets, methods, M, splits, iterations, lr, chunk, data_dir) ->
                 f"{name} split {split}: "
                 + ", ".join(f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in result.items())
             )
-    summary = {}
-    for name in datasets:
-        rows = [r["results"] for r in runs if r["dataset"] == name]
-        summary[name] = {
-            m: dict(
-                error=common.mean_se([row[m]["error"] for row in rows]),
-                nlpd=common.mean_se([row[m]["nlpd"] for row in rows]),
-                seconds_per_iteration=float(np.median([row[m]["seconds_per_iteration"] for row in rows])),
-                all_finite=all(row[m]["finite"] for row in rows),
-            )
-            for m in methods
-        }
+    summary = summarise(runs, methods, metrics=("error", "nlpd"))
     return dict(
         config=dict(
             datasets=list(datasets),

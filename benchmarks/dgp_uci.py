@@ -126,22 +126,12 @@ PAPER = {
 }
 
 
-class _Trainer:
-    """A minibatch model, its compiled step and batches; ``predict(X) -> (log density fn, mean)``."""
+class _Trainer(common.TimedSteps):
+    """A minibatch model's timed step and batches, and ``predict(X, Y) -> (log densities, means)``."""
 
     def __init__(self, step: Callable, batches, predict: Callable):
-        self.step, self.batches, self.predict = step, batches, predict
-        self.chunk_times: List[float] = []
-        self.steps = 0
-
-    def run(self, k: int) -> None:
-        t0 = time.perf_counter()
-        loss = None
-        for _ in range(k):
-            loss = self.step(next(self.batches))
-        float(loss[0] if isinstance(loss, tuple) else loss)
-        self.chunk_times.append((time.perf_counter() - t0) / k)
-        self.steps += k
+        super().__init__(step, batches)
+        self.predict = predict
 
 
 def train_interleaved(trainers, iterations: int, chunk: int) -> None:
@@ -266,7 +256,7 @@ def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir,
     for method, trainer in trainers.items():
         log_density, mean = trainer.predict(Xt, Yt)
         results[method] = _scores(log_density, mean, Yt, y_std)
-        results[method]["seconds_per_iteration"] = float(np.median(trainer.chunk_times[1:] or trainer.chunk_times))
+        results[method]["seconds_per_iteration"] = trainer.median_per_step()
     if "SGPR" in methods:
         kernel, Z = _sparse_gp_start(X, Y, M, seed)
         model = gpflow.models.SGPR((X, Y), kernel, Z, noise_variance=0.01)
@@ -317,14 +307,15 @@ def run_uci(
     return dict(config=config, runs=runs, summary=summarise(runs, methods))
 
 
-def summarise(runs, methods) -> Dict:
+def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
+    """Per dataset and method: mean ± s.e. of each metric over splits, median time per iteration, all finite."""
     summary = {}
     for name in dict.fromkeys(r["dataset"] for r in runs):
         rows = [r["results"] for r in runs if r["dataset"] == name]
         summary[name] = {}
         for m in methods:
             values = [row[m] for row in rows if m in row]
-            entry = {k: common.mean_se([v[k] for v in values]) for k in ("test_ll", "rmse")}
+            entry = {k: common.mean_se([v[k] for v in values]) for k in metrics}
             times = [v["seconds_per_iteration"] for v in values if "seconds_per_iteration" in v]
             entry["seconds_per_iteration"] = float(np.median(times)) if times else None
             entry["all_finite"] = all(v["finite"] for v in values)

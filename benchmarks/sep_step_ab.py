@@ -20,7 +20,6 @@ import re
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -56,26 +55,14 @@ def import_baseline(src: str, workdir: Path):
     return sys.modules[BASELINE_PACKAGE]
 
 
-class _Stepper:
-    """A model, its compiled train step and its batch iterator."""
-
-    def __init__(self, model, make_step, X, Y, batch_size: int, make_batches=make_dataset):
-        self.model = model
-        optimizer = common.make_optimizer("adam:0.01")
-        if "damping" in inspect.signature(make_step).parameters:  # versions before EPSettings carried it
-            self.step = make_step(model, optimizer, damping=common.MINIBATCH_DAMPING)
-        else:
-            self.step = make_step(model, optimizer)
-        self.batches = iter(make_batches((X, Y), batch_size, seed=0))
-        self.times = []
-
-    def run(self, steps: int) -> float:
-        t0 = time.perf_counter()
-        loss = None
-        for _ in range(steps):
-            loss, _ = self.step(next(self.batches))
-        float(loss)
-        return (time.perf_counter() - t0) / steps
+def _stepper(model, make_step, X, Y, batch_size: int, make_batches=make_dataset) -> common.TimedSteps:
+    """A model's compiled Adam step (``make_step`` of its version) and batch iterator, timed in chunks."""
+    optimizer = common.make_optimizer("adam:0.01")
+    if "damping" in inspect.signature(make_step).parameters:  # versions before EPSettings carried it
+        step = make_step(model, optimizer, damping=common.MINIBATCH_DAMPING)
+    else:
+        step = make_step(model, optimizer)
+    return common.TimedSteps(step, iter(make_batches((X, Y), batch_size, seed=0)))
 
 
 def _summary(values) -> Dict:
@@ -107,9 +94,9 @@ def run_ab(
 
     this = sys.modules["gpflow_ep"]
     steppers = {
-        "this": _Stepper(*sep(this), X, Y, batch_size),
-        "this (copy)": _Stepper(*sep(this), X, Y, batch_size),
-        "SVGP": _Stepper(
+        "this": _stepper(*sep(this), X, Y, batch_size),
+        "this (copy)": _stepper(*sep(this), X, Y, batch_size),
+        "SVGP": _stepper(
             gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n),
             make_train_step,
             X,
@@ -120,7 +107,7 @@ def run_ab(
     with tempfile.TemporaryDirectory() as workdir:
         if baseline_src:
             baseline = import_baseline(baseline_src, Path(workdir))
-            steppers[baseline_name] = _Stepper(
+            steppers[baseline_name] = _stepper(
                 *sep(baseline), X, Y, batch_size, make_batches=baseline.training.make_dataset
             )
         for stepper in steppers.values():
@@ -128,9 +115,12 @@ def run_ab(
         names = list(steppers)
         for r in range(rounds):
             for name in names if r % 2 == 0 else names[::-1]:
-                steppers[name].times.append(steppers[name].run(steps))
-            log(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {1e3 * s.times[-1]:.2f} ms" for k, s in steppers.items()))
-    times = {name: np.asarray(s.times) for name, s in steppers.items()}
+                steppers[name].run(steps)
+            log(
+                f"round {r + 1}/{rounds}: "
+                + ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
+            )
+    times = {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}  # the first chunk is the warm-up
     ratios = {f"{name} / SVGP": _summary(times[name] / times["SVGP"]) for name in names if name != "SVGP"}
     ratios["this / this (copy)"] = _summary(times["this"] / times["this (copy)"])
     if baseline_src:
