@@ -38,6 +38,25 @@ def check_binary_labels(Y, name: str = "Y") -> np.ndarray:
     return Yf
 
 
+def check_class_labels(Y, num_classes: int, name: str = "Y") -> np.ndarray:
+    """Validate multi-class labels eagerly (GPflow's ``MultiClass`` layout): integers in [0, C), [N, 1].
+
+    :raises ValueError: naming ``name`` when the labels have another shape or value.
+    """
+    Y = np.asarray(Y)
+    if Y.ndim != 2 or Y.shape[1] != 1:
+        raise ValueError(f"{name} must have shape [N, 1] with integer class labels; got shape {Y.shape}")
+    if not np.issubdtype(Y.dtype, np.number):
+        raise ValueError(f"{name} must hold integer class labels; got dtype {Y.dtype}")
+    Yf = Y.astype(np.float64)
+    bad = ~np.isfinite(Yf) | (Yf != np.round(Yf)) | (Yf < 0) | (Yf >= num_classes)
+    if np.any(bad):
+        raise ValueError(
+            f"{name} must hold integer class labels in [0, {num_classes}); found {np.unique(Yf[bad])[:5].tolist()}"
+        )
+    return Yf
+
+
 def check_inputs(X, name: str = "X") -> np.ndarray:
     """X must be a finite [N, D] array."""
     X = np.asarray(X, dtype=np.float64) if not hasattr(X, "numpy") else np.asarray(X.numpy(), dtype=np.float64)

@@ -37,7 +37,7 @@ from gpflow.likelihoods import Likelihood
 
 from ..ep.tilted import log_normal_pdf
 from ..numerics import log_ndtr, ndtr
-from ..validation import check_choice, check_positive_int
+from ..validation import check_choice, check_class_labels, check_positive_int
 
 __all__ = ["MultiClassHinge"]
 
@@ -70,15 +70,7 @@ class MultiClassHinge(Likelihood):
     def _one_hot(self, Y, dtype):
         labels = tf.cast(tf.reshape(Y, [-1]), tf.int32)
         if tf.executing_eagerly():
-            values = np.asarray(tf.reshape(Y, [-1]))
-            if (
-                not np.all(np.isfinite(values))
-                or np.any(values != np.round(values))
-                or np.any((values < 0) | (values >= self.num_classes))
-            ):
-                raise ValueError(
-                    f"Y must hold integer class labels in [0, {self.num_classes}); got {np.unique(values)[:5].tolist()}"
-                )
+            check_class_labels(np.reshape(np.asarray(Y), [-1, 1]), self.num_classes)
         return tf.one_hot(labels, self.num_classes, dtype=dtype)
 
     def _competitor_margin(self, Fmu, Fvar, Y):

@@ -1,6 +1,7 @@
-"""Optimisers for EP state and the SEP paper's batch learning-rate rule."""
+"""Optimisers for EP state, the SEP paper's batch learning-rate rule and the Bayesian SVM's coordinate ascent."""
 
 from .ep import EP, EPConvergenceWarning, EPResult
+from .hinge_cavi import HingeCAVI
 from .sign_adaptive import SignAdaptive
 
-__all__ = ["EP", "EPResult", "EPConvergenceWarning", "SignAdaptive"]
+__all__ = ["EP", "EPResult", "EPConvergenceWarning", "HingeCAVI", "SignAdaptive"]
