@@ -8,8 +8,8 @@ Benchmarks and paper reproductions are not part of the package: they live in the
 top-level ``benchmarks/`` folder.
 """
 
-from . import datasets, dgp, ep, likelihoods, models, optimizers
+from . import datasets, dgp, ep, kernels, likelihoods, models, optimizers
 
 __version__ = "0.1.0"
 
-__all__ = ["datasets", "dgp", "ep", "likelihoods", "models", "optimizers", "__version__"]
+__all__ = ["datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers", "__version__"]
