@@ -231,9 +231,15 @@ def summarise(runs: List[Dict], epsilons: List[float]) -> Dict:
             evidence=f"time per step {hybrid['seconds_per_step'] / cnn['seconds_per_step']:.2f}× the CNN's",
         ),
         dict(
-            claim="I5/B5: the variation ratio detects FGSM images (ROC-AUC > 0.5; paper on MNIST: almost 1)",
+            claim="I5: the variation ratio detects FGSM images better than chance (ROC-AUC > 0.5)",
             verdict="reproduced" if aucs and min(aucs) > 0.5 else "not reproduced",
             evidence="ROC-AUC " + ", ".join(f"{a:.3f}" for a in aucs) + " over ε > 0",
+        ),
+        dict(
+            claim="B5: detection ROC-AUC almost 1 (paper, MNIST; taken as ≥ 0.95 at some ε)",
+            verdict="reproduced" if aucs and max(aucs) >= 0.95 else "not reproduced",
+            evidence=f"best ROC-AUC {max(aucs) if aucs else float('nan'):.3f} on digits; the CNN's 1 - max softmax "
+            "reaches " + ", ".join(f"{a['roc_auc']['mean']:.3f}" for a in cnn["attacks"] if a["eps"] > 0),
         ),
     ]
     return dict(methods=summary, claims=claims)
@@ -284,10 +290,18 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--features", type=int, default=32)
     parser.add_argument("--chunk", type=int, default=250)
     parser.add_argument("--epsilons", default="0,0.05,0.1,0.15,0.2,0.25,0.3")
+    parser.add_argument("--rerender", action="store_true", help="redo summary, claims and table of the stored JSON")
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
     epsilons = common.parse_list(args.epsilons, float)
     if args.quick:
         args.seeds, args.steps, args.num_inducing, args.chunk, epsilons = 1, 60, 10, 20, [0.0, 0.1]
+    stem = "bsvm_hybrid_quick" if args.quick else "bsvm_hybrid"
+    if args.rerender:
+
+        def reanalyse(report):
+            return dict(report, summary=summarise(report["runs"], report["config"]["epsilons"]))
+
+        return common.rerender_report(Path(args.out_dir) / stem, reanalyse, markdown, log)
 
     def run() -> Dict:
         runs = []
@@ -307,7 +321,6 @@ def main(argv=None, shared: bool = False) -> int:
         return dict(config=config, runs=runs, summary=summarise(runs, epsilons))
 
     report = common.timed_report(command, run)
-    stem = "bsvm_hybrid_quick" if args.quick else "bsvm_hybrid"
     json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0

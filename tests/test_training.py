@@ -135,6 +135,25 @@ def test_dataset_carries_site_indices(data):
     np.testing.assert_array_equal(Yb.numpy(), Y[index.numpy()])
 
 
+def test_integer_labels(data):
+    """Integer labels are kept (GPflow's Softmax needs them) and give EP models the same run as floats."""
+    (X, Y), _ = data
+    assert next(iter(make_dataset((X, Y.astype(int)), 32)))[1].dtype == tf.int64
+    softmax = gpflow.models.SVGP(
+        gpflow.kernels.SquaredExponential(),
+        gpflow.likelihoods.Softmax(2),
+        X[:10].copy(),
+        num_latent_gps=2,
+        num_data=len(X),
+    )
+    assert np.all(np.isfinite(fit(softmax, (X, Y.astype(int)), batch_size=100, epochs=1).losses))
+    runs = []
+    for labels in (Y, Y.astype(int)):
+        m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:10].copy(), num_data=len(X))
+        runs.append(fit(m, (X, labels), batch_size=100, epochs=1).losses)
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
 def test_bad_arguments(data):
     (X, Y), _ = data
     m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:5].copy(), num_data=len(X))

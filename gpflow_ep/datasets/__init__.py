@@ -5,7 +5,7 @@ Datasets for benchmarks and tests. Nothing is downloaded: data come from the ben
 """
 
 from .benchmark import Split, available_benchmarks, benchmark_dir, load_benchmark
-from .bundled import breast_cancer_split
+from .bundled import breast_cancer_split, sklearn_multiclass_split
 from .flights import FLIGHT_FEATURES, load_flights
 from .synthetic import noisy_mixture, two_dimensional
 
@@ -15,6 +15,7 @@ __all__ = [
     "available_benchmarks",
     "benchmark_dir",
     "breast_cancer_split",
+    "sklearn_multiclass_split",
     "load_flights",
     "FLIGHT_FEATURES",
     "two_dimensional",

@@ -60,22 +60,46 @@ def _standardise(X_train, X_test):
     return (X_train - mean) / std, (X_test - mean) / std
 
 
+def _check_split(split, num_splits: int) -> int:
+    if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or not 0 <= split < num_splits:
+        raise ValueError(f"split must be an integer in 0..{num_splits - 1}; got {split!r}")
+    return int(split)
+
+
+def _load_multiclass(name: str, split, data_dir) -> Split:
+    """``multiclass/NAME``: ``data.npz`` (inputs, labels) and ``folds.npz`` (train, test indices per split)."""
+    folder = benchmark_dir(data_dir) / "multiclass" / name
+    if not (folder / "data.npz").is_file():
+        raise ValueError(
+            f"name: unknown multiclass benchmark {name!r}; available: {available_benchmarks('multiclass', data_dir)}"
+        )
+    data, folds = np.load(folder / "data.npz"), np.load(folder / "folds.npz")
+    split = _check_split(split, folds["arr_0"].shape[0])
+    X = np.asarray(data["arr_0"], dtype=np.float64)
+    _, labels = np.unique(np.asarray(data["arr_1"]).ravel(), return_inverse=True)
+    y = labels.astype(np.float64)[:, None]
+    train, test = folds["arr_0"][split].astype(int), folds["arr_1"][split].astype(int)
+    X_train, X_test = _standardise(X[train], X[test])
+    return Split(X_train, y[train], X_test, y[test], name, split)
+
+
 def load_benchmark(name: str, split: int = 0, data_dir=None, kind: str = "binary") -> Split:
     """
     Load split ``split`` (0..19 for the shipped sets) of benchmark ``name``.
 
     Binary targets (stored in {-1, +1}) are returned in GPflow's {0, 1} convention, shape [N, 1].
     Regression targets are returned as stored (standardise them yourself if needed). For
-    ``binary/Breast`` the sample-ID column 0 is dropped (datasets README).
+    ``binary/Breast`` the sample-ID column 0 is dropped (datasets README). Multi-class labels are
+    mapped to 0..C-1 in the order of their stored values (GPflow's ``MultiClass`` layout), [N, 1].
     """
-    if kind not in ("binary", "regression"):
-        raise ValueError(f"kind must be 'binary' or 'regression'; got {kind!r}")
+    if kind not in ("binary", "regression", "multiclass"):
+        raise ValueError(f"kind must be 'binary', 'regression' or 'multiclass'; got {kind!r}")
+    if kind == "multiclass":
+        return _load_multiclass(name, split, data_dir)
     folder = benchmark_dir(data_dir) / kind / name / "data"
     if not folder.is_dir():
         raise ValueError(f"name: unknown {kind} benchmark {name!r}; available: {available_benchmarks(kind, data_dir)}")
-    num_splits = len(list(folder.glob("index_train_*.txt")))
-    if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or not 0 <= split < num_splits:
-        raise ValueError(f"split must be an integer in 0..{num_splits - 1}; got {split!r}")
+    split = _check_split(split, len(list(folder.glob("index_train_*.txt"))))
     data = np.loadtxt(folder / "data.txt", ndmin=2)
     features = np.loadtxt(folder / "index_features.txt", dtype=int, ndmin=1)
     target = int(np.loadtxt(folder / "index_target.txt", dtype=int))

@@ -5,6 +5,7 @@ they become signs y = 2Y - 1 in {-1, +1}, the convention of the EP papers.
 """
 
 import tensorflow as tf
+from gpflow.config import default_float
 
 from ..validation import check_binary_labels
 
@@ -18,6 +19,8 @@ def binary_labels_to_sign(Y: tf.Tensor) -> tf.Tensor:
     is a ``tf.debugging`` assertion (an ``InvalidArgumentError`` when it fails).
     """
     Y = tf.convert_to_tensor(Y)
+    if not Y.dtype.is_floating:  # integer labels (e.g. from fit's dataset) join float arithmetic
+        Y = tf.cast(Y, default_float())
     if tf.executing_eagerly():
         check_binary_labels(Y.numpy())
     else:

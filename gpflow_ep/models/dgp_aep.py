@@ -124,7 +124,7 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         if tf.executing_eagerly():
             X, Y = check_data((X, Y), self.likelihood)
             self._check_input_dim(X, "data[0] (X)")
-        return tf.convert_to_tensor(X, default_float()), tf.convert_to_tensor(Y, default_float())
+        return tf.convert_to_tensor(X, default_float()), tf.cast(Y, default_float())
 
     def _check_input_dim(self, X, name: str) -> None:
         D = self.layers[0].input_dim

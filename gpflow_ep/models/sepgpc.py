@@ -141,7 +141,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
                 raise ValueError("batch[2] (index): a minibatch must not repeat a site index")
         return (
             tf.convert_to_tensor(X, default_float()),
-            tf.convert_to_tensor(Y, default_float()),
+            tf.cast(Y, default_float()),
             tf.reshape(tf.cast(index, tf.int32), [-1]),
         )
 

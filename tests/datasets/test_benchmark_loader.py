@@ -12,6 +12,7 @@ from gpflow_ep.datasets import (
     breast_cancer_split,
     load_benchmark,
     noisy_mixture,
+    sklearn_multiclass_split,
 )
 
 BINARY = ["Australian", "Breast", "Crabs", "Iono", "Pima", "Sonar"]
@@ -119,7 +120,7 @@ def test_unknown_name_raises(shared_dir):
 
 def test_bad_kind_raises(shared_dir):
     with pytest.raises(ValueError, match="kind"):
-        load_benchmark("Pima", 0, shared_dir, kind="multiclass")
+        load_benchmark("Pima", 0, shared_dir, kind="images")
 
 
 def test_empty_data_dir_raises(tmp_path):
@@ -178,3 +179,47 @@ def test_noisy_mixture_is_seeded():
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(a[0], noisy_mixture(30, seed=6)[0])
+
+
+MULTICLASS = {  # name: (n, inputs, classes), shared/datasets/README.md
+    "glass": (214, 9, 6),
+    "new-thyroid": (215, 5, 3),
+    "satellite": (6435, 36, 6),
+    "svmguide2": (391, 20, 3),
+    "vehicle": (846, 18, 4),
+    "vowel": (540, 10, 6),
+    "waveform": (1000, 21, 3),
+    "wine": (178, 13, 3),
+}
+
+
+@pytest.mark.parametrize("name", list(MULTICLASS))
+def test_multiclass_benchmarks_have_integer_labels_and_disjoint_splits(shared_dir, name):
+    n, D, C = MULTICLASS[name]
+    data = load_benchmark(name, 3, kind="multiclass")
+    assert data.X_train.shape[1] == data.X_test.shape[1] == D
+    assert len(data.X_train) + len(data.X_test) == n
+    labels = np.concatenate([data.Y_train, data.Y_test])
+    assert labels.shape == (n, 1) and set(np.unique(labels)) == set(range(C))
+    np.testing.assert_allclose(data.X_train.mean(0), 0.0, atol=1e-10)
+    raw = np.load(shared_dir / "multiclass" / name / "folds.npz")
+    train, test = raw["arr_0"][3], raw["arr_1"][3]
+    assert not set(train.tolist()) & set(test.tolist())
+
+
+def test_multiclass_bad_split_raises(shared_dir):
+    with pytest.raises(ValueError, match="split"):
+        load_benchmark("glass", 20, kind="multiclass")
+    with pytest.raises(ValueError, match="name"):
+        load_benchmark("nope", 0, kind="multiclass")
+
+
+@pytest.mark.parametrize("name, n, C", [("iris", 150, 3), ("wine", 178, 3), ("digits", 1797, 10)])
+def test_sklearn_multiclass_split_is_stratified(name, n, C):
+    data = sklearn_multiclass_split(name, seed=2)
+    assert len(data.Y_train) + len(data.Y_test) == n
+    assert set(np.unique(data.Y_test)) == set(range(C))
+    np.testing.assert_allclose(data.X_train.mean(0), 0.0, atol=1e-10)
+    assert not np.array_equal(sklearn_multiclass_split(name, seed=3).Y_test, data.Y_test)
+    with pytest.raises(ValueError, match="name"):
+        sklearn_multiclass_split("mnist")
