@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--models",
         default="EPGPC,VGP,SVGP",
-        help="comma-separated models to train, among EPGPC, VGP, SVGP, EPGPC-hinge, SVGP-hinge (default: EPGPC,VGP,SVGP)",
+        help="comma-separated models, among EPGPC, VGP, SVGP, EPGPC-hinge, SVGP-hinge (default: EPGPC,VGP,SVGP)",
     )
     compare.add_argument("--num-inducing", type=_positive_int, default=50, help="SVGP inducing points (default 50)")
     compare.add_argument("--maxiter", type=_positive_int, default=1000, help="L-BFGS iteration cap (default 1000)")
