@@ -7,7 +7,7 @@ Datasets for benchmarks and tests. Nothing is downloaded: data come from the ben
 from .benchmark import Split, available_benchmarks, benchmark_dir, load_benchmark
 from .bundled import breast_cancer_split, sklearn_multiclass_split
 from .flights import FLIGHT_FEATURES, load_flights
-from .synthetic import noisy_mixture, two_dimensional
+from .synthetic import noisy_mixture, spike_slab_problem, two_dimensional
 
 __all__ = [
     "Split",
@@ -20,4 +20,5 @@ __all__ = [
     "FLIGHT_FEATURES",
     "two_dimensional",
     "noisy_mixture",
+    "spike_slab_problem",
 ]

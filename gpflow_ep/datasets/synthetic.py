@@ -1,4 +1,4 @@
-"""Synthetic classification data generators (seeded)."""
+"""Synthetic data generators (seeded): classification sets and the spike-and-slab regression problem."""
 
 import numpy as np
 
@@ -32,3 +32,36 @@ def noisy_mixture(n_per_class: int = 200, flip_rate: float = 0.1, seed: int = 0,
     noisy = clean.copy()
     noisy[flip] = 1.0 - noisy[flip]
     return X, noisy, clean
+
+
+def spike_slab_problem(
+    seed: int,
+    n_train: int = 10,
+    n_test: int = 1000,
+    d: int = 25,
+    noise_std: float = 0.005,
+    prior_inclusion: float = 0.2,
+    slab_variance: float = 1.0,
+    x_dist: str = "surface",
+):
+    """
+    One data set of the spike-and-slab paper's experiment (spike-and-slab spec §4.1): w drawn from
+    the prior (each w_i ~ N(0, v_s) with probability p_s, else 0), inputs uniform on the unit
+    sphere's surface (``x_dist="surface"``) or in the ball (``"ball"``), y = Xw + N(0, σ²) noise.
+
+    :return: (X_train [n, d], y_train [n, 1], X_test, y_test, w [d]).
+    """
+    if x_dist not in ("surface", "ball"):
+        raise ValueError(f"x_dist must be 'surface' or 'ball'; got {x_dist!r}")
+    rng = np.random.default_rng(seed)
+    w = np.where(rng.random(d) < prior_inclusion, rng.normal(0.0, np.sqrt(slab_variance), d), 0.0)
+
+    def inputs(n):
+        g = rng.normal(size=(n, d))
+        x = g / np.linalg.norm(g, axis=1, keepdims=True)
+        return x * rng.random((n, 1)) ** (1.0 / d) if x_dist == "ball" else x
+
+    X, Xt = inputs(n_train), inputs(n_test)
+    y = X @ w + noise_std * rng.normal(size=n_train)
+    yt = Xt @ w + noise_std * rng.normal(size=n_test)
+    return X, y[:, None], Xt, yt[:, None], w

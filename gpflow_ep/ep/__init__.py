@@ -13,16 +13,19 @@ approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine do
 * :mod:`~gpflow_ep.ep.update` — one site proposal (cavity → relaxation → tilted → site) and its
   damped acceptance;
 * :mod:`~gpflow_ep.ep.schedules` — the schedule interface, parallel and sequential schedules;
+* :mod:`~gpflow_ep.ep.double_loop` — the provably convergent double loop (schedule "convergent");
 * :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood;
 * :mod:`~gpflow_ep.ep.algebra` — the posterior-algebra interface; implemented by
-  :mod:`~gpflow_ep.ep.gp_factorisation` (full GP) and :mod:`~gpflow_ep.ep.whitened`
-  (inducing points).
+  :mod:`~gpflow_ep.ep.gp_factorisation` (full GP), :mod:`~gpflow_ep.ep.whitened`
+  (inducing points) and :mod:`~gpflow_ep.ep.linear_gaussian` (linear model, sites on the weights).
 """
 
 from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+from .double_loop import DoubleLoopResult, DoubleLoopSchedule, run_double_loop
 from .energy import ep_log_marginal_likelihood, site_energy_terms
 from .factors import LikelihoodFactor, SiteFactor
 from .gp_factorisation import GPAlgebra, GPSiteFactorisation
+from .linear_gaussian import LinearGaussianAlgebra
 from .relaxation import MESSAGE_UPDATES, OBJECTIVES, Relaxation, penalised_line_search, relaxation_objective
 from .schedules import (
     EPRun,
@@ -47,6 +50,10 @@ from .update import SiteProposal, accept_proposal, propose_sites, site_means
 from .whitened import Projections, WhitenedAlgebra, WhitenedGaussian
 
 __all__ = [
+    "DoubleLoopResult",
+    "DoubleLoopSchedule",
+    "run_double_loop",
+    "LinearGaussianAlgebra",
     "EPSettings",
     "DEFAULT_DAMPING",
     "CAVITY_CHOICES",

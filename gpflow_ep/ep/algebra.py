@@ -8,6 +8,7 @@ parameters (τ, ν):
 
 * :meth:`SiteAlgebra.marginals`: the marginal means and variances of all h_i under q (parallel
   schedules, the energy), and whether q is proper;
+* :meth:`SiteAlgebra.log_normaliser` (optional): log ∫ p₀ Π t̃_i, for the convergent double loop;
 * :meth:`SiteAlgebra.joint`: q itself as (Σ, μ) over x, with the rows w_i
   (:attr:`SiteAlgebra.site_rows`, identity when ``None``) and offsets o_i
   (:attr:`SiteAlgebra.site_offsets`), for schedules that visit one site at a time; a site change
@@ -69,6 +70,11 @@ class SiteAlgebra(abc.ABC):
     def joint(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> JointPosterior:
         """q(x) = N(μ, Σ)."""
 
+    def log_normaliser(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> tf.Tensor:
+        """log ∫ p₀(x) Π_i exp(ν_i h_i - ½ τ_i h_i²) dx, the normaliser of q (needed by the convergent
+        double loop, :mod:`gpflow_ep.ep.double_loop`)."""
+        raise ValueError(f"{type(self).__name__} has no log normaliser, so the convergent schedule cannot use it")
+
     def prior_marginals(self, precision: tf.Tensor) -> SiteMarginals:
         """:meth:`marginals` at flat sites (q = prior; ``precision`` gives the shape). Override with
         the prior's moments to spare schedules a factorisation (and its trace) at a cold start."""
@@ -93,6 +99,15 @@ class SiteAlgebra(abc.ABC):
         if self.site_offsets is not None:
             mean = mean + self.site_offsets[index, 0]
         return tf.reshape(mean, [1, 1]), tf.reshape(var, [1, 1]), column
+
+    def site_moments(self, joint: JointPosterior):
+        """(means [N, 1], variances [N, 1]) of all site variables under ``joint``."""
+        if self.site_rows is None:
+            mean, var = joint.mean, tf.linalg.diag_part(joint.cov)[:, None]
+        else:
+            mean = tf.matmul(self.site_rows, joint.mean)
+            var = tf.reduce_sum(tf.matmul(self.site_rows, joint.cov) * self.site_rows, axis=1, keepdims=True)
+        return (mean if self.site_offsets is None else mean + self.site_offsets), var
 
     @staticmethod
     def update_joint(joint: JointPosterior, column, mean, var, d_precision, d_natural_mean):

@@ -155,6 +155,12 @@ class GPAlgebra(SiteAlgebra):
         q = self.factorise(precision, natural_mean)
         return JointPosterior(q.covariance(), q.mean + self.prior_mean, q.proper)
 
+    def log_normaliser(self, precision, natural_mean) -> tf.Tensor:
+        """log ∫ N(f; m, K) Π_i exp(ν_i f_i - ½ τ_i f_i²) df: the centred g(q) - g(prior) plus Σ (ν m - ½ τ m²)."""
+        q = self.factorise(precision, natural_mean)
+        m = self.prior_mean
+        return q.log_normaliser_ratio + tf.reduce_sum(natural_mean * m - 0.5 * precision * tf.square(m))
+
     def prior_marginals(self, precision) -> SiteMarginals:
         return SiteMarginals(self.prior_mean, tf.linalg.diag_part(self.K)[:, None], tf.constant(True))
 

@@ -21,7 +21,9 @@ Convergence (``settings.criterion``):
   proposal, so damping cannot fake convergence) is ≤ ``tol`` and no site was skipped in it;
 * "alpha": the paper's R = ‖a_t - a_{t-1}‖₂ ≤ ``tol`` over the per-site statistics
   a_i = ∂log Z_i/∂(cavity mean) of the latest visits (``dual``; Qi & Guo §6.2, rep spec §3.2),
-  with at least one site accepted in the sweep.
+  with at least one site accepted in the sweep;
+* "moments": the largest change of a marginal mean or variance of the site variables under q over
+  the sweep (after damping) is ≤ ``tol`` and no site was skipped (spike-and-slab spec §2.4).
 
 Improper cavities are skipped and counted, never turned into NaN. ``EPRun.history`` holds the
 convergence statistic of every sweep (zeros after the last; -1 for a rejected parallel sweep).
@@ -136,6 +138,11 @@ def converged(change, skipped_now, num_sites, settings: "EPSettings"):
     return done & (skipped_now < num_sites) if settings.criterion == "alpha" else done & (skipped_now == 0)
 
 
+def moment_change(mean, var, new_mean, new_var):
+    """The largest change of a marginal mean or variance ("moments" criterion)."""
+    return tf.maximum(tf.reduce_max(tf.abs(new_mean - mean)), tf.reduce_max(tf.abs(new_var - var)))
+
+
 def warm_start(state, prior_state, precision, natural_mean):
     """
     (τ, ν, state) to start from: the stored sites and q at them (``state``, a NamedTuple with a
@@ -209,13 +216,15 @@ class ParallelSchedule(Schedule):
             prop = propose_sites(cav, s.precision, s.natural_mean, factor, settings)
             ok = prop.valid
             dual = tf.where(ok, prop.dual, s.dual)
-            if settings.criterion == "alpha":
-                change = tf.norm(dual - s.dual)
-            else:
-                change = site_change(s.precision, prop.precision, s.natural_mean, prop.natural_mean, ok)
             tau_p, nu_p = accept_proposal(s.precision, s.natural_mean, prop, s.damping)
             q = algebra.marginals(tau_p, nu_p)
             accept = q.proper
+            if settings.criterion == "alpha":
+                change = tf.norm(dual - s.dual)
+            elif settings.criterion == "moments":
+                change = moment_change(s.mean, s.var, q.mean, q.var)
+            else:
+                change = site_change(s.precision, prop.precision, s.natural_mean, prop.natural_mean, ok)
 
             def pick(new, old):
                 return tf.where(accept, new, old)
@@ -333,7 +342,14 @@ class SequentialSchedule(Schedule):
                 skipped_now=tf.constant(0),
             )
             _, end = tf.while_loop(lambda i, _: i < n, lambda i, st: (i + 1, visit(i, st)), (tf.constant(0), start))
-            change = tf.norm(end.dual - s.dual) if settings.criterion == "alpha" else end.change
+            if settings.criterion == "alpha":
+                change = tf.norm(end.dual - s.dual)
+            elif settings.criterion == "moments":
+                before = algebra.site_moments(JointPosterior(start.joint_cov, start.joint_mean, tf.constant(True)))
+                after = algebra.site_moments(JointPosterior(end.joint_cov, end.joint_mean, tf.constant(True)))
+                change = moment_change(*before, *after)
+            else:
+                change = end.change
             return end._replace(
                 sweep=s.sweep + 1,
                 change=change,

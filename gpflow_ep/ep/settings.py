@@ -22,7 +22,7 @@ __all__ = ["EPSettings", "DEFAULT_DAMPING", "CAVITY_CHOICES", "CRITERIA", "EP_MO
 #: removes the whole site (the literal reading of Qi & Guo's App. C, rep spec §5).
 CAVITY_CHOICES = ("fractional", "full")
 #: convergence statistics, see :mod:`gpflow_ep.ep.schedules`
-CRITERIA = ("sites", "alpha")
+CRITERIA = ("sites", "alpha", "moments")
 #: "nested": the training loss re-runs EP to convergence; "alternated": it uses the stored sites
 EP_MODES = ("nested", "alternated")
 #: the damping of a batch EP run when ``damping=None``: parallel updates need some (0.8 as in
@@ -47,7 +47,9 @@ class EPSettings:
     :param criterion: "sites" (default: no site natural parameter moved by more than ``tol`` in a
         sweep and none was skipped) or "alpha" (Qi & Guo's R = ‖a_t - a_{t-1}‖₂ ≤ ``tol`` over the
         per-site statistics a_i = ∂log Z_i/∂(cavity mean), called ``dual`` in this package; the
-        option keeps the paper's name).
+        option keeps the paper's name) or "moments" (no marginal mean or variance of q moved by more
+        than ``tol`` in a sweep and none was skipped; the spike-and-slab paper's rule, spec §2.4; the
+        change is after damping, so strong damping makes it easier to meet).
     :param ep_mode: "nested" (default: the training loss re-runs EP, warm-started) or "alternated"
         (the loss uses the stored sites; :class:`gpflow_ep.optimizers.EP` refreshes them).
     :param relaxation: relaxed-EP settings (:class:`~gpflow_ep.ep.Relaxation`), or ``None``

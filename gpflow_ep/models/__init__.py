@@ -8,6 +8,8 @@ from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgpc import SEPGPC, SEPPosterior
+from .spike_slab import SpikeSlabRegression, exact_spike_slab_posterior
+from .spike_slab_factor import SpikeSlabFactor
 
 __all__ = [
     "EPGPC",
@@ -15,6 +17,9 @@ __all__ = [
     "RelaxedEP",
     "SEPGPC",
     "DGPAEP",
+    "SpikeSlabRegression",
+    "exact_spike_slab_posterior",
+    "SpikeSlabFactor",
     "EPPosterior",
     "SEPPosterior",
     "EPSettings",

@@ -85,7 +85,10 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
 
         :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
         """
-        return self._run_ep_compiled(self.ep_settings.updated(**overrides))
+        settings = self.ep_settings.updated(**overrides)
+        if settings.schedule == "convergent":  # the double loop runs eagerly (scipy inside)
+            return self._run_schedule(self._algebra(), self._factor(*self.data), settings)
+        return self._run_ep_compiled(settings)
 
     @tf.function(autograph=False)
     def _run_ep_compiled(self, settings: EPSettings) -> EPRun:

@@ -1,0 +1,125 @@
+r"""
+Posterior algebra of a linear-Gaussian model with EP sites on the weights (spike-and-slab spec §1.3,
+§1.4): the Gaussian likelihood N(y | Xw, σ²I) is the exact base factor and site i acts on w_i,
+
+    q(w) ∝ N(y | Xw, σ² I) Π_i exp(ν_i w_i - ½ τ_i w_i²) ∝ N(w | m, Σ),
+    A = Σ⁻¹ = σ⁻² XᵀX + diag(τ),   b = ν + σ⁻² Xᵀy,   m = A⁻¹ b.
+
+Two forms, chosen by shape (``form="auto"``: Woodbury when n < d):
+
+* ``"weights"`` (d-dimensional, O(d³)): Cholesky of A;
+* ``"woodbury"`` (n-dimensional, O(d n² + n³); needs τ > 0): with D = diag(τ), μ̃ = ν/τ and
+  K = σ²I + X D⁻¹ Xᵀ,  Σ_ii = 1/τ_i - x_{:,i}ᵀ K⁻¹ x_{:,i} / τ_i²,  m = μ̃ + D⁻¹ Xᵀ K⁻¹ (y - X μ̃).
+
+The normaliser the EP energy needs (spec §1.4, eq. 10), log Z(τ, ν) = log ∫ N(y | Xw, σ²I)
+Π_i exp(ν_i w_i - ½ τ_i w_i²) dw, in the same two forms:
+
+    -n/2 log(2πσ²) - yᵀy/(2σ²) + d/2 log 2π - ½ log|A| + ½ bᵀm                      (weights)
+    Σ_i [½ log 2π - ½ log τ_i + ν_i²/(2τ_i)] + log N(y | X μ̃, K)                    (Woodbury)
+
+The base factor alone is no proper Gaussian in w when d > n, so there is no "prior" state: a cold
+start uses the model's initial sites (spec §2.4), never flat ones.
+"""
+
+import numpy as np
+import tensorflow as tf
+from check_shapes import check_shapes, inherit_check_shapes
+
+from ..validation import check_choice
+from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+
+__all__ = ["LinearGaussianAlgebra", "FORMS"]
+
+FORMS = ("auto", "weights", "woodbury")
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _cholesky(matrix):
+    """Cholesky factor and whether it succeeded (a failed factor is replaced by the identity)."""
+    chol = tf.linalg.cholesky(matrix)
+    ok = tf.reduce_all(tf.math.is_finite(chol)) & tf.reduce_all(tf.linalg.diag_part(chol) > 0.0)
+    return tf.where(ok, chol, tf.eye(tf.shape(matrix)[-1], dtype=matrix.dtype)), ok
+
+
+class LinearGaussianAlgebra(SiteAlgebra):
+    """q(w) for site natural parameters (τ, ν) on the d weights (module docstring)."""
+
+    @check_shapes("X: [N, D]", "y: [N, 1]", "noise_variance: []")
+    def __init__(self, X, y, noise_variance, form: str = "auto"):
+        self.X, self.y, self.noise_variance = X, y, noise_variance
+        form = check_choice(form, "form", FORMS)
+        n, d = X.shape
+        self.form = ("woodbury" if n < d else "weights") if form == "auto" else form
+
+    # ---------------------------------------------------------------- the two forms
+
+    def _weights_form(self, precision, natural_mean):
+        X, s2 = self.X, self.noise_variance
+        A = tf.matmul(X, X, transpose_a=True) / s2 + tf.linalg.diag(precision[:, 0])
+        L, ok = _cholesky(A)
+        b = natural_mean + tf.matmul(X, self.y, transpose_a=True) / s2
+        mean = tf.linalg.cholesky_solve(L, b)
+        L_inv = tf.linalg.triangular_solve(L, tf.eye(tf.shape(A)[0], dtype=A.dtype), lower=True)
+        var = tf.reduce_sum(tf.square(L_inv), axis=0)[:, None]
+        return L, L_inv, b, mean, var, ok
+
+    def _woodbury_form(self, precision, natural_mean):
+        X, s2 = self.X, self.noise_variance
+        positive = tf.reduce_all(precision > 0.0)
+        tau = tf.where(precision > 0.0, precision, tf.ones_like(precision))
+        site_mean = natural_mean / tau
+        XD = X / tf.transpose(tau)  # X D⁻¹, [n, d]
+        K = s2 * tf.eye(tf.shape(X)[0], dtype=X.dtype) + tf.matmul(XD, X, transpose_b=True)
+        L, ok = _cholesky(K)
+        residual = self.y - tf.matmul(X, site_mean)
+        alpha = tf.linalg.cholesky_solve(L, residual)
+        mean = site_mean + tf.matmul(XD, alpha, transpose_a=True)
+        V = tf.linalg.triangular_solve(L, XD, lower=True)  # L⁻¹ X D⁻¹
+        var = 1.0 / tau - tf.reduce_sum(tf.square(V), axis=0)[:, None]
+        return L, site_mean, residual, alpha, mean, var, ok & positive
+
+    # ---------------------------------------------------------------- SiteAlgebra
+
+    @inherit_check_shapes
+    def marginals(self, precision, natural_mean) -> SiteMarginals:
+        if self.form == "woodbury":
+            *_, mean, var, ok = self._woodbury_form(precision, natural_mean)
+        else:
+            *_, mean, var, ok = self._weights_form(precision, natural_mean)
+        return SiteMarginals(mean, var, ok & tf.reduce_all(var > 0.0))
+
+    @inherit_check_shapes
+    def joint(self, precision, natural_mean) -> JointPosterior:
+        _, L_inv, _, mean, _, ok = self._weights_form(precision, natural_mean)
+        return JointPosterior(tf.matmul(L_inv, L_inv, transpose_a=True), mean, ok)
+
+    def prior_marginals(self, precision) -> SiteMarginals:
+        """No prior state (module docstring): finite placeholders, flagged improper."""
+        return SiteMarginals(tf.zeros_like(precision), tf.ones_like(precision), tf.constant(False))
+
+    def prior_joint(self, precision) -> JointPosterior:
+        d = tf.shape(precision)[0]
+        return JointPosterior(tf.eye(d, dtype=precision.dtype), tf.zeros_like(precision), tf.constant(False))
+
+    @check_shapes("precision: [D, 1]", "natural_mean: [D, 1]", "return: []")
+    def log_normaliser(self, precision, natural_mean) -> tf.Tensor:
+        """log Z(τ, ν) = log ∫ N(y | Xw, σ²I) Π_i exp(ν_i w_i - ½ τ_i w_i²) dw (module docstring)."""
+        n = tf.cast(tf.shape(self.X)[0], self.X.dtype)
+        d = tf.cast(tf.shape(self.X)[1], self.X.dtype)
+        s2 = self.noise_variance
+        if self.form == "woodbury":
+            L, site_mean, residual, alpha, _, _, _ = self._woodbury_form(precision, natural_mean)
+            tau = tf.where(precision > 0.0, precision, tf.ones_like(precision))
+            sites = tf.reduce_sum(0.5 * _LOG_2PI - 0.5 * tf.math.log(tau) + 0.5 * tf.square(natural_mean) / tau)
+            log_det_K = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
+            gauss = -0.5 * n * _LOG_2PI - 0.5 * log_det_K - 0.5 * tf.reduce_sum(residual * alpha)
+            return sites + gauss
+        L, _, b, mean, _, _ = self._weights_form(precision, natural_mean)
+        log_det_A = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
+        return (
+            -0.5 * n * tf.math.log(2.0 * np.pi * s2)
+            - 0.5 * tf.reduce_sum(tf.square(self.y)) / s2
+            + 0.5 * d * _LOG_2PI
+            - 0.5 * log_det_A
+            + 0.5 * tf.reduce_sum(b * mean)
+        )

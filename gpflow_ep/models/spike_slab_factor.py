@@ -1,0 +1,79 @@
+r"""
+The spike-and-slab prior factors f_i(w_i) = p_s N(w_i | 0, v_s) + (1 - p_s) δ(w_i) as EP site
+factors of the engine (:class:`~gpflow_ep.ep.SiteFactor`; spike-and-slab spec §2.2).
+
+With the normalised cavity N(w; m̂, ŝ) the tilted normaliser is the two-component mixture
+
+    Z = ∫ N(w; m̂, ŝ) f(w) dw = (1 - p_s) N(0 | m̂, ŝ) + p_s N(0 | m̂, ŝ + v_s),
+
+(spec (T6) up to the cavity's normaliser), whose slab responsibility is π = sig(ℓ) with the
+inclusion log-odds (spec (T3)-(T4))
+
+    ℓ = ρ_s + log N(0 | m̂, ŝ + v_s) - log N(0 | m̂, ŝ),   ρ_s = log p_s - log(1 - p_s),
+
+and whose moments are (T1, T2, T5) with the slab-branch posterior N(M_s, V_s),
+V_s = ŝ v_s/(ŝ + v_s), M_s = m̂ v_s/(ŝ + v_s):
+
+    E[w] = π M_s,     Var[w] = π V_s + π (1 - π) M_s²      (floored at 1e-12, spec §2.3 item 2).
+
+The engine takes them as ∂log Z/∂m̂ = (E[w] - m̂)/ŝ and ∂²log Z/∂m̂² = (Var[w] - ŝ)/ŝ². The tilted
+distribution is often wider than the cavity, so the site precision it asks for is negative: the
+model clips it at ε (``min_precision``, spec §2.3 item 4). A δ has no power, so only α = 1.
+"""
+
+import tensorflow as tf
+
+from ..ep import SiteFactor, TiltedMoments
+
+__all__ = ["SpikeSlabFactor", "MIN_TILTED_VARIANCE"]
+
+#: floor of the tilted variance (π → 0 makes it underflow), spec §2.3 item 2
+MIN_TILTED_VARIANCE = 1e-12
+
+
+def _log_normal_at_zero(mean, var):
+    return -0.5 * tf.math.log(2.0 * 3.141592653589793 * var) - 0.5 * tf.square(mean) / var
+
+
+class SpikeSlabFactor(SiteFactor):
+    """
+    d identical spike-and-slab factors (module docstring).
+
+    :param slab_variance: v_s > 0 (scalar tensor).
+    :param prior_inclusion: p_s ∈ (0, 1) (scalar tensor).
+    """
+
+    def __init__(self, slab_variance, prior_inclusion):
+        self.slab_variance, self.prior_inclusion = slab_variance, prior_inclusion
+
+    def inclusion_log_odds(self, cavity_mean, cavity_var) -> tf.Tensor:
+        """ℓ: the log-odds that w_i comes from the slab under the tilted distribution."""
+        p = self.prior_inclusion
+        return (
+            tf.math.log(p)
+            - tf.math.log1p(-p)
+            + _log_normal_at_zero(cavity_mean, cavity_var + self.slab_variance)
+            - _log_normal_at_zero(cavity_mean, cavity_var)
+        )
+
+    def moments(self, cavity_mean, cavity_var):
+        """(log Z, E[w], Var[w], π) of the tilted distribution."""
+        p, vs = self.prior_inclusion, self.slab_variance
+        spike = tf.math.log1p(-p) + _log_normal_at_zero(cavity_mean, cavity_var)
+        slab = tf.math.log(p) + _log_normal_at_zero(cavity_mean, cavity_var + vs)
+        log_z = tf.reduce_logsumexp(tf.stack([spike, slab]), axis=0)
+        pi = tf.sigmoid(slab - spike)
+        ratio = vs / (cavity_var + vs)
+        slab_mean, slab_var = cavity_mean * ratio, cavity_var * ratio
+        mean = pi * slab_mean
+        var = tf.maximum(pi * slab_var + pi * (1.0 - pi) * tf.square(slab_mean), MIN_TILTED_VARIANCE)
+        return log_z, mean, var, pi
+
+    def tilted(self, cavity_mean, cavity_var, power=1.0) -> TiltedMoments:
+        if power != 1.0:
+            raise ValueError(f"power: a spike (δ) has no power; spike-and-slab EP needs power=1, got {power}")
+        log_z, mean, var, _ = self.moments(cavity_mean, cavity_var)
+        return TiltedMoments(log_z, (mean - cavity_mean) / cavity_var, (var - cavity_var) / tf.square(cavity_var))
+
+    def site(self, index) -> "SpikeSlabFactor":
+        return self
