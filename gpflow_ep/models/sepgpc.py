@@ -89,7 +89,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         **ep_options,
     ):
         num_data = check_positive_int(num_data, "num_data")
-        settings = EPSettings().updated(**ep_options)
+        settings = self._check_schedule(EPSettings().updated(**ep_options))
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.inducing_variable = inducingpoint_wrapper(inducing_variable)
         self.num_data = num_data
@@ -167,7 +167,16 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         of :attr:`ep_settings` for this run only.
         """
         X, Y = self._check_full_data(data)
-        return self._run_ep_compiled(X, Y, self.ep_settings.updated(**overrides))
+        return self._run_ep_compiled(X, Y, self._check_schedule(self.ep_settings.updated(**overrides)))
+
+    @staticmethod
+    def _check_schedule(settings: EPSettings) -> EPSettings:
+        if settings.schedule == "convergent":
+            raise ValueError(
+                "schedule: the convergent double loop needs the normaliser of q over all sites, which the "
+                "inducing-point algebra does not provide; use 'parallel' or 'sequential' (or EPGPC)"
+            )
+        return settings
 
     @tf.function(autograph=False)
     def _run_ep_compiled(self, X, Y, settings: EPSettings) -> EPRun:

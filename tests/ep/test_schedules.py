@@ -43,7 +43,7 @@ class _NaNFactor(SiteFactor):
         return self
 
 
-@pytest.mark.parametrize("criterion", ["sites", "alpha"])
+@pytest.mark.parametrize("criterion", ["sites", "alpha", "moments"])
 @pytest.mark.parametrize("schedule", ["parallel", "sequential"])
 def test_a_sweep_that_skips_every_site_is_not_convergence(schedule, criterion):
     """Nothing was updated, so the statistics are unchanged (R = 0) and no site moved: that proves nothing."""

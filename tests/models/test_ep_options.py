@@ -125,6 +125,8 @@ RUN_OPTIONS = [
     dict(max_sweeps=3),
     dict(tol=1e-2),
     dict(criterion="alpha", tol=1e-4),
+    dict(criterion="moments", tol=1e-4),
+    dict(criterion="moments", tol=1e-4, schedule="sequential"),
     dict(relaxation=Relaxation(penalty=0.1)),
     dict(min_precision=0.2),
 ]
@@ -201,6 +203,24 @@ def test_bad_options_are_value_errors_naming_them(data, options, name):
     m = EPGPC(data, _kernel(), Probit())
     with pytest.raises(ValueError, match=name):
         m.run_ep(**options)
+
+
+def test_the_convergent_schedule_where_it_applies(data):
+    """The double loop needs the normaliser of q: EPGPC has it (tested in tests/ep/test_double_loop.py);
+    SEPGPC refuses it, at construction and per run; power EP and relaxed EP are refused by the schedule;
+    a nested training loss (compiled) cannot run it and says how to proceed."""
+    X, Y = data
+    with pytest.raises(ValueError, match="schedule"):
+        SEPGPC(_kernel(), Probit(), X[:4].copy(), num_data=len(X), schedule="convergent")
+    with pytest.raises(ValueError, match="schedule"):
+        SEPGPC(_kernel(), Probit(), X[:4].copy(), num_data=len(X)).run_ep(data, schedule="convergent")
+    with pytest.raises(ValueError, match="power"):
+        EPGPC(data, _kernel(), Probit(), power=0.5).run_ep(schedule="convergent")
+    with pytest.raises(ValueError, match="relaxation"):
+        EPGPC(data, _kernel(), Probit(), relaxation=Relaxation(penalty=0.1)).run_ep(schedule="convergent")
+    nested = EPGPC(data, _kernel(), Probit(), schedule="convergent")
+    with pytest.raises(ValueError, match="alternated"):
+        gpflow.optimizers.Scipy().minimize(nested.training_loss, nested.trainable_variables, options=dict(maxiter=1))
 
 
 def test_settings_are_keyword_only_and_traced_by_value(data):
