@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from benchmarks import bsvm_hybrid
 
 
@@ -14,6 +16,7 @@ def test_quick_run_reports_both_models(tmp_path):
     assert "| hybrid BSVM |" in (tmp_path / "bsvm_hybrid_quick.md").read_text()
 
 
+@pytest.mark.slow
 def test_hybrid_matches_the_cnn_and_detects_fgsm():
     """I4: the CNN + MultiClassHinge SVGP reaches ≥ 0.95 test accuracy on digits, within 0.02 of the
     same CNN with softmax; I5: FGSM at ε = 0.1 raises the mean variation ratio and the variation ratio

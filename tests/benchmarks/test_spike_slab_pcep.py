@@ -11,8 +11,17 @@ def test_summary_and_table_from_stored_runs():
             seed=seed,
             rep={"0.5": dict(converged=rep_ok, sweeps=10, seconds=0.01, mse=rep_mse, log_z=0.0)},
             pcep=dict(
-                converged=True, outer=5, inner=50, seconds=1.0, mse=pc_mse, energies=[3.0, 2.0, 2.0], max_increase=0.0,
-                bound=-50.0, active_site_bounds=1, active_cavity_bounds=0, kkt_residual=1e-7,
+                converged=True,
+                outer=5,
+                inner=50,
+                seconds=1.0,
+                mse=pc_mse,
+                energies=[3.0, 2.0, 2.0],
+                max_increase=0.0,
+                bound=-50.0,
+                active_site_bounds=1,
+                active_cavity_bounds=0,
+                kkt_residual=1e-7,
             ),
         )
 

@@ -91,7 +91,7 @@ def test_convergent_schedule_on_a_gp_classifier_reaches_the_ep_fixed_point():
     from gpflow_ep.likelihoods import Probit
     from gpflow_ep.models import EPGPC
 
-    X, Y = two_dimensional(40, seed=1)
+    X, Y = two_dimensional(24, seed=1)
     ep = EPGPC((X, Y), gpflow.kernels.SquaredExponential(lengthscales=0.7), Probit(), tol=1e-10, max_sweeps=500)
     ep.run_ep()
     dl = EPGPC(
