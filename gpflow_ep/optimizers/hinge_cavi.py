@@ -108,6 +108,9 @@ class HingeCAVI:
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise ValueError("data must be a tuple (X, Y)")
         X = check_inputs(data[0], "data[0] (X)")
+        input_dim = int(model.inducing_variable.Z.shape[1])
+        if X.shape[1] != input_dim:
+            raise ValueError(f"data[0] (X) must have {input_dim} columns, as the inducing inputs; got {X.shape[1]}")
         Y = np.asarray(data[1].numpy() if hasattr(data[1], "numpy") else data[1])
         if isinstance(model.likelihood, BinaryHinge):
             Y = check_binary_labels(Y, "data[1] (Y)")

@@ -196,6 +196,8 @@ def test_bad_input_is_a_value_error():
         HingeCAVI().step(model, (X, Y + 3))
     with pytest.raises(ValueError, match=r"data\[0\] \(X\)"):
         HingeCAVI().step(model, (np.full_like(X, np.nan), Y))
+    with pytest.raises(ValueError, match=r"data\[0\] \(X\) must have 2 columns"):
+        HingeCAVI().step(model, (np.hstack([X, X]), Y))
     with pytest.raises(ValueError, match="classes"):
         HingeCAVI().step(model, (X, Y), classes=[C])
     probit = gpflow.models.SVGP(
