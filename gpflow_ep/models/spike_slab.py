@@ -112,9 +112,10 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise ValueError("data must be a tuple (X, y)")
         X = check_inputs(data[0], "data[0] (X)")
-        y = check_inputs(np.asarray(data[1], dtype=np.float64), "data[1] (y)")
+        y = np.asarray(data[1], dtype=np.float64)
         if y.shape != (X.shape[0], 1):
             raise ValueError(f"data[1] (y) must have shape [{X.shape[0]}, 1]; got {y.shape}")
+        y = check_inputs(y, "data[1] (y)")
         if X.shape[0] == 0 or X.shape[1] == 0:
             raise ValueError(f"data[0] (X) must have at least one row and one column; got shape {X.shape}")
         return X, y
