@@ -84,6 +84,7 @@ def run_set(seed: int, taus, max_outer: int) -> Dict:
         active_site_bounds=res.active_site_bounds,
         active_cavity_bounds=res.active_cavity_bounds,
         kkt_residual=res.kkt_residual,
+        non_finite=res.non_finite,
     )
     return dict(seed=seed, rep=rep, pcep=pc)
 
@@ -135,6 +136,7 @@ def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
         above_bound=bool(all(min(p["energies"]) >= p["bound"] for p in pc)),
         median_active_site_bounds=float(np.median([p["active_site_bounds"] for p in pc])),
         median_kkt_residual=float(np.median([p["kkt_residual"] for p in pc])),
+        non_finite=int(sum(p.get("non_finite", False) for p in pc)),
     )
     exact_summary = {
         name: dict(
@@ -148,7 +150,7 @@ def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
 
 
 def _fmt(x) -> str:
-    return "–" if x is None else f"{x:.3f}"
+    return "–" if x is None else f"{x:.3g}"
 
 
 def _claims(per_tau, pcep, taus, num_sets: int) -> List[Dict]:
@@ -206,7 +208,7 @@ def _claims(per_tau, pcep, taus, num_sets: int) -> List[Dict]:
 def _cell(g, digits=3) -> str:
     if g["mean"] is None:
         return "–"
-    return f"{g['mean']:.{digits}f} ± {g['sd'] or 0:.{digits}f} (s.e. {g['se'] or 0:.{digits}f})"
+    return f"{g['mean']:.{digits}g} ± {g['sd'] or 0:.{digits - 1}g} (s.e. {g['se'] or 0:.{digits - 1}g})"
 
 
 def markdown(report) -> str:
@@ -236,7 +238,7 @@ def markdown(report) -> str:
         "",
         f"PC-EP: converged in {pc['converged']} of {c['sets']} sets, median {pc['median_outer']:.0f} outer iterations, "
         f"median {pc['median_active_site_bounds']:.0f} site precisions at ε, median first-moment KKT residual "
-        f"{pc['median_kkt_residual']:.1e}; largest single energy increase {pc['largest_increase']:.1e}; every energy above "
+        f"{pc['median_kkt_residual']:.1e}; stopped on a non-finite step in {pc.get('non_finite', 0)} sets; largest single energy increase {pc['largest_increase']:.1e}; every energy above "
         f"the bound: {pc['above_bound']}. Median wall time per run: PC-EP {pc['median_seconds']:.2f} s, R-EP "
         + ", ".join(f"τ={t}: {r['rep_seconds'] * 1e3:.0f} ms" for t, r in s["per_tau"].items())
         + ".",

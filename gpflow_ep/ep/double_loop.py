@@ -21,7 +21,9 @@ EP fixed point -E is the EP log evidence. With ε = ``settings.min_precision`` (
   q's marginal where the cavity bound τ_i = v₂ᵢ - ε is active; v₂ ← max(3ε, 1/variance) (≤ 10¹²),
   v₁ ← mean · v₂. E(v) never increases (up to the inner solver's accuracy), and is bounded below;
 * **stop** when E fell by less than ``settings.tol`` · max(1, |E|) in 3 consecutive outer steps,
-  or after ``settings.max_sweeps`` outer steps (``EPRun.converged`` False).
+  or after ``settings.max_sweeps`` outer steps (``EPRun.converged`` False), or when an inner solve
+  or outer step is not finite: then the last finite sites are kept and
+  ``DoubleLoopResult.non_finite`` says so (``EPRun.converged`` False).
 
 The limit is a KKT point of the *constrained* problem: where a site bound is active it need not be
 an EP fixed point (spec §7 item 4), which :class:`DoubleLoopResult` reports. It runs eagerly
@@ -35,7 +37,7 @@ import scipy.optimize
 import tensorflow as tf
 
 from .algebra import SiteAlgebra
-from .factors import SiteFactor
+from .factors import SiteFactor, gaussian_log_normaliser
 from .schedules import EPRun, Schedule, register_schedule
 
 if TYPE_CHECKING:
@@ -52,19 +54,10 @@ __all__ = [
 
 DEFAULT_EPSILON = 1e-6
 MAX_PRECISION = 1e12
-_HALF_LOG_2PI = 0.5 * float(np.log(2.0 * np.pi))
 
 
-def site_log_normaliser(v1, v2):
-    """log Z̃(v) = log ∫ exp(v₁h - ½v₂h²) dh = ½ log 2π - ½ log v₂ + v₁²/(2v₂), per site."""
-    return _HALF_LOG_2PI - 0.5 * tf.math.log(v2) + 0.5 * tf.square(v1) / v2
-
-
-def _tilted_log_normaliser(factor: SiteFactor, v1, v2):
-    """log Ẑ(v̂) of the unnormalised cavity exp(v̂₁h - ½v̂₂h²): log Z(m̂, ŝ) + log Z̃(v̂)."""
-    var = 1.0 / v2
-    mean = v1 * var
-    return factor.tilted(mean, var, 1.0).log_z + site_log_normaliser(v1, v2)
+#: log Z̃(v) = log ∫ exp(v₁h - ½v₂h²) dh = ½ log 2π - ½ log v₂ + v₁²/(2v₂), per site
+site_log_normaliser = gaussian_log_normaliser
 
 
 class DoubleLoopResult(NamedTuple):
@@ -77,6 +70,7 @@ class DoubleLoopResult(NamedTuple):
     active_cavity_bounds: int  # sites with τ_i = v₂ᵢ - ε
     kkt_residual: float  # max_i |E_q[h_i] - E_p̂[h_i]| at the last inner optimum (first moments match there)
     inner_iterations: int  # L-BFGS-B iterations, summed
+    non_finite: bool  # stopped because a step was not finite; the last finite state was kept
 
 
 def _objective(algebra: SiteAlgebra, factor: SiteFactor):
@@ -84,7 +78,7 @@ def _objective(algebra: SiteAlgebra, factor: SiteFactor):
     def f_and_grad(nu, tau, v1, v2):
         with tf.GradientTape() as tape:
             tape.watch([nu, tau])
-            value = algebra.log_normaliser(tau, nu) + tf.reduce_sum(_tilted_log_normaliser(factor, v1 - nu, v2 - tau))
+            value = algebra.log_normaliser(tau, nu) + tf.reduce_sum(factor.cavity_log_normaliser(v1 - nu, v2 - tau))
         g_nu, g_tau = tape.gradient(value, [nu, tau])
         return value, g_nu, g_tau
 
@@ -162,10 +156,15 @@ def run_double_loop(
     tau = np.minimum(tau, v2 - eps)
     energies: List[float] = []
     small_steps, inner_iterations, converged = 0, 0, False
+    non_finite, n_site, n_cavity, kkt, dual = False, 0, 0, float("nan"), np.zeros_like(nu)
     for outer in range(settings.max_sweeps):
         V1, V2 = tf.constant(v1, dtype), tf.constant(v2, dtype)
-        nu, tau, value, nit = _inner_solve(f_and_grad, nu, tau, v1, v2, eps, dtype)
+        new_nu, new_tau, value, nit = _inner_solve(f_and_grad, nu, tau, v1, v2, eps, dtype)
         inner_iterations += nit
+        if not (np.isfinite(value) and np.all(np.isfinite(new_nu)) and np.all(np.isfinite(new_tau))):
+            non_finite = True  # keep the last finite sites (and the v they were solved for)
+            break
+        nu, tau = new_nu, new_tau
         log_site = float(tf.reduce_sum(site_log_normaliser(V1, V2)))
         energies.append(-value + log_site)
         if outer > 0 and energies[-2] - energies[-1] < settings.tol * max(1.0, abs(energies[-1])):
@@ -178,7 +177,11 @@ def run_double_loop(
         if small_steps >= 3:
             converged = True
             break
-        v1, v2 = outer_step(mean, var, eps)
+        new_v1, new_v2 = outer_step(mean, var, eps)
+        if not (np.all(np.isfinite(new_v1)) and np.all(np.isfinite(new_v2))):
+            non_finite = True
+            break
+        v1, v2 = new_v1, new_v2
         tau = np.minimum(tau, v2 - eps)  # warm start, projected into the new box
     history = np.zeros(settings.max_sweeps)
     history[: len(energies)] = energies
@@ -196,7 +199,7 @@ def run_double_loop(
         relaxation=zeros,
         history=tf.constant(history, dtype),
     )
-    return DoubleLoopResult(run, np.asarray(energies), (v1, v2), n_site, n_cavity, kkt, inner_iterations)
+    return DoubleLoopResult(run, np.asarray(energies), (v1, v2), n_site, n_cavity, kkt, inner_iterations, non_finite)
 
 
 class DoubleLoopSchedule(Schedule):

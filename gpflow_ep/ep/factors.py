@@ -12,13 +12,21 @@ on weights rather than on f).
 import abc
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.likelihoods import Likelihood
 
 from .tilted import TiltedMoments, tilted_expected_log_likelihood, tilted_moments
 
-__all__ = ["SiteFactor", "LikelihoodFactor"]
+__all__ = ["SiteFactor", "LikelihoodFactor", "gaussian_log_normaliser"]
+
+_HALF_LOG_2PI = 0.5 * float(np.log(2.0 * np.pi))
+
+
+def gaussian_log_normaliser(v1, v2):
+    """log ∫ exp(v₁h - ½v₂h²) dh = ½ log 2π - ½ log v₂ + v₁²/(2v₂) (v₂ > 0), elementwise."""
+    return _HALF_LOG_2PI - 0.5 * tf.math.log(v2) + 0.5 * tf.square(v1) / v2
 
 
 class SiteFactor(abc.ABC):
@@ -31,6 +39,17 @@ class SiteFactor(abc.ABC):
         m = ``cavity_mean`` and v = ``cavity_var`` of shape [..., N, 1] (leading dimensions
         broadcast against the sites).
         """
+
+    def cavity_log_normaliser(self, v1: tf.Tensor, v2: tf.Tensor) -> tf.Tensor:
+        """
+        log Ẑ_i(v̂) = log ∫ exp(v̂₁h - ½v̂₂h²) t_i(h) dh of the *unnormalised* cavity with natural
+        parameters v̂ = (``v1``, ``v2``), v̂₂ > 0: the term of the EP energy (spike-and-slab spec eq. 9).
+
+        The default is log Z(v̂₁/v̂₂, 1/v̂₂) + log ∫ exp(v̂₁h - ½v̂₂h²) dh, whose two terms grow like
+        v̂₁²/(2v̂₂) and cancel where the cavity is wide; a factor with a closed form overrides it.
+        """
+        var = 1.0 / v2
+        return self.tilted(v1 * var, var, 1.0).log_z + gaussian_log_normaliser(v1, v2)
 
     def expected_log_factor(self, cavity_mean: tf.Tensor, cavity_var: tf.Tensor) -> tf.Tensor:
         """E_p̂[log t_i(h)] under p̂ ∝ t_i N(m, v): relaxed EP's T1. Optional (relaxation only)."""

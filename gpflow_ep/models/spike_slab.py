@@ -62,7 +62,8 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
     :param epsilon: ε > 0, the smallest site precision (default 1e-6).
     :param max_sweeps: the cap on sweeps (R-EP) or outer iterations (PC-EP), default 1000.
     :param tol: the convergence tolerance (default 1e-4 for R-EP, 1e-9 for PC-EP).
-    :param form: "auto" (Woodbury when n < d), "weights" or "woodbury".
+    :param form: "auto" (Woodbury when n < d and d > 200, see
+        :class:`~gpflow_ep.ep.LinearGaussianAlgebra`), "weights" or "woodbury".
     """
 
     def __init__(

@@ -19,6 +19,12 @@ V_s = ŝ v_s/(ŝ + v_s), M_s = m̂ v_s/(ŝ + v_s):
 The engine takes them as ∂log Z/∂m̂ = (E[w] - m̂)/ŝ and ∂²log Z/∂m̂² = (Var[w] - ŝ)/ŝ². The tilted
 distribution is often wider than the cavity, so the site precision it asks for is negative: the
 model clips it at ε (``min_precision``, spec §2.3 item 4). A δ has no power, so only α = 1.
+
+The energy of the convergent double loop needs the normaliser of the *unnormalised* cavity
+exp(v̂₁w - ½v̂₂w²) (spec (T6)), here in closed form without the cancellation of the generic
+log Z + log ∫ exp(v̂₁w - ½v̂₂w²) dw (both grow like v̂₁²/(2v̂₂) when the cavity is wide):
+
+    log Ẑ(v̂) = logaddexp(log(1 - p_s), log p_s - ½ log(1 + v_s v̂₂) + v_s v̂₁² / (2(1 + v_s v̂₂))).
 """
 
 import tensorflow as tf
@@ -68,6 +74,14 @@ class SpikeSlabFactor(SiteFactor):
         mean = pi * slab_mean
         var = tf.maximum(pi * slab_var + pi * (1.0 - pi) * tf.square(slab_mean), MIN_TILTED_VARIANCE)
         return log_z, mean, var, pi
+
+    def cavity_log_normaliser(self, v1, v2) -> tf.Tensor:
+        """log Ẑ(v̂) of the unnormalised cavity exp(v̂₁w - ½v̂₂w²) in closed form (module docstring)."""
+        p, vs = self.prior_inclusion, self.slab_variance
+        stretch = 1.0 + vs * v2
+        slab = tf.math.log(p) - 0.5 * tf.math.log(stretch) + 0.5 * vs * tf.square(v1) / stretch
+        spike = tf.math.log1p(-p) * tf.ones_like(slab)
+        return tf.reduce_logsumexp(tf.stack([spike, slab]), axis=0)
 
     def tilted(self, cavity_mean, cavity_var, power=1.0) -> TiltedMoments:
         if power != 1.0:

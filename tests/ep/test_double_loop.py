@@ -125,3 +125,29 @@ def test_convergent_schedule_refuses_what_it_does_not_do():
         run_ep(algebra, factor, zeros, zeros, EPSettings(schedule="convergent", power=0.5))
     with pytest.raises(ValueError, match="eagerly"):
         tf.function(lambda: run_ep(algebra, factor, zeros, zeros, EPSettings(schedule="convergent")).precision)()
+
+
+def test_a_non_finite_step_keeps_the_last_finite_state(paper_model):
+    """A factor whose normaliser turns NaN once a cavity precision exceeds 140 (the warm start's
+    largest cavity precision grows from 99 to 146 in six outer steps from this start): the double
+    loop stops, says so, and returns finite sites and energies."""
+    from gpflow_ep.ep.double_loop import run_double_loop
+
+    class Poisoned(type(paper_model._prior_factor())):
+        def cavity_log_normaliser(self, v1, v2):
+            value = super().cavity_log_normaliser(v1, v2)
+            return tf.where(v2 > 140.0, tf.constant(np.nan, v2.dtype), value)
+
+    base = paper_model._prior_factor()
+    d = paper_model.sites.num_sites
+    tau0 = tf.fill([d, 1], tf.constant(5.0, tf.float64))
+    res = run_double_loop(
+        paper_model._algebra(),
+        Poisoned(base.slab_variance, base.prior_inclusion),
+        tau0,
+        tf.zeros_like(tau0),
+        EPSettings(schedule="convergent", max_sweeps=50),
+    )
+    assert res.non_finite and not bool(res.run.converged)
+    assert np.all(np.isfinite(res.run.precision.numpy())) and np.all(np.isfinite(res.run.natural_mean.numpy()))
+    assert np.all(np.isfinite(res.energies)) and 0 < len(res.energies) < 50

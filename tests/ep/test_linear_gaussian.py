@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from gpflow_ep.ep import LinearGaussianAlgebra
+from gpflow_ep.ep.linear_gaussian import WOODBURY_MIN_DIM
 
 
 @pytest.fixture
@@ -61,7 +62,9 @@ def test_log_normaliser_gradients_are_the_moments(problem):
 
 def test_auto_form_and_improper_sites(problem):
     X, y, s2, tau, nu = problem
-    assert LinearGaussianAlgebra(tf.constant(X), tf.constant(y), tf.constant(s2, tf.float64)).form == "woodbury"
+    assert LinearGaussianAlgebra(tf.constant(X), tf.constant(y), tf.constant(s2, tf.float64)).form == "weights"
+    wide = np.ones((3, WOODBURY_MIN_DIM + 1))
+    assert LinearGaussianAlgebra(tf.constant(wide), tf.constant(y[:3]), tf.constant(s2, tf.float64)).form == "woodbury"
     assert (
         LinearGaussianAlgebra(tf.constant(X.T[:, :6]), tf.constant(np.ones((9, 1))), tf.constant(s2, tf.float64)).form
         == "weights"

@@ -6,6 +6,7 @@ import tensorflow as tf
 from scipy import integrate, stats
 from scipy.special import expit
 
+from gpflow_ep.ep import SiteFactor
 from gpflow_ep.models import SpikeSlabFactor
 
 VS, PS = 1.3, 0.2
@@ -89,3 +90,29 @@ def test_pure_spike_limit_gives_a_zero_mean_site():
 def test_only_power_one():
     with pytest.raises(ValueError, match="power"):
         _factor().tilted(tf.constant([[0.0]], tf.float64), tf.constant([[1.0]], tf.float64), power=0.5)
+
+
+@pytest.mark.parametrize("v1, v2", [(0.3, 0.5), (-2.0, 3.0), (5.0, 1e-3), (40.0, 1e-6), (1e-3, 1e6)])
+def test_cavity_log_normaliser_closed_form(v1, v2):
+    """log Ẑ(v̂) = log ∫ exp(v̂₁w - ½v̂₂w²) f(w) dw in closed form against quadrature of the slab plus
+    the spike's mass (1 - p_s) at 0 (1e-9 relative on Ẑ), and against the engine's generic
+    log Z + log ∫ exp(v̂₁w - ½v̂₂w²) dw where that has no cancellation (v̂₁²/v̂₂ < 1e4: 1e-10)."""
+    factor = _factor()
+    closed = factor.cavity_log_normaliser(tf.constant([[v1]], tf.float64), tf.constant([[v2]], tf.float64))
+    # the slab integrand peaks at w* = v̂₁ v_s/(1 + v_s v̂₂), width ~ (v̂₂ + 1/v_s)^-1/2: integrate around it
+    centre, width = v1 * VS / (1 + VS * v2), (v2 + 1 / VS) ** -0.5
+    log_peak = 0.5 * VS * v1**2 / (1 + VS * v2)
+    slab = integrate.quad(
+        lambda w: np.exp(v1 * w - 0.5 * (v2 + 1 / VS) * w**2 - log_peak) / np.sqrt(2 * np.pi * VS),
+        centre - 40 * width,
+        centre + 40 * width,
+        epsabs=0.0,
+        epsrel=1e-12,
+        limit=200,
+    )[0]
+    expected = np.logaddexp(np.log(1 - PS), np.log(PS) + np.log(slab) + log_peak)
+    np.testing.assert_allclose(closed.numpy()[0, 0], expected, rtol=1e-9)
+    if v1**2 / v2 < 1e4:
+        v1_, v2_ = tf.constant([[v1]], tf.float64), tf.constant([[v2]], tf.float64)
+        generic = SiteFactor.cavity_log_normaliser(factor, v1_, v2_)
+        np.testing.assert_allclose(generic.numpy()[0, 0], closed.numpy()[0, 0], rtol=1e-10, atol=1e-12)
