@@ -43,6 +43,18 @@ class EPModel:
         self.ep_diagnostics.record(run)
         return run
 
+    def _evidence_objective(self, run, evidence) -> tf.Tensor:
+        """
+        The training objective log Z_EP: ``evidence()`` (in ``ep_mode="nested"`` after ``run()``
+        has brought the sites to the fixed point of the current hyper-parameters), recorded in
+        :attr:`ep_diagnostics` as the evidence of the last loss evaluation.
+        """
+        if self.ep_settings.ep_mode == "nested":
+            run()
+        value = evidence()
+        self.ep_diagnostics.record_evidence(value)
+        return value
+
     def _evidence(self, log_normaliser_ratio, mean, var, precision, centred_natural_mean, factor, offset, proper):
         """
         The (power-)EP energy of :mod:`gpflow_ep.ep.energy` for the model's settings; -∞ when q is

@@ -109,9 +109,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
-        if self.ep_settings.ep_mode == "nested":
-            self.run_ep()
-        return self.log_marginal_likelihood()
+        return self._evidence_objective(self.run_ep, self.log_marginal_likelihood)
 
     # ---------------------------------------------------------------- prediction
 

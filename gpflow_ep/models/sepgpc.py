@@ -218,9 +218,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         if isinstance(data, (tuple, list)) and len(data) == 3:
             return self.refresh_and_objective(data)[0]
         X, Y = self._check_full_data(data)
-        if self.ep_settings.ep_mode == "nested":
-            self.run_ep((X, Y))
-        return self.log_marginal_likelihood((X, Y))
+        return self._evidence_objective(lambda: self.run_ep((X, Y)), lambda: self.log_marginal_likelihood((X, Y)))
 
     # ---------------------------------------------------------------- prediction
 
@@ -348,7 +346,9 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
     def apply_refresh(self, refresh: SiteRefresh) -> None:
         """
         Write a refresh (``scatter_update`` also works on mirrored variables): its rows of τ, ν, υ,
-        the dual and, when present, the relaxation b; then q's change.
+        the dual and, when present, the relaxation b; then q's change. Records it in
+        :attr:`ep_diagnostics` (``refreshes``, ``refresh_skipped``, ``refresh_max_change``: the
+        largest change of a refreshed site's τ or ν).
         """
         variables = (
             self.sites.precision,
@@ -357,6 +357,12 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             self.sites.dual,
             self.sites.relaxation,
         )
+        changes = [
+            tf.reshape(tf.abs(rows - tf.gather(variable, refresh.index)), [-1])
+            for variable, rows in zip(variables[:2], refresh.site_state[:2])
+        ]
+        max_change = tf.reduce_max(tf.concat(changes + [tf.zeros([1], changes[0].dtype)], axis=0))
+        self.ep_diagnostics.record_refresh(refresh.num_skipped, max_change, tf.constant(False))
         for variable, rows in zip(variables, refresh.site_state):
             variable.scatter_update(tf.IndexedSlices(rows, refresh.index))
         d_Lambda, d_eta = refresh.posterior_change
@@ -415,6 +421,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             return q_new.cholesky, q_new.half_mean, q_new.proper, A_site, refresh.num_skipped
 
         def rejected():  # nothing written; the unchanged q and every update counted as skipped
+            self.ep_diagnostics.record_refresh(tf.size(index), tf.zeros([], fr.q.cholesky.dtype), tf.constant(True))
             return fr.q.cholesky, fr.q.half_mean, fr.q.proper, fr.A_old, tf.size(index)
 
         cholesky, half_mean, proper, A_old, num_skipped = tf.cond(q_new.proper, accepted, rejected)

@@ -170,13 +170,11 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
-        if self.ep_settings.ep_mode == "nested":
-            if self.method == "convergent":
-                raise ValueError(
-                    "ep_mode: the convergent method runs eagerly; use ep_mode='alternated' to learn σ², v_s, p_s"
-                )
-            self.run_ep()
-        return self.log_marginal_likelihood()
+        if self.ep_settings.ep_mode == "nested" and self.method == "convergent":
+            raise ValueError(
+                "ep_mode: the convergent method runs eagerly; use ep_mode='alternated' to learn σ², v_s, p_s"
+            )
+        return self._evidence_objective(self.run_ep, self.log_marginal_likelihood)
 
     # ---------------------------------------------------------------- posterior summaries
 

@@ -1,0 +1,174 @@
+r"""
+TensorBoard monitoring of EP models: ``gpflow.monitor`` tasks, so they compose with GPflow's
+``Monitor``, ``MonitorTaskGroup``, ``ModelToTensorBoard`` and ``ImageToTensorBoard``, and run from
+:func:`gpflow_ep.training.fit` (``monitor=``) or as the ``step_callback`` of
+``gpflow.optimizers.Scipy().minimize``.
+
+* :class:`EPDiagnosticsToTensorBoard` writes, for any model with EP sites (``EPGPC``, ``PowerEP``,
+  ``RelaxedEP``, ``SEPGPC``, ``SpikeSlabRegression``), the scalars
+
+  ========================== ===========================================================
+  ``ep/log_marginal_likelihood`` log Z_EP (the negative EP energy): in ``ep_mode="nested"``
+                             the last loss evaluation's (at its EP fixed point), else
+                             at the stored sites; for ``SEPGPC`` only when the task
+                             is given ``data``
+  ``ep/converged``           1 if the last full EP run met its tolerance, else 0
+  ``ep/sweeps``              sweeps (or outer iterations) of the last full run
+  ``ep/max_change``          the schedule's convergence measure at its last sweep
+  ``ep/skipped``             site updates skipped in the last run (improper cavity/tilted)
+  ``ep/rejected``            site updates undone in the last run (q became improper)
+  ``ep/damping``             the damping in force (1 when undamped); ``SEPGPC`` adds
+                             ``ep/minibatch_damping``
+  ``ep/power``               α (1 for EP)
+  ``ep/refreshes``           minibatch refreshes so far (models trained by minibatch EP),
+  ``ep/refresh_skipped``     with the last refresh's skipped updates, whether it was
+  ``ep/refresh_rejected``    rejected (1) and its largest site change
+  ``ep/refresh_max_change``
+  ========================== ===========================================================
+
+  and the histograms ``ep/site_precision`` and ``ep/site_natural_mean`` (τ and ν of every site),
+  plus ``ep/relaxation`` for relaxed EP (the per-site b).
+* :class:`HeldOutToTensorBoard` writes ``<name>/error`` and ``<name>/nlpd`` (classification) or
+  ``<name>/rmse`` and ``<name>/nlpd`` (regression) of any GPflow model on held-out data
+  (:func:`gpflow_ep.evaluation.held_out_metrics`).
+* :func:`ep_monitor` builds a ``gpflow.monitor.Monitor`` of both (and the model's parameters
+  with ``ModelToTensorBoard``) in one line.
+
+The tasks read the model's stored state; they never run EP. A model in ``ep_mode="nested"``
+re-runs EP when it predicts, so :class:`HeldOutToTensorBoard` on such a model brings its sites to
+the fixed point of the current hyper-parameters (as the next loss evaluation would).
+"""
+
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+from gpflow.monitor import ModelToTensorBoard, Monitor, MonitorTaskGroup, ToTensorBoard
+
+from .evaluation import held_out_metrics
+
+__all__ = ["EPDiagnosticsToTensorBoard", "HeldOutToTensorBoard", "ep_monitor", "EP_SCALAR_TAGS"]
+
+#: the scalar tags :class:`EPDiagnosticsToTensorBoard` writes for every EP model
+EP_SCALAR_TAGS = (
+    "ep/log_marginal_likelihood",
+    "ep/converged",
+    "ep/sweeps",
+    "ep/max_change",
+    "ep/skipped",
+    "ep/rejected",
+    "ep/damping",
+    "ep/power",
+)
+_REFRESH_TAGS = ("refreshes", "refresh_skipped", "refresh_rejected", "refresh_max_change")
+
+
+def _is_minibatch_ep(model) -> bool:
+    from .models.minibatch import MinibatchEP
+
+    return isinstance(model, MinibatchEP)
+
+
+class EPDiagnosticsToTensorBoard(ToTensorBoard):
+    """
+    The EP diagnostics of ``model`` (module docstring) at every call.
+
+    :param log_dir: the TensorBoard run directory.
+    :param model: a model with ``ep_diagnostics``, ``ep_settings`` and ``sites``.
+    :param data: for models whose evidence needs the data (``SEPGPC``: ``(X, Y)``, all points or a
+        fixed subset): log Z_EP is written only when given. Ignored by the others.
+    :param histograms: also write the site histograms (default True).
+    """
+
+    def __init__(self, log_dir: str, model, data=None, histograms: bool = True):
+        if not hasattr(model, "ep_diagnostics"):
+            raise ValueError(
+                f"model: {type(model).__name__} has no EP sites to monitor; use HeldOutToTensorBoard or "
+                "gpflow.monitor.ModelToTensorBoard for it"
+            )
+        super().__init__(log_dir)
+        self.model, self.data, self.histograms = model, data, histograms
+
+    def _log_marginal_likelihood(self) -> Optional[float]:
+        model = self.model
+        recorded = float(model.ep_diagnostics.log_marginal_likelihood.numpy())
+        if model.ep_settings.ep_mode == "nested" and np.isfinite(recorded) and not _is_minibatch_ep(model):
+            return recorded  # the last loss evaluation's, at its EP fixed point
+        if _is_minibatch_ep(model):
+            return None if self.data is None else float(model.log_marginal_likelihood(self.data))
+        return float(model.log_marginal_likelihood())
+
+    def run(self, **unused_kwargs) -> None:
+        model, step = self.model, self.current_step
+        diagnostics, settings = model.ep_diagnostics, model.ep_settings
+        values = diagnostics.as_dict()
+        log_z = self._log_marginal_likelihood()
+        if log_z is not None:
+            tf.summary.scalar("ep/log_marginal_likelihood", log_z, step=step)
+        tf.summary.scalar("ep/converged", float(values["converged"]), step=step)
+        tf.summary.scalar("ep/sweeps", values["sweeps"], step=step)
+        tf.summary.scalar("ep/max_change", values["max_change"], step=step)
+        tf.summary.scalar("ep/skipped", values["num_skipped"], step=step)
+        tf.summary.scalar("ep/rejected", values["num_rejected"], step=step)
+        tf.summary.scalar("ep/damping", 1.0 if settings.damping is None else float(settings.damping), step=step)
+        tf.summary.scalar("ep/power", float(settings.power), step=step)
+        if _is_minibatch_ep(model):
+            tf.summary.scalar("ep/minibatch_damping", float(settings.minibatch_damping), step=step)
+            for key in _REFRESH_TAGS:
+                tf.summary.scalar(f"ep/{key}", values[key], step=step)
+        if self.histograms:
+            tau, nu = (t.numpy() for t in model.sites.read())
+            tf.summary.histogram("ep/site_precision", tau, step=step)
+            tf.summary.histogram("ep/site_natural_mean", nu, step=step)
+            if settings.relaxation is not None:
+                tf.summary.histogram("ep/relaxation", model.sites.relaxation.numpy(), step=step)
+
+
+class HeldOutToTensorBoard(ToTensorBoard):
+    """
+    Error and NLPD (classification) or RMSE and NLPD (regression) of ``model`` on ``data = (X, Y)``
+    as ``<name>/error`` (or ``<name>/rmse``) and ``<name>/nlpd``.
+
+    :param name: the tag prefix, e.g. "test" or "train".
+    :param task: "binary", "multiclass" or "regression" (default: from the likelihood).
+    """
+
+    def __init__(self, log_dir: str, model, data, name: str = "test", task: Optional[str] = None):
+        super().__init__(log_dir)
+        X, Y = data
+        self.model, self.X, self.Y, self.name, self.task = model, np.asarray(X), np.asarray(Y), name, task
+
+    def run(self, **unused_kwargs) -> None:
+        for key, value in held_out_metrics(self.model, self.X, self.Y, self.task).items():
+            tf.summary.scalar(f"{self.name}/{key}", value, step=self.current_step)
+
+
+def ep_monitor(
+    log_dir: str,
+    model,
+    *,
+    test_data=None,
+    train_data=None,
+    period: int = 10,
+    parameters: bool = True,
+    extra_tasks: Sequence = (),
+) -> Monitor:
+    """
+    A ``gpflow.monitor.Monitor`` that every ``period`` steps writes to ``log_dir``: the EP
+    diagnostics (if ``model`` has EP sites; ``train_data`` gives ``SEPGPC`` its evidence),
+    held-out metrics on ``test_data`` (as ``test/…``) and ``train_data`` (as ``train/…``), the
+    model's parameters (``ModelToTensorBoard``, when ``parameters``), and ``extra_tasks``.
+    Pass it as ``fit(..., monitor=...)`` or ``Scipy().minimize(..., step_callback=...)``.
+    """
+    tasks = list(extra_tasks)
+    if hasattr(model, "ep_diagnostics"):
+        tasks.append(EPDiagnosticsToTensorBoard(log_dir, model, data=train_data))
+    if test_data is not None:
+        tasks.append(HeldOutToTensorBoard(log_dir, model, test_data, "test"))
+    if train_data is not None:
+        tasks.append(HeldOutToTensorBoard(log_dir, model, train_data, "train"))
+    if parameters:
+        tasks.append(ModelToTensorBoard(log_dir, model))
+    if not tasks:
+        raise ValueError("ep_monitor: nothing to write (give test_data or train_data, or parameters=True)")
+    return Monitor(MonitorTaskGroup(tasks, period=period))
