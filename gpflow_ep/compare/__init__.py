@@ -1,0 +1,106 @@
+r"""
+``gpflow-ep compare``: the package's models against GPflow's on one train/test split, as a table,
+a JSON record per model, TensorBoard training curves and a PNG.
+
+* :mod:`.data`: the split and its task (scikit-learn's bundled sets, the benchmark layout, a CSV);
+* :mod:`.models`: the models of each task, their kernel, inducing inputs, hyper-priors;
+* :mod:`.run`: training (L-BFGS-B to each model's own convergence) and evaluation of one model;
+* :mod:`.report`: the table, JSON and PNG.
+"""
+
+from typing import List, Optional, Sequence, Union
+
+from .data import SKLEARN_SETS, TaskData, load_task_data, read_csv
+from .models import DEFAULT_MODELS, MODELS, PRIORS, check_models, inducing_inputs, make_kernel
+from .report import columns, format_table, plot_results, write_json, write_results
+from .run import train_one
+
+__all__ = [
+    "run_compare",
+    "load_task_data",
+    "read_csv",
+    "TaskData",
+    "SKLEARN_SETS",
+    "MODELS",
+    "DEFAULT_MODELS",
+    "PRIORS",
+    "check_models",
+    "inducing_inputs",
+    "make_kernel",
+    "train_one",
+    "columns",
+    "format_table",
+    "write_json",
+    "write_results",
+    "plot_results",
+]
+
+
+def _check_int(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}; got {value!r}")
+    return value
+
+
+def run_compare(
+    dataset: Optional[str] = None,
+    split: int = 0,
+    data_dir=None,
+    models: Union[None, str, Sequence[str]] = None,
+    *,
+    csv_file=None,
+    target: Optional[str] = None,
+    task: Optional[str] = None,
+    test_fraction: float = 0.3,
+    max_train: Optional[int] = None,
+    num_inducing: int = 50,
+    maxiter: int = 1000,
+    prior: str = "lognormal",
+    seed: int = 0,
+    log_dir=None,
+    plot=None,
+    progress: bool = False,
+) -> List[dict]:
+    """
+    Train ``models`` (default: the task's :data:`DEFAULT_MODELS`) on one split and return a
+    result row per model (:func:`train_one`), each with the run's settings under ``"settings"``.
+    The data come from :func:`load_task_data` (``dataset``, or ``csv_file`` with ``target``);
+    ``log_dir`` gets one TensorBoard run per model, ``plot`` a PNG (:func:`plot_results`).
+
+    :raises ValueError: naming the argument at fault, before anything is trained.
+    """
+    _check_int(maxiter, "maxiter", 1)
+    _check_int(num_inducing, "num_inducing", 1)
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {list(PRIORS)}; got {prior!r}")
+    td = load_task_data(dataset, split, data_dir, csv_file, target, task, test_fraction, max_train)
+    names = check_models(models, td.task)
+    settings = dict(
+        dataset=td.split.name,
+        task=td.task,
+        split=split,
+        test_fraction=test_fraction,
+        max_train=max_train,
+        num_inducing=num_inducing,
+        maxiter=maxiter,
+        prior=prior,
+        seed=seed,
+    )
+    rows, trained = [], []
+    for name in names:
+        row, model = train_one(
+            name,
+            td,
+            num_inducing=num_inducing,
+            maxiter=maxiter,
+            seed=seed,
+            prior=prior,
+            log_dir=log_dir,
+            progress=progress,
+        )
+        row["settings"] = settings
+        rows.append(row)
+        trained.append(model)
+    if plot is not None:
+        plot_results(rows, trained, td, plot)
+    return rows

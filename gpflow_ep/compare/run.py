@@ -1,0 +1,165 @@
+r"""
+Training and evaluation of one model of a comparison.
+
+Each model is trained by L-BFGS-B on its training loss through GPflow's ``Scipy`` optimiser
+(its compiled loss-and-gradient, ``Scipy.eval_func``) until L-BFGS-B's own convergence test
+holds, at most ``maxiter`` iterations; the row says whether it converged and why it stopped.
+After every iteration a callback draws the progress bar and, every ``log_every`` iterations,
+writes TensorBoard summaries (``train/loss``, the EP diagnostics of :mod:`gpflow_ep.monitor`,
+``test/…`` metrics); the time spent in the callback is not counted as training time. An EP model
+is then brought to the EP fixed point of its final hyper-parameters before it is evaluated.
+"""
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import gpflow
+import numpy as np
+import scipy.optimize
+import tensorflow as tf
+
+from ..evaluation import held_out_metrics
+from ..models import SEPGPC
+from ..monitor import EPDiagnosticsToTensorBoard, HeldOutToTensorBoard
+from ..training import ProgressBar
+from .data import TaskData
+from .models import MODELS, apply_prior, build_model, hyperparameters, kernel_summary, objective
+
+__all__ = ["train_one"]
+
+
+class _Callback:
+    """Progress bar and TensorBoard summaries after every L-BFGS-B iteration (module docstring)."""
+
+    def __init__(self, name, model, td: TaskData, maxiter, log_dir, log_every, progress):
+        self.model, self.step, self.seconds, self.last_loss = model, 0, 0.0, math.nan
+        self.log_every = log_every
+        self.bar = ProgressBar(maxiter, None, width=20) if progress else None
+        self.name, self.start = name, time.perf_counter()
+        self.tasks = []
+        if log_dir is not None:
+            run_dir = str(Path(log_dir) / name)
+            self.writer = tf.summary.create_file_writer(run_dir)
+            test = (td.split.X_test, _labels(td, td.split.Y_test))
+            if hasattr(model, "ep_diagnostics"):
+                data = (td.split.X_train, td.split.Y_train) if isinstance(model, SEPGPC) else None
+                self.tasks.append(EPDiagnosticsToTensorBoard(run_dir, model, data=data, histograms=True))
+            self.tasks.append(HeldOutToTensorBoard(run_dir, model, test, "test", td.task))
+
+    def __call__(self, x) -> None:
+        begin = time.perf_counter()
+        self.step += 1
+        if self.tasks and (self.step % self.log_every == 0 or self.step == 1):
+            with self.writer.as_default():
+                tf.summary.scalar("train/loss", self.last_loss, step=self.step)
+            self.writer.flush()
+            for task in self.tasks:
+                task(self.step)
+        if self.bar is not None:
+            self.bar.update(self.step, self.last_loss, time.perf_counter() - self.start)
+        self.seconds += time.perf_counter() - begin
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close(self.step, self.last_loss, time.perf_counter() - self.start)
+
+
+def _labels(td: TaskData, Y):
+    return Y.astype(np.int64) if td.task == "multiclass" else Y
+
+
+def _minimise(loss, variables, maxiter: int, callback: _Callback):
+    """L-BFGS-B on GPflow's compiled loss and gradient; the callback sees every accepted iterate."""
+    optimizer = gpflow.optimizers.Scipy()
+    func = optimizer.eval_func(loss, variables, tf_fun_args={}, compile=True)
+
+    def recorded(x):
+        value, grad = func(x)
+        callback.last_loss = float(value)
+        return value, grad
+
+    x0 = optimizer.initial_parameters(variables).numpy()
+    result = scipy.optimize.minimize(
+        recorded, x0, jac=True, method="L-BFGS-B", callback=callback, options=dict(maxiter=int(maxiter))
+    )
+    optimizer.assign_tensors(variables, optimizer.unpack_tensors(variables, result.x))
+    return result
+
+
+def _to_fixed_point(model, td: TaskData) -> Optional[bool]:
+    """Bring an EP model's sites to the fixed point of its final hyper-parameters; converged?"""
+    if not hasattr(model, "ep_diagnostics") or not hasattr(model, "run_ep"):
+        return None
+    run = model.run_ep((td.split.X_train, td.split.Y_train)) if isinstance(model, SEPGPC) else model.run_ep()
+    return bool(run.converged)
+
+
+def train_one(
+    name: str,
+    td: TaskData,
+    *,
+    num_inducing: int = 50,
+    maxiter: int = 1000,
+    seed: int = 0,
+    prior: str = "lognormal",
+    log_dir=None,
+    log_every: int = 5,
+    progress: bool = False,
+):
+    """
+    Build model ``name`` for ``td``, train it (module docstring) and evaluate it on the test part.
+
+    :return: ``(row, model)``, the trained model and its result row: the model, task and data;
+        test metrics (``test_error`` or ``test_rmse``, in the target's units, and ``test_nlpd``);
+        ``train_time_s`` (wall clock of the optimisation, tf.function compilation included,
+        monitoring excluded); the objective and its kind; ``iterations``, ``converged`` and
+        ``stop_reason`` of L-BFGS-B; ``ep_converged`` and ``ep_diagnostics`` for EP models; the
+        learned ``hyperparameters`` and a ``kernel`` summary.
+    """
+    tf.random.set_seed(seed)
+    model, loss = build_model(name, td, num_inducing, seed)
+    apply_prior(model, prior, td.split.X_train.shape[1])
+    if progress:
+        print(f"{name}:", file=sys.stderr)
+    callback = _Callback(name, model, td, maxiter, log_dir, log_every, progress)
+    start = time.perf_counter()
+    result = _minimise(loss, model.trainable_variables, maxiter, callback)
+    wall = time.perf_counter() - start
+    callback.close()
+    ep_converged = _to_fixed_point(model, td)
+    metrics = held_out_metrics(model, td.split.X_test, _labels(td, td.split.Y_test), td.task)
+    if td.task == "regression":  # back to the target's units
+        metrics = {"rmse": metrics["rmse"] * td.y_scale, "nlpd": metrics["nlpd"] + math.log(td.y_scale)}
+    row = {
+        "model": name,
+        "task": td.task,
+        **{f"test_{k}": float(v) for k, v in metrics.items()},
+        "train_time_s": float(wall - callback.seconds),
+        "objective": objective(name, model, td),
+        "objective_kind": MODELS[td.task][name].objective_kind,
+        "iterations": int(result.nit),
+        "converged": bool(result.success),
+        "stop_reason": str(result.message),
+        "ep_converged": ep_converged,
+        "kernel": kernel_summary(model),
+        "hyperparameters": hyperparameters(model),
+        "prior": prior,
+        "dataset": td.split.name,
+        "source": td.source,
+        "split": int(td.split.split),
+        "num_train": int(td.split.X_train.shape[0]),
+        "num_test": int(td.split.X_test.shape[0]),
+        "input_dim": int(td.split.X_train.shape[1]),
+    }
+    if hasattr(model, "ep_diagnostics"):
+        row["ep_diagnostics"] = model.ep_diagnostics.as_dict()
+    if hasattr(model, "inducing_variable"):
+        row["num_inducing"] = int(model.inducing_variable.num_inducing)
+    if log_dir is not None:  # the final state, after the EP fixed point
+        callback.step = max(callback.step, 1)
+        for task in callback.tasks:
+            task(callback.step + 1)
+    return row, model

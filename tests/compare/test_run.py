@@ -1,0 +1,88 @@
+"""gpflow_ep.compare.run and .report: training to convergence, rows, TensorBoard curves, table and PNG."""
+
+import json
+import math
+
+import matplotlib.image
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from gpflow_ep.compare import columns, format_table, load_task_data, run_compare, train_one, write_results
+from gpflow_ep.monitor import EP_SCALAR_TAGS
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return load_task_data("breast_cancer", max_train=80)
+
+
+def test_rows_of_an_ep_model_and_a_variational_one(binary, tmp_path):
+    """EPGPC and SVGP trained to their own convergence: finite metrics, convergence reported, the EP
+    row with its diagnostics and the fixed point of its final hyper-parameters; TensorBoard curves."""
+    rows = {}
+    for name in ("epgpc", "svgp"):
+        rows[name], _ = train_one(name, binary, num_inducing=10, maxiter=200, log_dir=tmp_path)
+    for row in rows.values():
+        assert 0.0 <= row["test_error"] < 0.15 and math.isfinite(row["test_nlpd"]) and row["train_time_s"] > 0
+        assert row["converged"] == (row["iterations"] < 200) and row["stop_reason"]
+        assert row["kernel"].startswith("σ²") and "kernel.variance" in row["hyperparameters"]
+    ep = rows["epgpc"]
+    assert ep["ep_converged"] is True and ep["ep_diagnostics"]["converged"] is True
+    assert ep["objective_kind"] == "log Z_EP" and rows["svgp"]["ep_converged"] is None
+    acc = EventAccumulator(str(tmp_path / "epgpc"), size_guidance={"tensors": 0})
+    acc.Reload()
+    tags = set(acc.Tags()["tensors"])
+    assert set(EP_SCALAR_TAGS) | {"train/loss", "test/error", "test/nlpd"} <= tags
+    assert len(acc.Tensors("train/loss")) >= 2  # a curve, not one point
+    svgp_acc = EventAccumulator(str(tmp_path / "svgp"), size_guidance={"tensors": 0})
+    svgp_acc.Reload()
+    assert "train/loss" in svgp_acc.Tags()["tensors"] and "ep/sweeps" not in svgp_acc.Tags()["tensors"]
+
+
+def test_regression_metrics_are_in_the_targets_units():
+    """RMSE and NLPD of the standardised problem, mapped back: RMSE·s and NLPD + log s (s the
+    target's training std), checked against predictions made by hand."""
+    td = load_task_data("diabetes", max_train=60)
+    row, model = train_one("gpr", td, maxiter=100)
+    from sklearn.datasets import load_diabetes  # noqa: F401  (the raw targets come back through the scale)
+
+    mean, var = (t.numpy() for t in model.predict_y(td.split.X_test))
+    y = td.split.Y_test * td.y_scale + td.y_mean
+    rmse = np.sqrt(np.mean((mean * td.y_scale + td.y_mean - y) ** 2))
+    variance = var * td.y_scale**2
+    nlpd = np.mean(0.5 * np.log(2 * np.pi * variance) + 0.5 * (mean * td.y_scale + td.y_mean - y) ** 2 / variance)
+    np.testing.assert_allclose([row["test_rmse"], row["test_nlpd"]], [rmse, nlpd], rtol=1e-10)
+
+
+def test_table_json_and_plots(tmp_path):
+    """One JSON record per model with its settings; the Markdown table; PNGs for 2-D inputs (the
+    decision planes) and for more inputs (reliability and NLPD against time)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=60) > 0).astype(int)
+    csv = tmp_path / "two.csv"
+    csv.write_text("u,v,label\n" + "\n".join(f"{a},{b},{c}" for (a, b), c in zip(X, y)) + "\n")
+    rows = run_compare(csv_file=csv, target="label", models="epgpc,vgp", maxiter=50, plot=tmp_path / "plane.png")
+    assert [r["model"] for r in rows] == ["epgpc", "vgp"]
+    assert all(r["settings"]["maxiter"] == 50 and r["dataset"] == "two" for r in rows)
+    json_path, md_path = write_results(rows, tmp_path / "out" / "r")
+    assert json.loads(json_path.read_text()) == json.loads(json.dumps(rows))
+    table = md_path.read_text().splitlines()
+    assert [c.strip() for c in table[0].strip("|").split("|")] == [t for _, t in columns("binary")]
+    assert format_table(rows).splitlines()[2].startswith("| epgpc |")
+    image = matplotlib.image.imread(tmp_path / "plane.png")
+    assert image.shape[1] == 2 * image.shape[0]  # two square panels side by side
+    run_compare("iris", models="bsvm", maxiter=20, max_train=40, plot=tmp_path / "calibration.png")
+    assert (tmp_path / "calibration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_compare_checks_before_training():
+    with pytest.raises(ValueError, match="maxiter"):
+        run_compare(maxiter=0)
+    with pytest.raises(ValueError, match="prior"):
+        run_compare(prior="flat")
+    with pytest.raises(ValueError, match="models"):
+        run_compare(models="epgpc,gpr")
+    with pytest.raises(ValueError, match="data_dir"):
+        run_compare(dataset="Pima", data_dir="/no/such/directory")
