@@ -75,8 +75,8 @@ class EPDiagnosticsToTensorBoard(ToTensorBoard):
 
     :param log_dir: the TensorBoard run directory.
     :param model: a model with ``ep_diagnostics``, ``ep_settings`` and ``sites``.
-    :param data: for models whose evidence needs the data (``SEPGPC``: ``(X, Y)``, all points or a
-        fixed subset): log Z_EP is written only when given. Ignored by the others.
+    :param data: for models whose evidence needs the data (``SEPGPC``: all ``(X, Y)`` in site
+        order): log Z_EP is written only when given. Ignored by the others.
     :param histograms: also write the site histograms (default True).
     """
 

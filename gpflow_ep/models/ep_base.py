@@ -5,6 +5,8 @@ engine (schedule dispatch, evidence). A model adds only its posterior algebra
 """
 
 import abc
+import functools
+import weakref
 
 import tensorflow as tf
 from check_shapes import check_shapes
@@ -13,6 +15,37 @@ from gpflow.config import default_float
 from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, SiteParameters, ep_log_marginal_likelihood, run_ep
 from ..validation import check_inputs
 from .diagnostics import EPDiagnostics
+
+
+class compiled_per_model:
+    """
+    ``@tf.function(autograph=False)`` for a model method, with one traced function per model
+    instead of one per class. A model traces its EP run once per EP setting; TensorFlow counts
+    tracings per *code object* and warns ("triggered tf.function retracing") after five, which a
+    script with a few models would hit although nothing retraces needlessly. So each model's
+    function gets its own code object (the method's, renamed ``<method>_<model id>``). The
+    functions are held weakly, so they go with their model.
+    """
+
+    def __init__(self, method):
+        self.method = method
+        self._functions: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        functools.update_wrapper(self, method)
+
+    def __get__(self, model, owner=None):
+        if model is None:
+            return self
+        function = self._functions.get(model)
+        if function is None:
+            method, ref = self.method, weakref.ref(model)
+
+            def call(*args):
+                return method(ref(), *args)
+
+            call.__code__ = call.__code__.replace(co_name=f"{self.method.__name__}_{id(model):x}")
+            function = tf.function(call, autograph=False)
+            self._functions[model] = function
+        return function
 
 
 class EPModel:

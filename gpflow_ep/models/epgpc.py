@@ -32,7 +32,7 @@ from gpflow.models.util import data_input_to_tensor
 
 from ..ep import EPRun, EPSettings, GPAlgebra
 from ..validation import check_data
-from .ep_base import EPModel, EPPosteriorBase
+from .ep_base import EPModel, compiled_per_model, EPPosteriorBase
 
 
 class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
@@ -90,7 +90,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
             return self._run_schedule(self._algebra(), self._factor(*self.data), settings)
         return self._run_ep_compiled(settings)
 
-    @tf.function(autograph=False)
+    @compiled_per_model
     def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
         K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
         return self._run_schedule(GPAlgebra(K, prior_mean), self._factor(*self.data), settings)

@@ -59,7 +59,7 @@ from ..ep import (
     propose_sites,
 )
 from ..validation import check_data, check_inputs, check_positive_int
-from .ep_base import EPModel, EPPosteriorBase
+from .ep_base import EPModel, compiled_per_model, EPPosteriorBase
 from .minibatch import MinibatchEP, SiteRefresh
 
 
@@ -178,7 +178,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             )
         return settings
 
-    @tf.function(autograph=False)
+    @compiled_per_model
     def _run_ep_compiled(self, X, Y, settings: EPSettings) -> EPRun:
         L, A, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
         run = self._run_schedule(WhitenedAlgebra(A, prior_mean), self._factor(X, Y, s), settings)

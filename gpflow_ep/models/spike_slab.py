@@ -40,7 +40,7 @@ from tensorflow_probability import bijectors as tfb
 from ..ep import DoubleLoopResult, EPRun, EPSettings, LinearGaussianAlgebra, cavity_distribution, run_double_loop
 from ..ep.linear_gaussian import FORMS
 from ..validation import check_choice, check_inputs, check_range
-from .ep_base import EPModel
+from .ep_base import EPModel, compiled_per_model
 from .spike_slab_factor import SpikeSlabFactor
 
 __all__ = ["SpikeSlabRegression", "exact_spike_slab_posterior"]
@@ -151,7 +151,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
         self.double_loop_result = result
         return result.run
 
-    @tf.function(autograph=False)
+    @compiled_per_model
     def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
         return self._run_schedule(self._algebra(), self._prior_factor(), settings)
 
