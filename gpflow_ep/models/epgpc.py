@@ -32,7 +32,7 @@ from gpflow.models.util import data_input_to_tensor
 
 from ..ep import EPRun, EPSettings, GPAlgebra
 from ..validation import check_data
-from .ep_base import EPModel, compiled_per_model, EPPosteriorBase
+from .ep_base import EPModel, EPPosteriorBase, compiled_per_model
 
 
 class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):

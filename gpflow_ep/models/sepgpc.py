@@ -59,7 +59,7 @@ from ..ep import (
     propose_sites,
 )
 from ..validation import check_data, check_inputs, check_positive_int
-from .ep_base import EPModel, compiled_per_model, EPPosteriorBase
+from .ep_base import EPModel, EPPosteriorBase, compiled_per_model
 from .minibatch import MinibatchEP, SiteRefresh
 
 
