@@ -183,7 +183,7 @@ MODELS: Dict[str, Dict[str, ModelSpec]] = {
 DEFAULT_MODELS = {
     "binary": ("epgpc", "svgp", "vgp"),
     "multiclass": ("bsvm", "svgp", "svgp-softmax"),
-    "regression": ("gpr", "sgpr", "svgp", "dgpaep"),
+    "regression": ("gpr", "sgpr", "svgp"),
 }
 
 

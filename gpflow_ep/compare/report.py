@@ -138,7 +138,7 @@ def _observed(ax, models, names, td):
     X, Y = td.split.X_test, td.split.Y_test
     for model, name in zip(models, names):
         mean = np.asarray(model.predict_y(X)[0])[:, 0] * td.y_scale + td.y_mean
-        ax.scatter(Y[:, 0] * td.y_scale + td.y_mean, mean, s=6, label=name)
+        ax.scatter(Y[:, 0] * td.y_scale + td.y_mean, mean, s=6, label=name, alpha=0.6)
     lo, hi = ax.get_xlim()
     ax.plot([lo, hi], [lo, hi], "k:", linewidth=1)
     ax.set(xlabel="observed test target", ylabel="predictive mean", title="test predictions")
@@ -186,6 +186,11 @@ def plot_results(rows: List[dict], models: Sequence, td, path: PathLike) -> Opti
             ylabel="test NLPD",
             title="NLPD against training time",
         )
+        if wide:  # plain numbers on the log axis
+            from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
     fig.suptitle(f"{td.split.name} ({td.task}, {td.split.X_train.shape[0]} training points)", fontsize=10)
     fig.tight_layout()
     path = Path(path)
