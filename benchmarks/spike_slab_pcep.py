@@ -20,7 +20,9 @@ lower bound n/2 log 2πσ² - d/2 log 2, outer iterations, active bounds); the w
 PC-EP's posterior inclusion probabilities and weight means against exact enumeration of the 2¹²
 patterns.
 
-Run ``python -m benchmarks.spike_slab_pcep [--quick] [--out-dir results/spike_slab]``.
+Also a PNG of the energy traces (``<stem>_energy.png``). Run ``python -m benchmarks.spike_slab_pcep
+[--quick] [--out-dir results/spike_slab]``; ``--rerender`` redoes the analysis, table and PNG of a
+stored run.
 """
 
 import time
@@ -261,17 +263,67 @@ def markdown(report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_energy_traces(report, path: Path) -> Path:
+    """
+    PC-EP's energy traces, E(v^(t)) - min_t E(v^(t)) on a log axis against the outer iteration,
+    one line per set (red where R-EP at the largest τ did not converge), and the distance of the
+    final energy to the lower bound n/2 log 2πσ² - d/2 log 2.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    taus = report["config"]["taus"]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
+    gaps = []
+    for s in report["sets"]:
+        E = np.asarray(s["pcep"]["energies"])
+        failed = not s["rep"][str(taus[-1])]["converged"]
+        ax.semilogy(
+            np.arange(len(E)),
+            E - E.min() + 1e-12,
+            color="C3" if failed else "0.6",
+            lw=0.7,
+            alpha=0.9 if failed else 0.5,
+            zorder=2 if failed else 1,
+        )
+        gaps.append(E[-1] - s["pcep"]["bound"])
+    ax.set(
+        xlabel="outer iteration t",
+        ylabel="E(v^(t)) - min E  (+1e-12)",
+        title=f"PC-EP energy traces (red: R-EP τ={taus[-1]} not converged)",
+    )
+    bx.hist(gaps, bins=20, color="C0")
+    bx.set(xlabel="final E - lower bound [nats]", ylabel="sets", title="distance to the lower bound")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def main(argv=None, shared: bool = False) -> int:
     parser = common.benchmark_parser("benchmarks.spike_slab_pcep", __doc__, "results/spike_slab", QUICK_HELP)
     parser.add_argument("--sets", type=int, default=100)
     parser.add_argument("--taus", default="0.1,0.3,0.5,0.7,0.9")
     parser.add_argument("--max-outer", type=int, default=1000)
     parser.add_argument("--exact-sets", type=int, default=20)
+    parser.add_argument(
+        "--rerender", action="store_true", help="redo summary, claims, table and PNG of the stored JSON"
+    )
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
     taus = common.parse_list(args.taus, float)
     if args.quick:
         args.sets, taus, args.max_outer, args.exact_sets = 1, [0.5, 0.9], 20, 1
     stem = "spike_slab_pcep_quick" if args.quick else "spike_slab_pcep"
+    if args.rerender:
+
+        def reanalyse(report):
+            report["summary"] = summarise(report["sets"], report["exact"], report["config"]["taus"])
+            plot_energy_traces(report, Path(args.out_dir) / f"{stem}_energy.png")
+            return report
+
+        return common.rerender_report(Path(args.out_dir) / stem, reanalyse, markdown, log)
     config = dict(sets=args.sets, taus=taus, max_outer=args.max_outer, exact_sets=args.exact_sets)
 
     def run() -> Dict:
@@ -290,7 +342,8 @@ def main(argv=None, shared: bool = False) -> int:
 
     report = common.timed_report(command, run)
     json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
-    log(f"wrote {json_path} and {md_path}")
+    png = plot_energy_traces(report, Path(args.out_dir) / f"{stem}_energy.png")
+    log(f"wrote {json_path}, {md_path} and {png}")
     return 0
 
 

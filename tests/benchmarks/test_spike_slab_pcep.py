@@ -41,3 +41,6 @@ def test_quick_run_end_to_end(tmp_path):
     assert set(s["rep"]) == {"0.5", "0.9"} and s["pcep"]["outer"] <= 20
     assert all(e2 <= e1 + 1e-6 * max(1.0, abs(e1)) for e1, e2 in zip(s["pcep"]["energies"], s["pcep"]["energies"][1:]))
     assert "| 0.5 |" in (tmp_path / "spike_slab_pcep_quick.md").read_text()
+    assert (tmp_path / "spike_slab_pcep_quick_energy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert spike_slab_pcep.main(["--quick", "--out-dir", str(tmp_path), "--rerender"]) == 0
+    assert json.loads((tmp_path / "spike_slab_pcep_quick.json").read_text())["rerendered"]
