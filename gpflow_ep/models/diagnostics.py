@@ -59,25 +59,25 @@ class EPDiagnostics(tf.Module):
         self.refresh_rejected.assign(tf.cast(rejected, tf.int32))
         self.refresh_max_change.assign(tf.cast(max_change, self.refresh_max_change.dtype))
 
+    #: the recorded quantities, in the order they are reported
+    FIELDS = (
+        "converged",
+        "sweeps",
+        "max_change",
+        "num_skipped",
+        "num_rejected",
+        "refreshes",
+        "refresh_skipped",
+        "refresh_rejected",
+        "refresh_max_change",
+        "log_marginal_likelihood",
+    )
+
     def as_dict(self) -> Dict[str, object]:
         """The values as Python numbers (``converged`` a bool), e.g. for JSON."""
-        values = {v.name.split(":")[0].split("/")[-1]: v.numpy().item() for v in self._all_variables()}
+        values = {name: getattr(self, name).numpy().item() for name in self.FIELDS}
         values["converged"] = bool(values["converged"])
         return values
-
-    def _all_variables(self):
-        return (
-            self.converged,
-            self.sweeps,
-            self.max_change,
-            self.num_skipped,
-            self.num_rejected,
-            self.refreshes,
-            self.refresh_skipped,
-            self.refresh_rejected,
-            self.refresh_max_change,
-            self.log_marginal_likelihood,
-        )
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.as_dict().items())
