@@ -25,10 +25,10 @@ def test_rows_of_an_ep_model_and_a_variational_one(binary, tmp_path):
         rows[name], _ = train_one(name, binary, num_inducing=10, maxiter=200, log_dir=tmp_path)
     for row in rows.values():
         assert 0.0 <= row["test_error"] < 0.15 and math.isfinite(row["test_nlpd"]) and row["train_time_s"] > 0
-        assert row["converged"] == (row["iterations"] < 200) and row["stop_reason"]
+        assert row["stop_reason"] and (row["iterations"] < 200 or not row["converged"])  # the cap is no convergence
         assert row["kernel"].startswith("σ²") and "kernel.variance" in row["hyperparameters"]
     ep = rows["epgpc"]
-    assert ep["ep_converged"] is True and ep["ep_diagnostics"]["converged"] is True
+    assert ep["converged"] and ep["ep_converged"] is True and ep["ep_diagnostics"]["converged"] is True
     assert ep["objective_kind"] == "log Z_EP" and rows["svgp"]["ep_converged"] is None
     acc = EventAccumulator(str(tmp_path / "epgpc"), size_guidance={"tensors": 0})
     acc.Reload()
