@@ -18,7 +18,7 @@ import sys
 from typing import List, Optional
 
 from . import __version__
-from .compare import DEFAULT_MODELS, MODELS, PRIORS, SKLEARN_SETS, format_table, run_compare, write_json
+from .compare import DEFAULT_MODELS, MODELS, PRIORS, SKLEARN_SETS, format_table, run_compare, write_json, write_results
 
 PROG = "gpflow-ep"
 
@@ -138,8 +138,6 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json is not None:
         outputs.append(write_json(rows, args.json))
     if args.out is not None:
-        from .compare import write_results
-
         outputs.extend(write_results(rows, args.out))
     if args.log_dir is not None:
         outputs.append(f"{args.log_dir} (tensorboard --logdir {args.log_dir})")

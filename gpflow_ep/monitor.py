@@ -46,6 +46,7 @@ import tensorflow as tf
 from gpflow.monitor import ModelToTensorBoard, Monitor, MonitorTaskGroup, ToTensorBoard
 
 from .evaluation import held_out_metrics
+from .models.minibatch import MinibatchEP
 
 __all__ = ["EPDiagnosticsToTensorBoard", "HeldOutToTensorBoard", "ep_monitor", "EP_SCALAR_TAGS"]
 
@@ -64,8 +65,6 @@ _REFRESH_TAGS = ("refreshes", "refresh_skipped", "refresh_rejected", "refresh_ma
 
 
 def _is_minibatch_ep(model) -> bool:
-    from .models.minibatch import MinibatchEP
-
     return isinstance(model, MinibatchEP)
 
 

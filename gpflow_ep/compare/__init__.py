@@ -10,6 +10,7 @@ a JSON record per model, TensorBoard training curves and a PNG.
 
 from typing import List, Optional, Sequence, Union
 
+from ..validation import check_choice, check_positive_int
 from .data import SKLEARN_SETS, TaskData, load_task_data, read_csv
 from .models import DEFAULT_MODELS, MODELS, PRIORS, check_models, inducing_inputs, make_kernel
 from .report import columns, format_table, plot_results, write_json, write_results
@@ -34,12 +35,6 @@ __all__ = [
     "write_results",
     "plot_results",
 ]
-
-
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}; got {value!r}")
-    return value
 
 
 def run_compare(
@@ -69,10 +64,9 @@ def run_compare(
 
     :raises ValueError: naming the argument at fault, before anything is trained.
     """
-    _check_int(maxiter, "maxiter", 1)
-    _check_int(num_inducing, "num_inducing", 1)
-    if prior not in PRIORS:
-        raise ValueError(f"prior must be one of {list(PRIORS)}; got {prior!r}")
+    check_positive_int(maxiter, "maxiter")
+    check_positive_int(num_inducing, "num_inducing")
+    check_choice(prior, "prior", PRIORS)
     td = load_task_data(dataset, split, data_dir, csv_file, target, task, test_fraction, max_train)
     names = check_models(models, td.task)
     settings = dict(

@@ -27,6 +27,7 @@ from sklearn.model_selection import train_test_split
 
 from ..datasets import Split, available_benchmarks, breast_cancer_split, load_benchmark, sklearn_multiclass_split
 from ..datasets.benchmark import _standardise
+from ..validation import check_choice
 
 __all__ = ["TaskData", "SKLEARN_SETS", "load_task_data", "read_csv", "infer_csv_task"]
 
@@ -53,6 +54,10 @@ class TaskData(NamedTuple):
     source: str  # "sklearn", "benchmark" or "csv"
     y_mean: float = 0.0
     y_scale: float = 1.0
+
+    def labels(self, Y: np.ndarray) -> np.ndarray:
+        """``Y`` as the models take it: integer classes for a multi-class task, else unchanged."""
+        return Y.astype(np.int64) if self.task == "multiclass" else Y
 
     @property
     def num_classes(self) -> int:
@@ -186,8 +191,8 @@ def load_task_data(
         raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}")
     if max_train is not None and max_train < 2:
         raise ValueError(f"max_train must be at least 2; got {max_train!r}")
-    if task is not None and task not in KINDS:
-        raise ValueError(f"task must be one of {list(KINDS)}; got {task!r}")
+    if task is not None:
+        check_choice(task, "task", KINDS)
     if csv_file is not None:
         if dataset is not None:
             raise ValueError("dataset: give either a dataset or a CSV file, not both")

@@ -42,6 +42,7 @@ from sklearn.cluster import KMeans
 
 from ..likelihoods import BinaryHinge, MultiClassHinge, Probit
 from ..models import DGPAEP, EPGPC, SEPGPC, PowerEP, RelaxedEP, SpikeSlabRegression
+from ..validation import check_choice
 from .data import TaskData
 
 __all__ = [
@@ -100,11 +101,11 @@ def _binary(likelihood_class):
                 return _internal(PowerEP(data, kernel, likelihood))
             if name == "rep":
                 return _internal(RelaxedEP(data, kernel, likelihood))
+            if name == "vgp":
+                return _internal(gpflow.models.VGP(data, kernel, likelihood))
             Z = inducing_inputs(s.X_train, num_inducing, seed)
             if name == "sepgpc":
                 return _external(SEPGPC(kernel, likelihood, Z, num_data=len(s.X_train)), data)
-            if name == "vgp":
-                return _internal(gpflow.models.VGP(data, kernel, likelihood))
             return _external(gpflow.models.SVGP(kernel, likelihood, Z, num_data=len(s.X_train)), data)
 
         return builder
@@ -115,7 +116,7 @@ def _binary(likelihood_class):
 def _multiclass(name):
     def builder(td: TaskData, num_inducing: int, seed: int):
         s, C = td.split, td.num_classes
-        data, kernel = (s.X_train, s.Y_train.astype(np.int64)), make_kernel(s.X_train.shape[1])
+        data, kernel = (s.X_train, td.labels(s.Y_train)), make_kernel(s.X_train.shape[1])
         likelihood = {
             "svgp": lambda: gpflow.likelihoods.MultiClass(C),
             "vgp": lambda: gpflow.likelihoods.MultiClass(C),
@@ -218,18 +219,12 @@ def build_model(name: str, td: TaskData, num_inducing: int = 50, seed: int = 0):
 
 
 def _kernels(model) -> List:
-    return (
-        [m for m in model.submodules if isinstance(m, gpflow.kernels.Stationary)]
-        if hasattr(model, "submodules")
-        else []
-    )
+    return [m for m in getattr(model, "submodules", ()) if isinstance(m, gpflow.kernels.Stationary)]
 
 
 def apply_prior(model, prior: str, input_dim: int) -> None:
     """Put the hyper-priors ``prior`` (see :data:`PRIORS`) on every stationary kernel of ``model``."""
-    if prior not in PRIORS:
-        raise ValueError(f"prior must be one of {list(PRIORS)}; got {prior!r}")
-    if prior == "none":
+    if check_choice(prior, "prior", PRIORS) == "none":
         return
     for kernel in _kernels(model):
         kernel.variance.prior = tfp.distributions.LogNormal(to_default_float(0.0), to_default_float(1.0))
@@ -238,9 +233,9 @@ def apply_prior(model, prior: str, input_dim: int) -> None:
         )
 
 
-def objective(name: str, model, td: TaskData) -> float:
+def objective(model, td: TaskData) -> float:
     """The model's objective at its current parameters (module docstring)."""
-    data = (td.split.X_train, td.split.Y_train)
+    data = (td.split.X_train, td.labels(td.split.Y_train))
     if isinstance(model, SEPGPC):
         return float(model.log_marginal_likelihood(data))
     if isinstance(model, (EPGPC, SpikeSlabRegression, gpflow.models.GPR)):
@@ -248,9 +243,7 @@ def objective(name: str, model, td: TaskData) -> float:
     if isinstance(model, (gpflow.models.VGP, gpflow.models.SGPR)):
         return float(model.elbo())
     if isinstance(model, DGPAEP):
-        return float(-model.training_loss(data)) - float(model.log_prior_density())
-    if td.task == "multiclass":
-        data = (data[0], data[1].astype(np.int64))
+        return float(model.maximum_log_likelihood_objective(data))
     return float(model.elbo(data))
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Optional
 
 import gpflow
-import numpy as np
 import scipy.optimize
 import tensorflow as tf
 
@@ -35,15 +34,14 @@ class _Callback:
     """Progress bar and TensorBoard summaries after every L-BFGS-B iteration (module docstring)."""
 
     def __init__(self, name, model, td: TaskData, maxiter, log_dir, log_every, progress):
-        self.model, self.step, self.seconds, self.last_loss = model, 0, 0.0, math.nan
-        self.log_every = log_every
+        self.step, self.seconds, self.last_loss, self.log_every = 0, 0.0, math.nan, log_every
         self.bar = ProgressBar(maxiter, None, width=20) if progress else None
-        self.name, self.start = name, time.perf_counter()
+        self.start = time.perf_counter()
         self.tasks = []
         if log_dir is not None:
             run_dir = str(Path(log_dir) / name)
             self.writer = tf.summary.create_file_writer(run_dir)
-            test = (td.split.X_test, _labels(td, td.split.Y_test))
+            test = (td.split.X_test, td.labels(td.split.Y_test))
             if hasattr(model, "ep_diagnostics"):
                 data = (td.split.X_train, td.split.Y_train) if isinstance(model, SEPGPC) else None
                 self.tasks.append(EPDiagnosticsToTensorBoard(run_dir, model, data=data, histograms=True))
@@ -65,10 +63,6 @@ class _Callback:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close(self.step, self.last_loss, time.perf_counter() - self.start)
-
-
-def _labels(td: TaskData, Y):
-    return Y.astype(np.int64) if td.task == "multiclass" else Y
 
 
 def _minimise(loss, variables, maxiter: int, callback: _Callback):
@@ -130,7 +124,7 @@ def train_one(
     wall = time.perf_counter() - start
     callback.close()
     ep_converged = _to_fixed_point(model, td)
-    metrics = held_out_metrics(model, td.split.X_test, _labels(td, td.split.Y_test), td.task)
+    metrics = held_out_metrics(model, td.split.X_test, td.labels(td.split.Y_test), td.task)
     if td.task == "regression":  # back to the target's units
         metrics = {"rmse": metrics["rmse"] * td.y_scale, "nlpd": metrics["nlpd"] + math.log(td.y_scale)}
     row = {
@@ -138,7 +132,7 @@ def train_one(
         "task": td.task,
         **{f"test_{k}": float(v) for k, v in metrics.items()},
         "train_time_s": float(wall - callback.seconds),
-        "objective": objective(name, model, td),
+        "objective": objective(model, td),
         "objective_kind": MODELS[td.task][name].objective_kind,
         "iterations": int(result.nit),
         "converged": bool(result.success),
@@ -159,7 +153,6 @@ def train_one(
     if hasattr(model, "inducing_variable"):
         row["num_inducing"] = int(model.inducing_variable.num_inducing)
     if log_dir is not None:  # the final state, after the EP fixed point
-        callback.step = max(callback.step, 1)
         for task in callback.tasks:
             task(callback.step + 1)
     return row, model
