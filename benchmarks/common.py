@@ -474,7 +474,7 @@ class TimedSteps:
     """
     A compiled train step and its batch iterator, timed in chunks: :meth:`run` takes ``k`` steps and
     records (and returns) the seconds per step of the chunk in :attr:`per_step`. The step returns a
-    loss or a tuple whose first entry is the loss (``make_train_step``'s (loss, skipped)).
+    loss or a tuple whose first entry is the loss (``make_train_step``'s (loss, skipped, applied)).
     """
 
     def __init__(self, step: Callable, batches):
@@ -529,7 +529,7 @@ class MinibatchRunner:
         t0 = time.perf_counter()
         loss = None
         for _ in range(k):
-            loss, skipped = self.step(next(self.iterator))
+            loss, skipped, _ = self.step(next(self.iterator))
             self.skipped += int(skipped)
         loss = float(loss)
         dt = time.perf_counter() - t0

@@ -30,9 +30,11 @@ single-device gradient of F_M when the replicas get equal batch shares.
 
 import contextlib
 import sys
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from typing import Callable, List, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -40,20 +42,49 @@ from gpflow.keras import tf_keras
 from gpflow.models import InternalDataTrainingLossMixin
 
 from .models import EPModel, MinibatchEP, SiteRefresh
-from .validation import check_positive_int
+from .validation import check_positive_int, check_training_data
 
-__all__ = ["fit", "FitResult", "ProgressBar", "make_dataset", "make_train_step", "paper_adadelta"]
+__all__ = [
+    "fit",
+    "FitResult",
+    "NonFiniteStepWarning",
+    "ProgressBar",
+    "StepResult",
+    "make_dataset",
+    "make_train_step",
+    "paper_adadelta",
+]
 
 
 @dataclass
 class FitResult:
-    """What :func:`fit` did: steps, epochs, wall time, and the loss of every step."""
+    """
+    What :func:`fit` did: steps (counted from the start of training, so a run resumed from
+    ``checkpoint_dir`` includes the restored ``initial_step``), epochs, wall time of this call, the
+    loss of every step of this call, site updates skipped, and ``rejected_steps``: steps not
+    applied because their loss, gradient or new parameters were not finite (the model kept its
+    last finite state; :func:`fit` warns when there are any).
+    """
 
     steps: int = 0
     epochs: float = 0.0
     seconds: float = 0.0
     losses: List[float] = field(default_factory=list)
     skipped_site_updates: int = 0
+    rejected_steps: int = 0
+    initial_step: int = 0
+
+
+class StepResult(NamedTuple):
+    """One compiled training step's outcome (tensors)."""
+
+    loss: tf.Tensor
+    skipped: tf.Tensor  # site updates skipped by the step's minibatch refresh
+    applied: tf.Tensor  # False: the step was not finite and the model kept its previous state
+
+
+class NonFiniteStepWarning(UserWarning):
+    """Some training steps were not applied because their loss or new parameters were not finite."""
 
 
 def paper_adadelta():
@@ -102,22 +133,60 @@ def _gradient_loss(model, batch):
     return model.training_loss(batch[:2])
 
 
+def _optimizer_state(optimizer) -> List[tf.Variable]:
+    """The optimiser's own variables (step count, moments), for keras and this package's optimisers."""
+    state = getattr(optimizer, "variables", [])
+    return list(state() if callable(state) else state)
+
+
+def _all_finite(tensors) -> tf.Tensor:
+    return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in tensors])
+
+
+class _FiniteGuard:
+    """
+    Keeps a model's trainable variables and the optimiser's state as they were before a step and
+    puts them back when the step's loss or new values are not finite (call in cross-replica context).
+    """
+
+    def __init__(self, variables, optimizer):
+        self.variables = [v for v in list(variables) + _optimizer_state(optimizer) if v.dtype.is_floating]
+        self.trainable = list(variables)
+
+    def save(self):
+        return [tf.identity(v) for v in self.variables]
+
+    def check_and_restore(self, saved, loss) -> tf.Tensor:
+        applied = tf.math.is_finite(loss) & _all_finite(self.trainable)
+
+        def restore():
+            for variable, value in zip(self.variables, saved):
+                variable.assign(value)
+            return tf.constant(False)
+
+        return tf.cond(applied, lambda: tf.constant(True), restore)
+
+
 def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None) -> Callable:
     """
-    A compiled step ``step(batch) -> (loss, skipped)``: minibatch site refresh (for a
-    :class:`~gpflow_ep.models.MinibatchEP` model) followed by one optimiser step; with
-    ``strategy``, ``batch`` is a distributed batch.
+    A compiled step ``step(batch) -> StepResult(loss, skipped, applied)``: minibatch site refresh
+    (for a :class:`~gpflow_ep.models.MinibatchEP` model) followed by one optimiser step; with
+    ``strategy``, ``batch`` is a distributed batch. A step whose loss or new parameters are not
+    finite is undone (parameters and optimiser state restored; a refresh never writes non-finite
+    sites, see ``apply_refresh``) and reported as ``applied = False``.
     """
     variables = model.trainable_variables
     if isinstance(optimizer, tf_keras.optimizers.Optimizer):  # slots now: the step is traced once, not twice
         with strategy.scope() if strategy is not None else contextlib.nullcontext():
             optimizer.build(variables)
+    guard = _FiniteGuard(variables, optimizer)
 
     if strategy is None:
 
         @tf.function(autograph=False)
         def step(batch):
             skipped = tf.constant(0)
+            saved = guard.save()
             with tf.GradientTape() as tape:
                 if _uses_minibatch_ep(model):  # site refresh, then F_M at the refreshed q (shared work)
                     objective, skipped = model.refresh_and_objective(batch)
@@ -125,7 +194,8 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
                 else:
                     loss = _gradient_loss(model, batch)
             optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-            return loss, skipped
+            # (stateful ops of a tf.function run in program order: the check sees the new values)
+            return StepResult(loss, skipped, guard.check_and_restore(saved, loss))
 
         return step
 
@@ -143,12 +213,13 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
     @tf.function(autograph=False)
     def step(batch):
         skipped = tf.constant(0)
+        saved = guard.save()
         if _uses_minibatch_ep(model):  # every replica proposes from the same q; merged, then written once
             refresh = merged(strategy.run(model.propose_refresh, args=(batch,)))
-            model.apply_refresh(refresh)
-            skipped = refresh.num_skipped
+            skipped = model.apply_refresh(refresh)
         losses = strategy.run(replica_gradient_step, args=(batch,))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None), skipped
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        return StepResult(loss, skipped, guard.check_and_restore(saved, loss))
 
     return step
 
@@ -190,6 +261,32 @@ class ProgressBar:
         self.stream.flush()
 
 
+def _check_dataset(model, dataset: tf.data.Dataset) -> None:
+    """A user's ``tf.data.Dataset``: batches of (X, Y) or (X, Y, index); minibatch EP needs the index."""
+    spec = dataset.element_spec
+    if not isinstance(spec, tuple) or len(spec) not in (2, 3):
+        raise ValueError(f"data: a Dataset must yield (X, Y) or (X, Y, index) batches; got elements {spec}")
+    if _uses_minibatch_ep(model) and len(spec) != 3:
+        raise ValueError(
+            f"data: {type(model).__name__} refreshes the sites of each minibatch and needs (X, Y, index) batches "
+            "with the rows' site indices; give arrays (X, Y) or a Dataset from gpflow_ep.training.make_dataset"
+        )
+
+
+def _check_batch(model, batch) -> None:
+    """Eager validation of a batch from a user's Dataset (labels, shapes, NaN), named as ``data``."""
+    check = getattr(model, "_check_training_data", None)
+    if check is not None:
+        check(tuple(batch) if _uses_minibatch_ep(model) else tuple(batch[:2]))
+    else:
+        check_training_data(model, tuple(batch[:2]), "data batch")
+
+
+def _is_chief(strategy) -> bool:
+    """Whether this process writes the checkpoints (every process without a multi-worker strategy)."""
+    return strategy is None or bool(getattr(strategy.extended, "should_checkpoint", True))
+
+
 def fit(
     model,
     data,
@@ -205,33 +302,57 @@ def fit(
     progress: bool = False,
     seed: int = 0,
     train_step: Optional[Callable] = None,
+    checkpoint_dir: Optional[str] = None,
+    checkpoint_every: Optional[int] = None,
 ) -> FitResult:
     """
     Train ``model`` on ``data``.
 
     :param data: arrays ``(X, Y)`` (minibatches are drawn with indices) or a ``tf.data.Dataset``
-        of ``(X, Y, index)`` batches.
+        of ``(X, Y, index)`` batches (``(X, Y)`` for models without minibatch EP).
     :param optimizer: a ``tf_keras`` optimiser (default Adam(0.01); :func:`paper_adadelta` is the
         SEP paper's); create it under ``strategy.scope()`` when distributing.
     :param batch_size: minibatch size (default: all data, i.e. batch gradient steps).
-    :param epochs, iterations, time_budget: stop at whichever comes first (default 1 epoch).
+    :param epochs, iterations, time_budget: stop at whichever comes first (default 1 epoch);
+        ``epochs`` and ``iterations`` count from the start of training, including steps restored
+        from ``checkpoint_dir``.
     :param ep_every: for models that hold their data: run EP to convergence every this many steps.
-    :param strategy: a ``tf.distribute`` strategy; the batch is split over its replicas.
+    :param strategy: a ``tf.distribute`` strategy (``MirroredStrategy`` over local devices,
+        ``MultiWorkerMirroredStrategy`` over processes or machines); the batch is split over its replicas.
     :param monitor: called as ``monitor(step)`` after every step (e.g. a ``gpflow.monitor.Monitor``).
     :param progress: draw a progress bar (steps or time budget, elapsed time, last loss) on stderr.
+    :param seed: the seed of the minibatch shuffling: with the same seed two runs are identical.
     :param train_step: a step from :func:`make_train_step` for this model, optimiser and
         strategy, to reuse across ``fit`` calls (each call otherwise compiles a new one).
+    :param checkpoint_dir: save the model (parameters, sites and all EP state), the optimiser and
+        the step count there with a ``tf.train.CheckpointManager`` every ``checkpoint_every``
+        steps (default: every epoch, or 100 steps with a Dataset) and at the end; if the directory
+        already holds a checkpoint, training resumes from it: the same call after an interruption
+        ends where an uninterrupted run would (same minibatches, same numbers). With a
+        multi-worker strategy only the chief writes there (the others write to a temporary directory).
+    :param checkpoint_every: the checkpoint interval in steps.
 
-    EP options (damping of the minibatch refresh, power, ...) are the model's ``ep_settings``.
+    Array data are validated before anything is compiled (``ValueError`` naming what is wrong:
+    labels, shapes, NaN/Inf, empty data); batches of a user's Dataset are validated as they are
+    drawn. A step whose loss or new parameters are not finite is not applied: the model keeps its
+    last finite state, the step is counted in ``FitResult.rejected_steps`` and a
+    :class:`NonFiniteStepWarning` is issued. EP options (damping of the minibatch refresh, power,
+    ...) are the model's ``ep_settings``.
     """
     optimizer = optimizer or tf_keras.optimizers.Adam(0.01)
-    if isinstance(data, tf.data.Dataset):
+    ep_every = check_positive_int(ep_every, "ep_every")
+    user_dataset = isinstance(data, tf.data.Dataset)
+    if user_dataset:
+        _check_dataset(model, data)
         dataset = data
         steps_per_epoch = None
     else:
-        n = np.asarray(data[0]).shape[0]
+        X, Y = check_training_data(model, data)
+        n = X.shape[0]
         batch_size = n if batch_size is None else check_positive_int(batch_size, "batch_size")
-        dataset = make_dataset(data, batch_size, seed=seed, shuffle=batch_size < n)
+        if batch_size > n:
+            raise ValueError(f"batch_size must be at most the number of data points ({n}); got {batch_size}")
+        dataset = make_dataset((X, Y), batch_size, seed=seed, shuffle=batch_size < n)
         steps_per_epoch = max(n // batch_size, 1)
     if iterations is None and epochs is None and time_budget is None:
         epochs = 1
@@ -242,28 +363,85 @@ def fit(
         if steps_per_epoch is None:
             raise ValueError("epochs needs array data (X, Y); with a Dataset give iterations or time_budget")
         limit = min(limit, int(np.ceil(float(epochs) * steps_per_epoch)))
-    if strategy is not None:
-        dataset = strategy.experimental_distribute_dataset(dataset)
+    if checkpoint_every is not None:
+        checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
     step = train_step or make_train_step(model, optimizer, strategy=strategy)
 
     result = FitResult()
+    checkpoint = None
+    if checkpoint_dir is not None:
+        checkpoint = _TrainingCheckpoint(model, optimizer, checkpoint_dir, strategy)
+        result.initial_step = checkpoint.restore()
+        checkpoint_every = checkpoint_every or steps_per_epoch or 100
+    result.steps = result.initial_step
+    if result.initial_step:  # the batches the restored steps used, drawn again (same seed, same order)
+        dataset = dataset.skip(result.initial_step)
+    if strategy is not None:
+        dataset = strategy.experimental_distribute_dataset(dataset)
+
     bar = ProgressBar(limit, time_budget) if progress else None
     start = time.perf_counter()
     iterator = iter(dataset)
     while result.steps < limit and (time_budget is None or time.perf_counter() - start < time_budget):
+        try:
+            batch = next(iterator)
+        except (StopIteration, tf.errors.OutOfRangeError):
+            if result.steps == result.initial_step:
+                raise ValueError("data: the dataset yielded no batch (empty, or smaller than one batch)") from None
+            break
+        if user_dataset and strategy is None:
+            _check_batch(model, batch)
         if _runs_batch_ep(model) and result.steps % ep_every == 0:
             model.run_ep()
-        loss, skipped = step(next(iterator))
+        outcome = step(batch)
         result.steps += 1
-        result.losses.append(float(loss))
-        result.skipped_site_updates += int(skipped)
+        result.losses.append(float(outcome[0]))
+        result.skipped_site_updates += int(outcome[1])
+        result.rejected_steps += int(len(outcome) > 2 and not bool(outcome[2]))
+        if checkpoint is not None and result.steps % checkpoint_every == 0:
+            checkpoint.save(result.steps)
         if monitor is not None:
             monitor(result.steps)
         if bar is not None:
             bar.update(result.steps, result.losses[-1], time.perf_counter() - start)
     result.seconds = time.perf_counter() - start
+    if checkpoint is not None and result.steps % checkpoint_every != 0:
+        checkpoint.save(result.steps)
     if bar is not None:
         bar.close(result.steps, result.losses[-1] if result.losses else float("nan"), result.seconds)
     if steps_per_epoch:
         result.epochs = result.steps / steps_per_epoch
+    if result.rejected_steps:
+        warnings.warn(
+            f"fit: {result.rejected_steps} of {len(result.losses)} steps were not applied because their loss or new "
+            "parameters were not finite; the model kept its last finite state (try a smaller learning rate)",
+            NonFiniteStepWarning,
+            stacklevel=2,
+        )
     return result
+
+
+class _TrainingCheckpoint:
+    """``fit``'s checkpoints: model, optimiser and step count in a ``tf.train.CheckpointManager``."""
+
+    def __init__(self, model, optimizer, directory: str, strategy):
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="fit_step")
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self.step)
+        self.directory = directory
+        if not _is_chief(strategy):  # every worker saves (collectively); only the chief's files are kept
+            self._scratch = tempfile.TemporaryDirectory(prefix="gpflow_ep_worker_checkpoint_")
+            directory = self._scratch.name
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=2)
+
+    def restore(self) -> int:
+        """Restore the latest checkpoint of ``directory`` (the chief's) if there is one; the step it was taken at."""
+        latest = tf.train.latest_checkpoint(self.directory)
+        if latest is None:
+            return 0
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+        return int(self.step.numpy())
+
+    def save(self, steps: int) -> None:
+        self.step.assign(steps)
+        self.manager.save(checkpoint_number=steps)

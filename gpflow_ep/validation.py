@@ -1,9 +1,11 @@
 """Eager validation of user input: every error a user can cause is a ValueError naming it."""
 
-from typing import Tuple, Type
+from typing import Optional, Tuple, Type
 
 import numpy as np
-from gpflow.likelihoods import Bernoulli, Likelihood
+import tensorflow as tf
+from gpflow.config import default_float
+from gpflow.likelihoods import Bernoulli, Likelihood, MultiClass, Softmax
 
 _BINARY_LIKELIHOODS = {Bernoulli}
 
@@ -108,3 +110,113 @@ def check_positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
     return int(value)
+
+
+# ---------------------------------------------------------------- the API boundary of any model
+
+_MULTICLASS_LIKELIHOODS = {MultiClass, Softmax}
+
+
+def register_multiclass_likelihood(cls: Type[Likelihood]) -> Type[Likelihood]:
+    """Class decorator: the likelihood takes integer class labels in [0, C), ``Y`` of shape [N, 1]."""
+    _MULTICLASS_LIKELIHOODS.add(cls)
+    return cls
+
+
+def takes_class_labels(likelihood: Likelihood) -> bool:
+    return isinstance(likelihood, tuple(_MULTICLASS_LIKELIHOODS))
+
+
+def _as_array(value) -> np.ndarray:
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+def model_input_dim(model) -> Optional[int]:
+    """
+    The number of input columns a model takes, or None when it cannot be read: a model's own
+    ``input_dim``, the columns of the data it holds (``VGP``, ``EPGPC``), of its inducing inputs Z
+    (``SVGP``, ``SEPGPC``; not for a kernel on learned features), or of its first layer (``DGPAEP``).
+    """
+    dim = getattr(model, "input_dim", None)
+    if isinstance(dim, (int, np.integer)):
+        return int(dim)
+    data = getattr(model, "data", None)
+    if isinstance(data, (tuple, list)) and len(data) == 2 and getattr(data[0], "shape", None) is not None:
+        return data[0].shape[-1]
+    kernel = getattr(model, "kernel", None)
+    if kernel is not None and hasattr(kernel, "network"):  # inducing inputs may live in feature space
+        shape = getattr(kernel.network, "input_shape", None)
+        return shape[-1] if isinstance(shape, tuple) and len(shape) == 2 else None
+    inducing = getattr(model, "inducing_variable", None)
+    inducing = getattr(inducing, "inducing_variable", inducing)  # Shared/SeparateIndependent wrappers
+    Z = getattr(inducing, "Z", None)
+    return Z.shape[-1] if Z is not None and len(Z.shape) == 2 else None
+
+
+def num_label_classes(model, likelihood) -> int:
+    """C for a multi-class likelihood: its ``num_classes``, else the model's number of latent GPs (``Softmax``)."""
+    return int(getattr(likelihood, "num_classes", None) or model.num_latent_gps)
+
+
+def check_training_data(model, data, name: str = "data") -> Tuple[np.ndarray, np.ndarray]:
+    """
+    Validate training data ``(X, Y)`` for ``model`` eagerly (any model: GPflow's or this package's):
+    X a finite [N, D] array with the model's D columns, at least one row; Y with N rows, finite, and
+    labels of the kind the likelihood takes ({0, 1} [N, 1] for a binary likelihood, integer classes in
+    [0, C) [N, 1] for a multi-class one, [N, P] with P = ``num_latent_gps`` otherwise).
+
+    :return: (X, Y) as arrays (Y keeps an integer dtype when it has one).
+    :raises ValueError: naming ``name`` and what was found.
+    """
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+        raise ValueError(f"{name} must be a tuple (X, Y) of arrays; got {type(data).__name__}")
+    X = check_inputs(data[0], f"{name}[0] (X)")
+    Y = _as_array(data[1])
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is empty: X has no rows")
+    dim = model_input_dim(model)
+    if dim is not None and X.shape[1] != dim:
+        raise ValueError(f"{name}[0] (X) must have {dim} columns (the model's input dimension); got shape {X.shape}")
+    likelihood = getattr(model, "likelihood", None)
+    labels = likelihood is not None and (takes_binary_labels(likelihood) or takes_class_labels(likelihood))
+    if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        expected = f"[{X.shape[0]}, 1]" if labels else f"[{X.shape[0]}, P]"
+        raise ValueError(f"{name}[1] (Y) must have shape {expected} (one row per row of X); got shape {Y.shape}")
+    if likelihood is not None and takes_binary_labels(likelihood):
+        check_binary_labels(Y, f"{name}[1] (Y)")
+    elif likelihood is not None and takes_class_labels(likelihood):
+        check_class_labels(Y, num_label_classes(model, likelihood), f"{name}[1] (Y)")
+    else:
+        if not np.issubdtype(Y.dtype, np.number):
+            raise ValueError(f"{name}[1] (Y) must be numeric; got dtype {Y.dtype}")
+        if not np.all(np.isfinite(Y)):
+            raise ValueError(f"{name}[1] (Y) contains NaN or Inf")
+        outputs = getattr(model, "num_latent_gps", None)
+        if isinstance(outputs, int) and Y.shape[1] != outputs:
+            raise ValueError(f"{name}[1] (Y) must have {outputs} column(s) (num_latent_gps); got shape {Y.shape}")
+    return X, Y
+
+
+def check_prediction_inputs(Xnew, input_dim: Optional[int], name: str = "Xnew"):
+    """
+    Validate test inputs at a ``predict_*`` entry point, eagerly or while a compiled prediction is
+    traced: rank 2 and ``input_dim`` columns (a ``ValueError`` in both cases, at trace time in a
+    ``tf.function``); finite values (a ``ValueError`` eagerly; inside a compiled function, where
+    values are not known until it runs, an ``InvalidArgumentError`` saying "Xnew contains NaN or Inf").
+
+    :return: ``Xnew`` as a tensor of GPflow's default float.
+    """
+    if tf.executing_eagerly() or not tf.is_tensor(Xnew):
+        Xnew = check_inputs(Xnew, name)
+        shape = Xnew.shape
+    else:
+        shape = tuple(Xnew.shape.as_list()) if Xnew.shape.rank is not None else None
+        if shape is None or len(shape) != 2:
+            raise ValueError(f"{name} must have shape [N, D]; got shape {shape}")
+    if input_dim is not None and shape[1] is not None and shape[1] != input_dim:
+        got = tuple(shape)
+        raise ValueError(f"{name} must have {input_dim} columns (the model's input dimension); got shape {got}")
+    Xnew = tf.convert_to_tensor(Xnew, default_float())
+    if not tf.executing_eagerly():
+        Xnew = tf.debugging.assert_all_finite(Xnew, f"{name} contains NaN or Inf")
+    return Xnew

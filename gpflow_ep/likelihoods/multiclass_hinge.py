@@ -37,13 +37,14 @@ from gpflow.likelihoods import Likelihood
 
 from ..ep.tilted import log_normal_pdf
 from ..numerics import log_ndtr, ndtr
-from ..validation import check_choice, check_class_labels, check_positive_int
+from ..validation import check_choice, check_class_labels, check_positive_int, register_multiclass_likelihood
 
 __all__ = ["MultiClassHinge"]
 
 BOUNDS = ("quad_max", "augmented", "exact")
 
 
+@register_multiclass_likelihood
 class MultiClassHinge(Likelihood):
     """
     L(y | f) = exp(-2 max(0, 1 + max_{t≠y} f_t - f_y)) for ``num_classes`` = C (module docstring).

@@ -27,22 +27,22 @@ moment-matched Gaussian (spec §4).
 
 from typing import List, Optional, Sequence, Tuple
 
-import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.base import InputData, MeanAndVariance, RegressionData
 from gpflow.config import default_float
 from gpflow.likelihoods import Gaussian, Likelihood
-from gpflow.models import BayesianModel, ExternalDataTrainingLossMixin
+from gpflow.models import BayesianModel
 
 from ..dgp import AEPLayer, initial_layers
 from ..ep import tilted_moments
-from ..validation import check_data, check_inputs, check_positive_int
+from ..validation import check_data, check_positive_int, check_prediction_inputs, check_training_data
+from .ep_base import CheckedExternalDataTrainingLossMixin
 
 __all__ = ["DGPAEP"]
 
 
-class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
+class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
     """
     A deep GP trained with approximate EP (module docstring); build one with :meth:`from_data`.
 
@@ -115,27 +115,26 @@ class DGPAEP(BayesianModel, ExternalDataTrainingLossMixin):
         )
         return cls(layers, likelihood, X.shape[0])
 
+    @property
+    def input_dim(self) -> int:
+        """The number of input columns (the first layer's)."""
+        return self.layers[0].input_dim
+
     # ---------------------------------------------------------------- data checks
+
+    def _check_training_data(self, data) -> None:
+        self._check_data(data)
 
     def _check_data(self, data) -> Tuple[tf.Tensor, tf.Tensor]:
         if not isinstance(data, (tuple, list)) or len(data) < 2:
             raise ValueError("data must be (X, Y) (a third entry, e.g. fit's site index, is ignored)")
         X, Y = data[0], data[1]
         if tf.executing_eagerly():
-            X, Y = check_data((X, Y), self.likelihood)
-            self._check_input_dim(X, "data[0] (X)")
+            X, Y = check_training_data(self, (X, Y))
         return tf.convert_to_tensor(X, default_float()), tf.cast(Y, default_float())
 
-    def _check_input_dim(self, X, name: str) -> None:
-        D = self.layers[0].input_dim
-        if np.ndim(X) != 2 or np.shape(X)[1] != D:
-            raise ValueError(f"{name} must have shape [N, {D}] (the model's input dimension); got {np.shape(X)}")
-
     def _check_inputs(self, Xnew) -> tf.Tensor:
-        if tf.executing_eagerly():
-            Xnew = check_inputs(Xnew, "Xnew")
-            self._check_input_dim(Xnew, "Xnew")
-        return tf.convert_to_tensor(Xnew, default_float())
+        return check_prediction_inputs(Xnew, self.layers[0].input_dim)
 
     # ---------------------------------------------------------------- forward pass
 

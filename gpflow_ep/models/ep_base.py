@@ -11,9 +11,11 @@ import weakref
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.config import default_float
+from gpflow.models import ExternalDataTrainingLossMixin
+from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
 from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, SiteParameters, ep_log_marginal_likelihood, run_ep
-from ..validation import check_inputs
+from ..validation import check_prediction_inputs, model_input_dim
 from .diagnostics import EPDiagnostics
 
 
@@ -62,17 +64,52 @@ class EPModel:
         self.ep_settings = settings
         self.sites = SiteParameters(num_sites)
         self.ep_diagnostics = EPDiagnostics()
+        #: the hyper-parameters (every ``Parameter``'s unconstrained value, flattened) of the last
+        #: full EP run: the sites are EP's fixed point for these values (:meth:`ep_state_is_current`)
+        self.sites_fitted_for = tf.Variable(
+            tf.fill(tf.shape(self._hyperparameter_values()), tf.constant(float("nan"), default_float())),
+            trainable=False,
+            name="sites_fitted_for",
+        )
+
+    def _hyperparameter_values(self) -> tf.Tensor:
+        """Every ``Parameter``'s unconstrained value, flattened into one vector (what EP's fixed point depends on)."""
+        values = [tf.reshape(tf.cast(p.unconstrained_variable, default_float()), [-1]) for p in self.parameters]
+        return tf.stop_gradient(tf.concat(values + [tf.zeros([0], default_float())], axis=0))
+
+    def ep_state_is_current(self) -> tf.Tensor:
+        """
+        True (a boolean tensor) when the hyper-parameters are exactly those of the last full EP run
+        that stored its sites (``run_ep`` or the nested loss); False before the first run and after
+        any ``Parameter`` changed (an optimiser step, an ``assign``).
+        """
+        values = self._hyperparameter_values()
+        if values.shape != self.sites_fitted_for.shape:  # a parameter was replaced by one of another shape
+            return tf.constant(False)
+        return tf.reduce_all(tf.equal(values, self.sites_fitted_for))
 
     def _factor(self, X, Y, extra_var=None) -> LikelihoodFactor:
         return LikelihoodFactor(self.likelihood, X, Y, extra_var)
 
     def _run_schedule(self, algebra: SiteAlgebra, factor: LikelihoodFactor, settings: EPSettings) -> EPRun:
-        """Run ``settings.schedule`` from the stored sites and store the outcome on the model."""
+        """
+        Run ``settings.schedule`` from the stored sites and store the outcome on the model. A run
+        that ends with any non-finite site state (possible only with non-finite hyper-parameters or
+        overflowing kernel matrices) is not stored: the model keeps its sites and the run is
+        reported as not converged.
+        """
         tau, nu = self.sites.read()
         run = run_ep(algebra, factor, tau, nu, settings)
-        self.sites.assign(run.precision, run.natural_mean)
-        self.sites.dual.assign(run.dual)
-        self.sites.relaxation.assign(run.relaxation)
+        state = (run.precision, run.natural_mean, run.dual, run.relaxation)
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in state])
+        stored = (self.sites.precision, self.sites.natural_mean, self.sites.dual, self.sites.relaxation)
+        kept = [tf.where(finite, value, variable) for variable, value in zip(stored, state)]
+        for variable, value in zip(stored, kept):
+            variable.assign(value)
+        self.sites_fitted_for.assign(tf.where(finite, self._hyperparameter_values(), self.sites_fitted_for))
+        run = run._replace(
+            precision=kept[0], natural_mean=kept[1], dual=kept[2], relaxation=kept[3], converged=run.converged & finite
+        )
         self.ep_diagnostics.record(run)
         return run
 
@@ -99,6 +136,36 @@ class EPModel:
         return tf.where(proper, log_z, tf.constant(-float("inf"), log_z.dtype))
 
 
+class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
+    """
+    GPflow's ``ExternalDataTrainingLossMixin`` with the data validated eagerly, before anything is
+    compiled: ``training_loss_closure(data)`` checks array data once when the closure is made, and
+    each batch of a ``tf.data`` iterator as it is drawn (when the closure is called eagerly), so bad
+    labels, shapes or NaN give a ``ValueError`` naming the argument, never an error from inside a
+    compiled graph. Subclasses implement ``_check_training_data(data)`` (eager, raises ValueError).
+    """
+
+    @abc.abstractmethod
+    def _check_training_data(self, data) -> None:
+        """Raise a ValueError naming what is wrong with ``data`` (called eagerly)."""
+
+    def training_loss_closure(self, data, *, compile: bool = True):
+        if not isinstance(data, DatasetOwnedIterator):
+            self._check_training_data(data)
+            return super().training_loss_closure(data, compile=compile)
+        loss = self.training_loss
+        if compile:
+            loss = tf.function(lambda batch: self.training_loss(batch), input_signature=[data.element_spec])
+
+        def closure() -> tf.Tensor:
+            batch = next(data)
+            if tf.executing_eagerly():
+                self._check_training_data(batch)
+            return loss(batch)
+
+        return closure
+
+
 class EPPosteriorBase(abc.ABC):
     """
     q(f*) of an EP model with its factorisation done once (the analogue of GPflow's ``posterior()``
@@ -119,9 +186,7 @@ class EPPosteriorBase(abc.ABC):
         "return[1]: [1, N, N] if full_cov",
     )
     def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
-        if tf.executing_eagerly():
-            check_inputs(Xnew, "Xnew")
-        Xnew = tf.convert_to_tensor(Xnew, default_float())
+        Xnew = check_prediction_inputs(Xnew, model_input_dim(self.model))
         mean, cov = self._predict_latent(Xnew, full_cov)
         mean = mean[:, None] + self.model.mean_function(Xnew)
         return mean, (cov[None] if full_cov else cov[:, None])

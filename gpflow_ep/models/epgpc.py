@@ -30,7 +30,7 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
-from ..ep import EPRun, EPSettings, GPAlgebra
+from ..ep import EPRun, EPSettings, GPAlgebra, run_ep
 from ..validation import check_data
 from .ep_base import EPModel, EPPosteriorBase, compiled_per_model
 
@@ -117,29 +117,55 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         """The EP posterior at the stored sites, factorised once for repeated predictions."""
         return EPPosterior(self)
 
+    def current_sites(self):
+        """
+        (τ, ν, dual) of EP's fixed point at the current hyper-parameters, computed without writing
+        anything: the stored sites when :meth:`ep_state_is_current`, else an EP run from them
+        (the sites ``run_ep()`` would store). The convergent double loop runs eagerly only; inside a
+        compiled function it gives the stored sites.
+        """
+        stored = (*self.sites.read(), tf.stop_gradient(self.sites.dual.read_value()))
+        if self.ep_settings.schedule == "convergent":
+            if not tf.executing_eagerly() or bool(self.ep_state_is_current()):
+                return stored
+            run = run_ep(self._algebra(), self._factor(*self.data), *stored[:2], self.ep_settings)
+            return run.precision, run.natural_mean, run.dual
+        return tf.cond(self.ep_state_is_current(), lambda: stored, lambda: self._fixed_point_compiled(self.ep_settings))
+
+    @compiled_per_model
+    def _fixed_point_compiled(self, settings: EPSettings):
+        K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
+        run = run_ep(GPAlgebra(K, prior_mean), self._factor(*self.data), *self.sites.read(), settings)
+        return run.precision, run.natural_mean, run.dual
+
     @inherit_check_shapes
     def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
         """
-        Predictive moments of f(x*) (R&W Alg. 3.6 generalised to sites of any sign). In nested
-        mode EP is first brought to convergence at the current hyper-parameters (one sweep when
-        the stored sites are already converged).
+        Predictive moments of f(x*) (R&W Alg. 3.6 generalised to sites of any sign). Prediction
+        never writes to the model. In nested mode it uses EP's fixed point at the current
+        hyper-parameters (:meth:`current_sites`: the stored sites when they are current, as after
+        training or ``run_ep()``; otherwise computed, not stored, at the cost of an EP run per
+        call); in alternated mode the stored sites, as they are.
         """
-        if self.ep_settings.ep_mode == "nested":
-            self.run_ep()
-        return self.posterior().predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
+        sites = self.current_sites() if self.ep_settings.ep_mode == "nested" else None
+        return EPPosterior(self, sites).predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
 
 class EPPosterior(EPPosteriorBase):
     """q(f) of an EP model, factorised once (the analogue of GPflow's ``posterior()`` objects)."""
 
-    def __init__(self, model: EPGPC):
+    def __init__(self, model: EPGPC, sites=None):
+        """:param sites: (τ, ν, dual) to predict from (default: the model's stored sites)."""
         super().__init__(model)
-        self.factorisation = model._algebra().factorise(*model.sites.read())
+        if sites is None:
+            sites = (*model.sites.read(), model.sites.dual.read_value())
+        self.factorisation = model._algebra().factorise(*sites[:2])
+        self.dual = sites[2]
 
     def _predict_latent(self, Xnew, full_cov: bool):
         model = self.model
         Kxs = model.kernel(model.data[0], Xnew)
         mean, cov = self.factorisation.predict(Kxs, model.kernel(Xnew, full_cov=full_cov), full_cov=full_cov)
         if model.predict_with == "dual":
-            mean = tf.linalg.matvec(Kxs, model.sites.dual[:, 0], transpose_a=True)
+            mean = tf.linalg.matvec(Kxs, self.dual[:, 0], transpose_a=True)
         return mean, cov

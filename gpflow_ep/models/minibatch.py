@@ -26,6 +26,11 @@ class SiteRefresh(NamedTuple):
     posterior_change: Tuple[tf.Tensor, ...]  # additive changes of q's state
     num_skipped: tf.Tensor  # [] int32: site updates skipped (improper cavity or tilted distribution)
 
+    def is_finite(self) -> tf.Tensor:
+        """True (a boolean tensor) when every row and every change of q is finite."""
+        parts = list(self.site_state) + list(self.posterior_change)
+        return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in parts])
+
     @staticmethod
     def merge(refreshes: Sequence["SiteRefresh"]) -> "SiteRefresh":
         """One refresh from disjoint batches' refreshes proposed from the same q."""
@@ -48,8 +53,11 @@ class MinibatchEP(abc.ABC):
         """The refresh of the sites of ``batch = (X, Y, index)`` from the current q; writes nothing."""
 
     @abc.abstractmethod
-    def apply_refresh(self, refresh: SiteRefresh) -> None:
-        """Write a (merged) refresh: the sites' rows and q's change. Call in cross-replica context."""
+    def apply_refresh(self, refresh: SiteRefresh) -> tf.Tensor:
+        """
+        Write a (merged) refresh: the sites' rows and q's change, unless it holds a non-finite value
+        (then nothing is written). Call in cross-replica context. Returns the number of skipped updates.
+        """
 
     @abc.abstractmethod
     def minibatch_objective(self, batch) -> tf.Tensor:

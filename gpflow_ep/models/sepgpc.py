@@ -46,7 +46,7 @@ from gpflow.config import default_float, default_jitter
 from gpflow.kernels import Kernel
 from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
-from gpflow.models import ExternalDataTrainingLossMixin, GPModel
+from gpflow.models import GPModel
 from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
 
 from ..ep import (
@@ -58,12 +58,12 @@ from ..ep import (
     cavity_distribution,
     propose_sites,
 )
-from ..validation import check_data, check_inputs, check_positive_int
-from .ep_base import EPModel, EPPosteriorBase, compiled_per_model
+from ..validation import check_inputs, check_positive_int, check_training_data
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
 from .minibatch import MinibatchEP, SiteRefresh
 
 
-class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
+class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin):
     """
     Sparse EP with inducing points, a drop-in for ``gpflow.models.SVGP``.
 
@@ -113,7 +113,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise ValueError("data must be (X, Y) with all num_data points, or a minibatch (X, Y, index)")
         if tf.executing_eagerly():
-            check_data(tuple(data), self.likelihood)
+            check_training_data(self, tuple(data))
         X = tf.convert_to_tensor(data[0], default_float())
         Y = tf.convert_to_tensor(data[1], default_float())
         rows = X.shape[0]
@@ -131,7 +131,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             raise ValueError("batch must be (X, Y, index) with the rows' site indices")
         X, Y, index = batch
         if tf.executing_eagerly():
-            check_data((X, Y), self.likelihood, "batch")
+            check_training_data(self, (X, Y), "batch")
             idx = np.asarray(index).reshape(-1)
             if idx.shape[0] != np.shape(X)[0] or not np.issubdtype(idx.dtype, np.integer):
                 raise ValueError("batch[2] (index) must hold one integer site index per row of X")
@@ -144,6 +144,13 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
             tf.cast(Y, default_float()),
             tf.reshape(tf.cast(index, tf.int32), [-1]),
         )
+
+    def _check_training_data(self, data) -> None:
+        """Eager validation of the data of ``training_loss`` (all n points, or a minibatch with indices)."""
+        if isinstance(data, (tuple, list)) and len(data) == 3:
+            self._check_minibatch(data)
+        else:
+            self._check_full_data(data)
 
     # ---------------------------------------------------------------- posterior algebra
 
@@ -343,13 +350,25 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         X, Y, index = self._check_minibatch(batch)
         return self._propose_refresh(X, Y, index, self.ep_settings)[0]
 
-    def apply_refresh(self, refresh: SiteRefresh) -> None:
+    def apply_refresh(self, refresh: SiteRefresh) -> tf.Tensor:
         """
         Write a refresh (``scatter_update`` also works on mirrored variables): its rows of τ, ν, υ,
         the dual and, when present, the relaxation b; then q's change. Records it in
         :attr:`ep_diagnostics` (``refreshes``, ``refresh_skipped``, ``refresh_max_change``: the
-        largest change of a refreshed site's τ or ν).
+        largest change of a refreshed site's τ or ν). A refresh with any non-finite value is not
+        written (``refresh_rejected`` = 1, every update of the batch counted as skipped).
+
+        :return: the number of site updates skipped (all of the batch's when rejected).
         """
+        return tf.cond(
+            refresh.is_finite(), lambda: self._write_refresh(refresh), lambda: self._reject_refresh(refresh.index)
+        )
+
+    def _reject_refresh(self, index):
+        self.ep_diagnostics.record_refresh(tf.size(index), tf.zeros([], self.sites.precision.dtype), tf.constant(True))
+        return tf.size(index)
+
+    def _write_refresh(self, refresh: SiteRefresh):
         variables = (
             self.sites.precision,
             self.sites.natural_mean,
@@ -368,13 +387,12 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         d_Lambda, d_eta = refresh.posterior_change
         self.posterior_precision.assign_add(d_Lambda)
         self.posterior_shift.assign_add(d_eta)
+        return refresh.num_skipped
 
     @check_shapes("return: []")
     def refresh_sites(self, batch) -> tf.Tensor:
         """``apply_refresh(propose_refresh(batch))``; returns the number of skipped site updates."""
-        refresh = self.propose_refresh(batch)
-        self.apply_refresh(refresh)
-        return refresh.num_skipped
+        return self.apply_refresh(self.propose_refresh(batch))
 
     @check_shapes("return: []")
     def minibatch_objective(self, batch) -> tf.Tensor:
@@ -417,14 +435,16 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, ExternalDataTrainingLossMixin):
         q_new = self._posterior_v(fr.L, self.posterior_precision + d_Lambda, self.posterior_shift + d_eta)
 
         def accepted():
-            self.apply_refresh(refresh)
+            self._write_refresh(refresh)
             return q_new.cholesky, q_new.half_mean, q_new.proper, A_site, refresh.num_skipped
 
         def rejected():  # nothing written; the unchanged q and every update counted as skipped
-            self.ep_diagnostics.record_refresh(tf.size(index), tf.zeros([], fr.q.cholesky.dtype), tf.constant(True))
+            self._reject_refresh(index)
             return fr.q.cholesky, fr.q.half_mean, fr.q.proper, fr.A_old, tf.size(index)
 
-        cholesky, half_mean, proper, A_old, num_skipped = tf.cond(q_new.proper, accepted, rejected)
+        cholesky, half_mean, proper, A_old, num_skipped = tf.cond(
+            q_new.proper & refresh.is_finite(), accepted, rejected
+        )
         refreshed = fr._replace(
             A_old=A_old,
             q=WhitenedGaussian.from_factor(cholesky, half_mean, proper),

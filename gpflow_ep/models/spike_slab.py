@@ -39,7 +39,7 @@ from tensorflow_probability import bijectors as tfb
 
 from ..ep import DoubleLoopResult, EPRun, EPSettings, LinearGaussianAlgebra, cavity_distribution, run_double_loop
 from ..ep.linear_gaussian import FORMS
-from ..validation import check_choice, check_inputs, check_range
+from ..validation import check_choice, check_inputs, check_prediction_inputs, check_range
 from .ep_base import EPModel, compiled_per_model
 from .spike_slab_factor import SpikeSlabFactor
 
@@ -195,13 +195,9 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
     @check_shapes("Xnew: [N, D]", "return[0]: [N, 1]", "return[1]: [N, 1]")
     def predict_f(self, Xnew, full_cov: bool = False):
         """x*ᵀm and x*ᵀΣx* (spec §2.7)."""
-        if tf.executing_eagerly():
-            Xnew = check_inputs(Xnew, "Xnew")
-            if Xnew.shape[1] != self.sites.num_sites:
-                raise ValueError(f"Xnew must have {self.sites.num_sites} columns; got {Xnew.shape[1]}")
         if full_cov:
             raise ValueError("full_cov: only marginal predictive variances are offered")
-        Xnew = tf.convert_to_tensor(Xnew, default_float())
+        Xnew = check_prediction_inputs(Xnew, self.sites.num_sites)
         joint = self._algebra().joint(*self.sites.read())
         mean = tf.matmul(Xnew, joint.mean)
         var = tf.reduce_sum(tf.matmul(Xnew, joint.cov) * Xnew, axis=1, keepdims=True)
