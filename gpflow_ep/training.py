@@ -150,7 +150,7 @@ class _FiniteGuard:
     """
 
     def __init__(self, variables, optimizer):
-        self.variables = [v for v in list(variables) + _optimizer_state(optimizer) if v.dtype.is_floating]
+        self.variables = list(variables) + _optimizer_state(optimizer)
         self.trainable = list(variables)
 
     def save(self):

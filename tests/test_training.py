@@ -15,7 +15,7 @@ from gpflow.keras import tf_keras
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC
-from gpflow_ep.training import ProgressBar, fit, make_dataset, make_train_step, paper_adadelta
+from gpflow_ep.training import NonFiniteStepWarning, ProgressBar, fit, make_dataset, make_train_step, paper_adadelta
 
 SCRIPT = Path(__file__).parent / "scripts" / "distributed_step.py"
 
@@ -237,3 +237,57 @@ def test_progress_bar_follows_the_larger_of_steps_and_time():
     assert bar.render(3, 0.5, 2.5).startswith("|##........|  25% step 3 ")
     bar = ProgressBar(total=8, time_budget=100.0, width=8)
     assert bar.render(6, 0.5, 1.0).startswith("|######..|  75% step 6/8 ")
+
+
+class PoisonedAdam:
+    """Adam whose ``poison_at``-th step gets NaN gradients (a stand-in for any non-finite step)."""
+
+    def __init__(self, variables, poison_at: int):
+        self.adam = tf_keras.optimizers.Adam(0.05)
+        self.adam.build(variables)
+        self.calls = tf.Variable(0)
+        self.poison_at = poison_at
+
+    @property
+    def variables(self):
+        return self.adam.variables
+
+    def apply_gradients(self, grads_and_vars):
+        self.calls.assign_add(1)
+        scale = tf.where(tf.equal(self.calls, self.poison_at), tf.constant(np.nan, tf.float64), 1.0)
+        self.adam.apply_gradients([(g * scale, v) for g, v in grads_and_vars])
+
+
+@pytest.mark.parametrize("model_name", ["SEPGPC", "SVGP", "EPGPC"])
+def test_a_non_finite_step_is_undone_and_reported(data, model_name):
+    (X, Y), _ = data
+    X, Y = X[:100], Y[:100]
+    if model_name == "EPGPC":
+        m = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), ep_mode="alternated")
+    else:
+        cls = SEPGPC if model_name == "SEPGPC" else gpflow.models.SVGP
+        m = cls(gpflow.kernels.SquaredExponential(), Probit(), X[:10].copy(), num_data=len(X))
+    optimizer = PoisonedAdam(m.trainable_variables, poison_at=3)
+    states = {}
+
+    def snapshot(step):
+        states[step] = [v.numpy().copy() for v in list(m.trainable_variables) + list(optimizer.variables)]
+
+    with pytest.warns(NonFiniteStepWarning, match="1 of 6 steps were not applied"):
+        result = fit(
+            m,
+            (X, Y),
+            batch_size=None if model_name == "EPGPC" else 20,
+            iterations=6,
+            optimizer=optimizer,
+            monitor=snapshot,
+        )
+    assert result.rejected_steps == 1 and result.steps == 6
+    for before, after in zip(states[2], states[3]):  # the poisoned step left parameters and Adam's state as they were
+        np.testing.assert_array_equal(before, after)
+    state = list(m.trainable_variables) + list(getattr(m, "sites", tf.Module()).variables)
+    state += [getattr(m, name) for name in ("posterior_precision", "posterior_shift") if hasattr(m, name)]
+    assert all(np.all(np.isfinite(v.numpy())) for v in state)
+    assert not np.array_equal(states[3][0], states[6][0])  # later steps were applied
+    p, _ = m.predict_y(X[:5])
+    assert np.all(np.isfinite(p.numpy()))

@@ -81,7 +81,9 @@ class SiteParameters(tf.Module):
 
     def read(self):
         """The current (τ, ν) as tensors, cut from any gradient (sites are held fixed)."""
-        return tf.stop_gradient(self.precision.read_value()), tf.stop_gradient(self.natural_mean.read_value())
+        return tf.stop_gradient(tf.convert_to_tensor(self.precision)), tf.stop_gradient(
+            tf.convert_to_tensor(self.natural_mean)
+        )
 
 
 class Cavity(NamedTuple):

@@ -94,19 +94,20 @@ class EPModel:
     def _run_schedule(self, algebra: SiteAlgebra, factor: LikelihoodFactor, settings: EPSettings) -> EPRun:
         """
         Run ``settings.schedule`` from the stored sites and store the outcome on the model. A run
-        that ends with any non-finite site state (possible only with non-finite hyper-parameters or
-        overflowing kernel matrices) is not stored: the model keeps its sites and the run is
-        reported as not converged.
+        at non-finite hyper-parameters, or that ends with any non-finite site state (overflowing
+        kernel matrices), is not stored: the model keeps its sites and the run is reported as not
+        converged.
         """
         tau, nu = self.sites.read()
         run = run_ep(algebra, factor, tau, nu, settings)
         state = (run.precision, run.natural_mean, run.dual, run.relaxation)
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in state])
+        hyperparameters = self._hyperparameter_values()
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in state + (hyperparameters,)])
         stored = (self.sites.precision, self.sites.natural_mean, self.sites.dual, self.sites.relaxation)
         kept = [tf.where(finite, value, variable) for variable, value in zip(stored, state)]
         for variable, value in zip(stored, kept):
             variable.assign(value)
-        self.sites_fitted_for.assign(tf.where(finite, self._hyperparameter_values(), self.sites_fitted_for))
+        self.sites_fitted_for.assign(tf.where(finite, hyperparameters, self.sites_fitted_for))
         run = run._replace(
             precision=kept[0], natural_mean=kept[1], dual=kept[2], relaxation=kept[3], converged=run.converged & finite
         )

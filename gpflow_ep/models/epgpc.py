@@ -124,7 +124,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         (the sites ``run_ep()`` would store). The convergent double loop runs eagerly only; inside a
         compiled function it gives the stored sites.
         """
-        stored = (*self.sites.read(), tf.stop_gradient(self.sites.dual.read_value()))
+        stored = (*self.sites.read(), tf.stop_gradient(tf.convert_to_tensor(self.sites.dual)))
         if self.ep_settings.schedule == "convergent":
             if not tf.executing_eagerly() or bool(self.ep_state_is_current()):
                 return stored
@@ -158,7 +158,7 @@ class EPPosterior(EPPosteriorBase):
         """:param sites: (τ, ν, dual) to predict from (default: the model's stored sites)."""
         super().__init__(model)
         if sites is None:
-            sites = (*model.sites.read(), model.sites.dual.read_value())
+            sites = (*model.sites.read(), tf.convert_to_tensor(model.sites.dual))
         self.factorisation = model._algebra().factorise(*sites[:2])
         self.dual = sites[2]
 

@@ -193,13 +193,22 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         return run
 
     def _store_posterior(self, L, A, prior_mean, precision, natural_mean):
-        """q(u) in u-space: Λ_u = L⁻ᵀ(A T Aᵀ)L⁻¹, η_u = L⁻ᵀ A (ν - τ m); directions υ_i = L⁻ᵀa_i."""
-        self.site_directions.assign(tf.transpose(tf.linalg.triangular_solve(L, A, adjoint=True)))
+        """
+        q(u) in u-space: Λ_u = L⁻ᵀ(A T Aᵀ)L⁻¹, η_u = L⁻ᵀ A (ν - τ m); directions υ_i = L⁻ᵀa_i.
+        Nothing is written unless all of them are finite.
+        """
+        directions = tf.transpose(tf.linalg.triangular_solve(L, A, adjoint=True))
         Lambda_v = tf.matmul(A * precision[:, 0][None, :], A, transpose_b=True)
         eta_v = A @ (natural_mean - precision * prior_mean)
         half = tf.linalg.triangular_solve(L, Lambda_v, adjoint=True)  # L⁻ᵀΛ_v
-        self.posterior_precision.assign(tf.linalg.triangular_solve(L, tf.transpose(half), adjoint=True))
-        self.posterior_shift.assign(tf.linalg.triangular_solve(L, eta_v, adjoint=True))
+        values = (
+            directions,
+            tf.linalg.triangular_solve(L, tf.transpose(half), adjoint=True),
+            tf.linalg.triangular_solve(L, eta_v, adjoint=True),
+        )
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in values])
+        for variable, value in zip((self.site_directions, self.posterior_precision, self.posterior_shift), values):
+            variable.assign(tf.where(finite, value, variable))
 
     # ---------------------------------------------------------------- objective
 

@@ -294,3 +294,37 @@ def test_hard_problem_reports_non_convergence_with_finite_values(schedule):
         loss = m.training_loss()
     assert np.isfinite(loss)
     assert all(np.all(np.isfinite(g)) for g in tape.gradient(loss, m.trainable_variables))
+
+
+# ------------------------------------------------------------------------------ prediction is read-only
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "convergent"])
+def test_nested_prediction_never_writes_and_matches_run_ep(classification_data, schedule):
+    """After a parameter changes, predict_y computes (does not store) the new fixed point."""
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), Probit(), schedule=schedule)
+    m.run_ep()
+    assert bool(m.ep_state_is_current())
+    m.kernel.lengthscales.assign([0.5, 2.0])
+    assert not bool(m.ep_state_is_current())
+    stored = [v.numpy().copy() for v in m.variables]
+    p, _ = m.predict_y(X[:7])
+    for before, after in zip(stored, m.variables):
+        np.testing.assert_array_equal(before, after.numpy())
+    m.run_ep()  # the fixed point predict_y used, now stored
+    assert bool(m.ep_state_is_current())
+    # the same EP run from the same sites: same numbers (the stored run is compiled separately)
+    np.testing.assert_allclose(m.predict_y(X[:7])[0], p, rtol=0, atol=1e-12)
+
+
+def test_an_ep_run_with_non_finite_results_is_not_stored(classification_data):
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), Probit())
+    m.run_ep()
+    sites = [v.numpy().copy() for v in m.sites.variables]
+    m.kernel.variance.unconstrained_variable.assign(np.nan)
+    run = m.run_ep()
+    assert not bool(run.converged) and not bool(m.ep_diagnostics.converged.numpy())
+    for before, after in zip(sites, m.sites.variables):
+        np.testing.assert_array_equal(before, after.numpy())

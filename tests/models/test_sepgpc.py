@@ -354,3 +354,32 @@ def test_a_refresh_that_would_leave_q_improper_is_not_applied(data):
     assert int(skipped) == len(idx) and np.isfinite(objective.numpy())
     for v, b in zip(state, before):
         np.testing.assert_array_equal(v.numpy(), b)
+
+
+def test_a_refresh_with_non_finite_values_is_not_written(data):
+    X, Y = data
+    m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))
+    batch = (X[:20], Y[:20], np.arange(20, dtype=np.int32))
+    m.refresh_sites(batch)
+    state = [v.numpy().copy() for v in m.variables]
+    refresh = m.propose_refresh(batch)
+    poisoned = refresh._replace(site_state=(refresh.site_state[0] * np.nan,) + refresh.site_state[1:])
+    assert int(m.apply_refresh(poisoned)) == 20  # every update of the batch counted as skipped
+    assert int(m.ep_diagnostics.refresh_rejected.numpy()) == 1
+    for before, after in zip(state, m.variables):
+        if "refresh" not in after.name:  # only the diagnostics record the rejection
+            np.testing.assert_array_equal(before, after.numpy(), err_msg=after.name)
+    assert int(m.apply_refresh(refresh)) == 0 and int(m.ep_diagnostics.refresh_rejected.numpy()) == 0
+
+
+def test_a_batch_ep_run_at_non_finite_hyperparameters_writes_nothing(data):
+    X, Y = data
+    m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))
+    m.run_ep((X, Y))
+    state = [v.numpy().copy() for v in m.variables]
+    m.kernel.variance.unconstrained_variable.assign(np.nan)
+    assert not bool(m.run_ep((X, Y)).converged)
+    changed = {id(v) for v in m.ep_diagnostics.variables} | {id(m.kernel.variance.unconstrained_variable)}
+    for before, after in zip(state, m.variables):
+        if id(after) not in changed:
+            np.testing.assert_array_equal(before, after.numpy(), err_msg=after.name)
