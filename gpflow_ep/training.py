@@ -38,6 +38,7 @@ from typing import Callable, List, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
+from gpflow.config import default_float
 from gpflow.keras import tf_keras
 from gpflow.models import InternalDataTrainingLossMixin
 
@@ -106,14 +107,14 @@ def _runs_batch_ep(model) -> bool:
 
 def make_dataset(data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True) -> tf.data.Dataset:
     """
-    ``tf.data.Dataset`` of minibatches ``(X, Y, index)`` from arrays ``(X, Y)`` (X in float64, Y in
-    float64 unless it holds integers, which are kept for GPflow's ``Softmax``); the index tells a
+    ``tf.data.Dataset`` of minibatches ``(X, Y, index)`` from arrays ``(X, Y)`` (X in GPflow's default float, Y too
+    unless it holds integers, which are kept for GPflow's ``Softmax``); the index tells a
     minibatch-EP model which sites the rows belong to (other models ignore it). Every epoch is a
     fresh permutation cut into whole batches (the remainder is dropped), so no batch repeats a site.
     """
-    X, Y = np.asarray(data[0], dtype=np.float64), np.asarray(data[1])
+    X, Y = np.asarray(data[0], dtype=default_float()), np.asarray(data[1])
     if not np.issubdtype(Y.dtype, np.integer):  # integer class labels stay integers (GPflow's Softmax needs them)
-        Y = Y.astype(np.float64)
+        Y = Y.astype(default_float())
     index = np.arange(X.shape[0], dtype=np.int32)
     ds = tf.data.Dataset.from_tensor_slices((X, Y, index))
     if shuffle:

@@ -220,3 +220,21 @@ def check_prediction_inputs(Xnew, input_dim: Optional[int], name: str = "Xnew"):
     if not tf.executing_eagerly():
         Xnew = tf.debugging.assert_all_finite(Xnew, f"{name} contains NaN or Inf")
     return Xnew
+
+
+def require_float64(what: str) -> None:
+    """
+    Refuse to build ``what`` unless GPflow's default float is float64. EP divides by differences
+    of nearly equal precisions (1 - τσ² in every cavity, spec §2.1) and the hinge moments subtract
+    log-normalisers of similar size; in float32 (7 digits) these lose most of their precision, and
+    the package is tested in float64 only, so float32 is refused rather than silently inaccurate.
+
+    :raises ValueError: naming ``gpflow.config.default_float()`` and the fix.
+    """
+    if default_float() != np.float64:
+        raise ValueError(
+            f"{what} needs float64, but gpflow.config.default_float() is {np.dtype(default_float()).name}: "
+            "EP's cavity and moment computations lose most of their precision in float32. Call "
+            "gpflow.config.set_default_float(np.float64) (a tf_keras network inside a DeepKernel may "
+            "still run in float32)."
+        )

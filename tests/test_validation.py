@@ -5,6 +5,8 @@ Datasets), through training-loss closures (GPflow's ``Scipy`` included) and thro
 ``predict_y`` — never an error from inside a TensorFlow graph.
 """
 
+import dataclasses
+
 import gpflow
 import numpy as np
 import pytest
@@ -163,3 +165,30 @@ def test_predict_names_xnew_eagerly_and_when_compiled(data, model_name):
 def test_bad_settings_are_value_errors_naming_them(data, make, match):
     with pytest.raises(ValueError, match=match):
         make(*data)
+
+
+def test_float32_is_refused_with_a_clear_message(data):
+    X, Y = data
+    float32 = dataclasses.replace(gpflow.config.config(), float=np.float32)
+    bernoulli = gpflow.likelihoods.Bernoulli
+    builders = [
+        Probit,
+        NoisyStep,
+        BinaryHinge,
+        lambda: MultiClassHinge(3),
+        lambda: EPGPC((X, Y), kernel(), bernoulli()),
+        lambda: SEPGPC(kernel(), bernoulli(), X[:6], num_data=N),
+        lambda: DGPAEP.from_data(X, Y, widths=[2, 1], num_inducing=6),
+    ]
+    with gpflow.config.as_context(float32):
+        for build_one in builders:
+            with pytest.raises(ValueError, match=r"needs float64, but gpflow.config.default_float\(\) is float32"):
+                build_one()
+
+
+def test_jitter_follows_gpflow_config(data):
+    X, Y = data
+    with gpflow.config.as_context(dataclasses.replace(gpflow.config.config(), jitter=1e-4)):
+        sep = SEPGPC(kernel(), Probit(), X[:6], num_data=N)
+        dgp = DGPAEP.from_data(X, Y, widths=[2, 1], num_inducing=6)
+    assert sep.jitter == 1e-4 and all(layer.jitter == 1e-4 for layer in dgp.layers)

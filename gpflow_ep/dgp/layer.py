@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow import Module, Parameter, covariances
+from gpflow.config import default_jitter
 from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import SquaredExponential
 from gpflow.utilities import positive
@@ -36,8 +37,6 @@ from .psi import psi_statistics
 from .tied_factor import TiedFactor
 
 __all__ = ["AEPLayer"]
-
-DEFAULT_JITTER = 1e-6  # on K_uu, as the reference code (spec §1.3)
 
 
 class AEPLayer(Module):
@@ -52,7 +51,8 @@ class AEPLayer(Module):
     :param factors: one :class:`~gpflow_ep.dgp.TiedFactor` per output.
     :param noise_variance: σ_l², the layer's output noise (a positive ``Parameter``); ``None`` for a
         layer without noise (the output layer, whose noise is the likelihood's).
-    :param jitter: added to K_uu.
+    :param jitter: added to K_uu (default ``gpflow.config.default_jitter()``, 1e-6 as in the
+        reference code, spec §1.3).
     """
 
     def __init__(
@@ -62,7 +62,7 @@ class AEPLayer(Module):
         factors: Sequence[TiedFactor],
         noise_variance: Optional[float] = None,
         *,
-        jitter: float = DEFAULT_JITTER,
+        jitter: Optional[float] = None,
         name=None,
     ):
         super().__init__(name=name)
@@ -93,7 +93,7 @@ class AEPLayer(Module):
             if not noise_variance > 0:
                 raise ValueError(f"noise_variance must be positive (or None); got {noise_variance}")
             self.noise_variance = Parameter(noise_variance, transform=positive(), name="noise_variance")
-        self.jitter = float(jitter)
+        self.jitter = default_jitter() if jitter is None else float(jitter)
 
     @property
     def num_outputs(self) -> int:

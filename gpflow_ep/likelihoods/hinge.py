@@ -34,7 +34,7 @@ from gpflow.likelihoods import ScalarLikelihood
 
 from ..ep.tilted import log_normal_pdf, tilted_expected_log_likelihood, tilted_moments
 from ..numerics import log_ndtr, ndtr
-from ..validation import check_choice, register_binary_likelihood
+from ..validation import check_choice, register_binary_likelihood, require_float64
 from .labels import binary_labels_to_sign
 
 __all__ = ["BinaryHinge", "hinge_tilted_mixture"]
@@ -51,6 +51,7 @@ class BinaryHinge(ScalarLikelihood):
     """
 
     def __init__(self, bound: str = "augmented", **kwargs):
+        require_float64(type(self).__name__)
         super().__init__(**kwargs)
         self.bound = check_choice(bound, "bound", BOUNDS)
 

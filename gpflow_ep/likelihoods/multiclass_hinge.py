@@ -37,7 +37,13 @@ from gpflow.likelihoods import Likelihood
 
 from ..ep.tilted import log_normal_pdf
 from ..numerics import log_ndtr, ndtr
-from ..validation import check_choice, check_class_labels, check_positive_int, register_multiclass_likelihood
+from ..validation import (
+    check_choice,
+    check_class_labels,
+    check_positive_int,
+    register_multiclass_likelihood,
+    require_float64,
+)
 
 __all__ = ["MultiClassHinge"]
 
@@ -57,6 +63,7 @@ class MultiClassHinge(Likelihood):
     def __init__(
         self, num_classes: int, bound: str = "quad_max", num_gauss_hermite: int = 32, num_legendre: int = 64, **kwargs
     ):
+        require_float64(type(self).__name__)
         num_classes = check_positive_int(num_classes, "num_classes")
         if num_classes < 2:
             raise ValueError(f"num_classes must be at least 2; got {num_classes}")

@@ -9,7 +9,7 @@ from gpflow.likelihoods import ScalarLikelihood
 
 from ..ep.tilted import log_normal_pdf, tilted_expected_log_likelihood, tilted_moments
 from ..numerics import log_ndtr, ndtr
-from ..validation import register_binary_likelihood
+from ..validation import register_binary_likelihood, require_float64
 from .labels import binary_labels_to_sign
 
 
@@ -38,6 +38,7 @@ class NoisyStep(ScalarLikelihood):
     """
 
     def __init__(self, epsilon: float = 0.1, **kwargs):
+        require_float64(type(self).__name__)
         super().__init__(**kwargs)
         epsilon = float(epsilon)
         if not 0.0 < epsilon < 0.5:

@@ -6,7 +6,7 @@ from gpflow.likelihoods import ScalarLikelihood
 
 from ..ep.tilted import log_normal_pdf, quadrature_tilted_moments, tilted_moments
 from ..numerics import log_ndtr, ndtr
-from ..validation import register_binary_likelihood
+from ..validation import register_binary_likelihood, require_float64
 from .labels import binary_labels_to_sign
 
 
@@ -30,6 +30,7 @@ class Probit(ScalarLikelihood):
     """
 
     def __init__(self, **kwargs):
+        require_float64(type(self).__name__)
         super().__init__(**kwargs)
 
     def _scalar_log_prob(self, X, F, Y):

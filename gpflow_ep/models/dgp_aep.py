@@ -36,7 +36,7 @@ from gpflow.models import BayesianModel
 
 from ..dgp import AEPLayer, initial_layers
 from ..ep import tilted_moments
-from ..validation import check_data, check_positive_int, check_prediction_inputs, check_training_data
+from ..validation import check_data, check_positive_int, check_prediction_inputs, check_training_data, require_float64
 from .ep_base import CheckedExternalDataTrainingLossMixin
 
 __all__ = ["DGPAEP"]
@@ -63,6 +63,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
     """
 
     def __init__(self, layers: Sequence[AEPLayer], likelihood: Likelihood, num_data: int):
+        require_float64(type(self).__name__)
         super().__init__()
         if len(layers) == 0:
             raise ValueError("layers: a DGP-AEP model needs at least one layer")

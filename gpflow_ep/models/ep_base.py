@@ -15,7 +15,7 @@ from gpflow.models import ExternalDataTrainingLossMixin
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
 from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, SiteParameters, ep_log_marginal_likelihood, run_ep
-from ..validation import check_prediction_inputs, model_input_dim
+from ..validation import check_prediction_inputs, model_input_dim, require_float64
 from .diagnostics import EPDiagnostics
 
 
@@ -61,6 +61,7 @@ class EPModel:
     predict_with = "sites"
 
     def _init_ep(self, num_sites: int, settings: EPSettings) -> None:
+        require_float64(type(self).__name__)
         self.ep_settings = settings
         self.sites = SiteParameters(num_sites)
         self.ep_diagnostics = EPDiagnostics()

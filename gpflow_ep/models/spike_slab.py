@@ -29,6 +29,7 @@ the loss first re-runs EP, warm-started. Posterior summaries: :meth:`inclusion_p
 from typing import Optional
 
 import numpy as np
+import scipy.linalg
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.base import Parameter
@@ -233,9 +234,9 @@ def exact_spike_slab_posterior(X, y, noise_variance: float, slab_variance: float
         m, s = np.zeros(d), np.zeros(d)
         if k:
             A = Xz.T @ Xz / noise_variance + np.eye(k) / slab_variance
-            S = np.linalg.inv(A)
-            m[z] = S @ Xz.T @ y / noise_variance
-            s[z] = np.diag(S) + m[z] ** 2
+            LA = np.linalg.cholesky(A)  # Var = A⁻¹: its diagonal is the squared column norms of L_A⁻¹
+            m[z] = scipy.linalg.cho_solve((LA, True), Xz.T @ y / noise_variance)
+            s[z] = np.sum(np.square(scipy.linalg.solve_triangular(LA, np.eye(k), lower=True)), axis=0) + m[z] ** 2
         means.append(m)
         seconds.append(s)
         patterns.append(z)
