@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ..ep import EPSettings
+from ..validation import check_positive_int
 
 
 class EPConvergenceWarning(UserWarning):
@@ -25,6 +26,8 @@ class EPResult:
     :param num_rejected: parallel sweeps rejected because their sites gave an improper posterior.
     :param log_marginal_likelihood: log Z_EP at the final sites.
     :param history: the convergence statistic of every sweep (-1 for a rejected parallel sweep).
+    :param damping: the damping of the run reported (smaller than requested after a back-off).
+    :param attempts: runs made (1 without back-off).
     """
 
     converged: bool
@@ -34,6 +37,8 @@ class EPResult:
     num_rejected: int
     log_marginal_likelihood: float
     history: List[float] = field(default_factory=list)
+    damping: float = 1.0
+    attempts: int = 1
 
 
 class EP:
@@ -46,12 +51,16 @@ class EP:
         ``ep_settings`` for these runs (e.g. ``damping``, ``max_sweeps``, ``tol``, ``schedule``,
         ``criterion``); omitted or ``None`` options are the model's. Validated here, at once.
     :param warn: emit an :class:`EPConvergenceWarning` when EP does not converge.
+    :param backoff: automatic damping back-off: when a run does not converge, put the model's EP
+        state back as it was before the run and run again with half the damping, up to this many
+        times (0: off). The result reports the damping of the last run and the number of runs.
     """
 
-    def __init__(self, *, warn: bool = True, **ep_options):
+    def __init__(self, *, warn: bool = True, backoff: int = 0, **ep_options):
         EPSettings().updated(**ep_options)  # validates names and values
         self.ep_options = {k: v for k, v in ep_options.items() if v is not None}
         self.warn = warn
+        self.backoff = 0 if backoff == 0 else check_positive_int(backoff, "backoff")
 
     def minimize(self, model, data=None) -> EPResult:
         """
@@ -60,7 +69,18 @@ class EP:
         :param data: for models that do not hold their data (``SEPGPC``): the (X, Y) to run EP on.
         """
         args = () if data is None else (data,)
-        run = model.run_ep(*args, **self.ep_options)
+        options = dict(self.ep_options)
+        damping = model.ep_settings.updated(**options).resolved_damping
+        options.pop("damping", None)
+        state = [v for v in model.variables if not v.trainable]  # sites, q and diagnostics
+        before = [v.numpy() for v in state] if self.backoff else []
+        for attempt in range(1, self.backoff + 2):
+            run = model.run_ep(*args, **options, damping=damping)
+            if bool(run.converged.numpy()) or attempt > self.backoff:
+                break
+            for variable, value in zip(state, before):
+                variable.assign(value)
+            damping /= 2.0
         sweeps = int(run.sweeps.numpy())
         result = EPResult(
             converged=bool(run.converged.numpy()),
@@ -70,10 +90,13 @@ class EP:
             num_rejected=int(run.num_rejected.numpy()),
             log_marginal_likelihood=float(model.log_marginal_likelihood(*args).numpy()),
             history=run.history.numpy()[:sweeps].tolist(),
+            damping=float(damping),
+            attempts=attempt,
         )
         if self.warn and not result.converged:
+            tried = f" after {attempt} runs with damping down to {damping:.3g}" if attempt > 1 else ""
             warnings.warn(
-                f"EP did not converge in {result.sweeps} sweeps (last change "
+                f"EP did not converge in {result.sweeps} sweeps{tried} (last change "
                 f"{result.max_change:.3g}, {result.num_skipped} skipped updates)",
                 EPConvergenceWarning,
                 stacklevel=2,

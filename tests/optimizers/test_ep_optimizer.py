@@ -7,7 +7,7 @@ import pytest
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
-from gpflow_ep.optimizers import EP, EPResult
+from gpflow_ep.optimizers import EP, EPConvergenceWarning, EPResult
 
 
 def test_minimize_returns_result_and_updates_sites():
@@ -37,8 +37,29 @@ def test_sweep_cap_is_honoured_and_reported():
         (dict(max_sweeps=-1), "max_sweeps"),
         (dict(tol=0.0), "tol"),
         (dict(schedule="x"), "schedule"),
+        (dict(backoff=-1), "backoff must be a positive integer"),
     ],
 )
 def test_bad_arguments_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         EP(**kwargs)
+
+
+def test_damping_backoff_reruns_from_the_state_before_the_run():
+    """Two back-offs of a run that cannot converge (2 sweeps, tol 1e-14): three runs, damping 0.8 → 0.2,
+    and the final sites are those of one run at damping 0.2 from the original sites."""
+    X, Y = two_dimensional(30, seed=1)
+
+    def model():
+        return EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), ep_mode="alternated", damping=0.8)
+
+    m = model()
+    with pytest.warns(EPConvergenceWarning, match="after 3 runs with damping down to 0.2"):
+        result = EP(max_sweeps=2, tol=1e-14, backoff=2).minimize(m)
+    assert result.attempts == 3 and result.damping == 0.2 and not result.converged
+    reference = model()
+    EP(max_sweeps=2, tol=1e-14, damping=0.2, warn=False).minimize(reference)
+    np.testing.assert_array_equal(m.sites.precision.numpy(), reference.sites.precision.numpy())
+    np.testing.assert_array_equal(m.sites.natural_mean.numpy(), reference.sites.natural_mean.numpy())
+    converging = EP(backoff=2).minimize(model())  # no back-off when the first run converges
+    assert converging.converged and converging.attempts == 1 and converging.damping == 0.8
