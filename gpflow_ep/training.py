@@ -49,6 +49,7 @@ __all__ = [
     "fit",
     "FitResult",
     "NonFiniteStepWarning",
+    "WorkerFailedError",
     "ProgressBar",
     "StepResult",
     "make_dataset",
@@ -86,6 +87,14 @@ class StepResult(NamedTuple):
 
 class NonFiniteStepWarning(UserWarning):
     """Some training steps were not applied because their loss or new parameters were not finite."""
+
+
+class WorkerFailedError(RuntimeError):
+    """Under a multi-worker strategy, another worker stopped answering (it died, hung or lost its network)."""
+
+
+#: what a collective operation raises when a peer worker is gone (found by killing one of two local workers)
+_PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError)
 
 
 def paper_adadelta():
@@ -209,7 +218,14 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
         return loss
 
     def merged(per_replica: SiteRefresh) -> SiteRefresh:
-        return SiteRefresh.merge([SiteRefresh(*local) for local in strategy.experimental_local_results(per_replica)])
+        """All replicas' refreshes, on every worker: rows gathered in replica order, changes of q summed."""
+        total = tf.distribute.ReduceOp.SUM
+        return SiteRefresh(
+            strategy.gather(per_replica.index, axis=0),
+            tuple(strategy.gather(rows, axis=0) for rows in per_replica.site_state),
+            tuple(strategy.reduce(total, change, axis=None) for change in per_replica.posterior_change),
+            strategy.reduce(total, per_replica.num_skipped, axis=None),
+        )
 
     @tf.function(autograph=False)
     def step(batch):
@@ -281,6 +297,21 @@ def _check_batch(model, batch) -> None:
         check(tuple(batch) if _uses_minibatch_ep(model) else tuple(batch[:2]))
     else:
         check_training_data(model, tuple(batch[:2]), "data batch")
+
+
+def _worker_failure_message(error, steps: int, checkpoint_dir: Optional[str]) -> str:
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    found = f"{type(error).__name__}: {first_line}"
+    if checkpoint_dir is None:
+        resume = "no checkpoint_dir was given, so training has to start again; pass fit(checkpoint_dir=...) to resume"
+    else:
+        latest = tf.train.latest_checkpoint(checkpoint_dir)
+        saved = f"the last checkpoint is {latest}" if latest else "no checkpoint was saved yet"
+        resume = (
+            f"{saved}; restart every worker with the same fit(..., checkpoint_dir={checkpoint_dir!r}) call to "
+            "resume from it (the steps after it are repeated with the same minibatches)"
+        )
+    return f"fit: another worker stopped answering during step {steps + 1} ({found}). {resume}."
 
 
 def _is_chief(strategy) -> bool:
@@ -394,7 +425,12 @@ def fit(
             _check_batch(model, batch)
         if _runs_batch_ep(model) and result.steps % ep_every == 0:
             model.run_ep()
-        outcome = step(batch)
+        try:
+            outcome = step(batch)
+        except _PEER_FAILURES as error:
+            if strategy is None:
+                raise
+            raise WorkerFailedError(_worker_failure_message(error, result.steps, checkpoint_dir)) from error
         result.steps += 1
         result.losses.append(float(outcome[0]))
         result.skipped_site_updates += int(outcome[1])

@@ -7,11 +7,11 @@ A step on a minibatch ``(X, Y, index)`` is: refresh the batch's sites (one dampe
 whose gradient estimates that of the evidence at the refreshed q (SEP spec §3). The refresh is
 split into a proposal that writes nothing and its application, so that ``tf.distribute`` replicas
 can propose from the same q and the proposals can be merged before q changes
-(:meth:`SiteRefresh.merge` semantics: per-site rows are concatenated, q's changes summed).
+(per-site rows are concatenated in replica order, q's changes summed, on every worker).
 """
 
 import abc
-from typing import NamedTuple, Sequence, Tuple
+from typing import NamedTuple, Tuple
 
 import tensorflow as tf
 
@@ -30,16 +30,6 @@ class SiteRefresh(NamedTuple):
         """True (a boolean tensor) when every row and every change of q is finite."""
         parts = list(self.site_state) + list(self.posterior_change)
         return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in parts])
-
-    @staticmethod
-    def merge(refreshes: Sequence["SiteRefresh"]) -> "SiteRefresh":
-        """One refresh from disjoint batches' refreshes proposed from the same q."""
-        return SiteRefresh(
-            tf.concat([r.index for r in refreshes], axis=0),
-            tuple(tf.concat(rows, axis=0) for rows in zip(*(r.site_state for r in refreshes))),
-            tuple(tf.add_n(list(parts)) for parts in zip(*(r.posterior_change for r in refreshes))),
-            tf.add_n([r.num_skipped for r in refreshes]),
-        )
 
 
 class MinibatchEP(abc.ABC):
