@@ -175,16 +175,30 @@ def test_regressors_never_return_nan(name, case):
     check_model(REGRESSORS[name], case, classification=False)
 
 
-@fuzz(DEFAULT_EXAMPLES, derandomize=True)
-@given(
-    log_noise=st.floats(-4.0, 4.0),
-    log_slab=st.floats(-4.0, 4.0),
-    inclusion=st.floats(0.01, 0.99),
-    duplicated=st.booleans(),
-    n=st.integers(1, 15),
-    seed=st.integers(0, 2**16),
+spike_slab_cases = st.tuples(
+    st.floats(-4.0, 4.0),  # log10 noise variance
+    st.floats(-4.0, 4.0),  # log10 slab variance
+    st.floats(0.01, 0.99),  # prior inclusion probability
+    st.booleans(),  # duplicated (collinear) columns
+    st.integers(1, 15),  # n
+    st.integers(0, 2**16),  # seed
 )
-def test_spike_and_slab_never_returns_nan(log_noise, log_slab, inclusion, duplicated, n, seed):
+
+
+@fuzz(DEFAULT_EXAMPLES, derandomize=True)
+@given(case=spike_slab_cases)
+def test_spike_and_slab_never_returns_nan(case):
+    check_spike_slab(*case)
+
+
+@pytest.mark.slow
+@fuzz(SLOW_EXAMPLES, derandomize=False)
+@given(case=spike_slab_cases)
+def test_spike_and_slab_never_returns_nan_many_cases(case):
+    check_spike_slab(*case)
+
+
+def check_spike_slab(log_noise, log_slab, inclusion, duplicated, n, seed):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 6))
     if duplicated:
