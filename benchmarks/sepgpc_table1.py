@@ -165,7 +165,7 @@ class Table1Slot(common.ModelSlot):
             first = None
             skipped = 0
             for k in range(steps):
-                loss, sk = self.step(next(it))
+                loss, sk, _ = self.step(next(it))
                 skipped += int(sk)
                 if k == 0:
                     float(loss)

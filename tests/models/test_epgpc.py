@@ -299,7 +299,7 @@ def test_hard_problem_reports_non_convergence_with_finite_values(schedule):
 # ------------------------------------------------------------------------------ prediction is read-only
 
 
-@pytest.mark.parametrize("schedule", ["parallel", "convergent"])
+@pytest.mark.parametrize("schedule", ["parallel", pytest.param("convergent", marks=pytest.mark.slow)])
 def test_nested_prediction_never_writes_and_matches_run_ep(classification_data, schedule):
     """After a parameter changes, predict_y computes (does not store) the new fixed point."""
     X, Y = classification_data

@@ -20,7 +20,7 @@ from gpflow_ep.likelihoods import BinaryHinge, NoisyStep, Probit
 from gpflow_ep.models import DGPAEP, EPGPC, SEPGPC, PowerEP, RelaxedEP, SpikeSlabRegression
 from gpflow_ep.training import fit
 
-DEFAULT_EXAMPLES = 4
+DEFAULT_EXAMPLES = 2
 SLOW_EXAMPLES = 40
 DATA_KINDS = ["separable", "flipped 40%", "duplicated inputs", "n = 1"]
 
