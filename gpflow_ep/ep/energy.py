@@ -62,7 +62,7 @@ def site_energy_terms(
         + beta**2 * tf.square(natural_mean) * marginal_var
     )
     terms = (log_z + 0.5 * (-tf.math.log(safe_d) + quad / safe_d)) / power
-    valid = cav.valid & tf.math.is_finite(terms)
+    valid = factor.joint_validity(cav.valid & tf.math.is_finite(terms))
     return tf.where(valid, terms, tf.zeros_like(terms)), valid
 
 

@@ -51,6 +51,15 @@ class SiteFactor(abc.ABC):
         var = 1.0 / v2
         return self.tilted(v1 * var, var, 1.0).log_z + gaussian_log_normaliser(v1, v2)
 
+    def joint_validity(self, valid: tf.Tensor) -> tf.Tensor:
+        """
+        Which sites may be updated, given which ones could be on their own (``valid``, bool, like
+        the sites). The default, every site for itself, is right for factors of one site variable; a
+        factor of several site variables (a multi-class factor has two) updates its sites together
+        or not at all, and so does the evidence count them.
+        """
+        return valid
+
     def expected_log_factor(self, cavity_mean: tf.Tensor, cavity_var: tf.Tensor) -> tf.Tensor:
         """E_p̂[log t_i(h)] under p̂ ∝ t_i N(m, v): relaxed EP's T1. Optional (relaxation only)."""
         raise ValueError(f"{type(self).__name__} has no expected log-factor, so it cannot be relaxed")

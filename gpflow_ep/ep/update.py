@@ -61,7 +61,7 @@ def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, s
         t = factor.tilted(cavity.mean, cavity.var, power)
         tau, nu, valid = site_update(cavity, t, power)
         tau, nu = clip_site(tau, nu, cavity, t, power, settings.min_precision)
-        return SiteProposal(tau, nu, valid, t.dlog_z, tf.zeros_like(tau))
+        return SiteProposal(tau, nu, factor.joint_validity(valid), t.dlog_z, tf.zeros_like(tau))
 
     centre = site_means(precision, natural_mean)
 
@@ -76,7 +76,7 @@ def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, s
     b = tf.where(cavity.valid, b, tf.zeros_like(b))
     terms = relaxed_terms(b, cavity.mean, cavity.var, centre, factor.tilted)
     tau, nu, valid = relaxed_message(terms, b, centre, relaxation.message_update)
-    return SiteProposal(tau, nu, valid & cavity.valid, terms.dlog_z, b)
+    return SiteProposal(tau, nu, factor.joint_validity(valid & cavity.valid), terms.dlog_z, b)
 
 
 @check_shapes(

@@ -8,7 +8,17 @@ from . import gaussian  # noqa: F401  (registers GPflow's Gaussian with the EP e
 from .hinge import BinaryHinge
 from .labels import binary_labels_to_sign, check_binary_labels
 from .multiclass_hinge import MultiClassHinge
+from .multiclass_step import DifferenceFactor, MultiClassStep
 from .noisy_step import NoisyStep
 from .probit import Probit
 
-__all__ = ["Probit", "NoisyStep", "BinaryHinge", "MultiClassHinge", "check_binary_labels", "binary_labels_to_sign"]
+__all__ = [
+    "Probit",
+    "NoisyStep",
+    "BinaryHinge",
+    "MultiClassHinge",
+    "MultiClassStep",
+    "DifferenceFactor",
+    "check_binary_labels",
+    "binary_labels_to_sign",
+]

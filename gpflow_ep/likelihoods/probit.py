@@ -67,9 +67,18 @@ def _probit_tilted(likelihood, X, Y, m, v, power):
     if power != 1.0:
         return quadrature_tilted_moments(likelihood, X, Y, m, v, power)
     y = binary_labels_to_sign(Y)
-    s2 = 1.0 + v
+    log_z, dlog_z, d2log_z = probit_log_z(y * m, 1.0 + v)
+    return log_z, y * dlog_z, d2log_z
+
+
+def probit_log_z(m, s2):
+    r"""
+    log Φ(m/s) and its first two derivatives in m, s = √``s2`` (the probit's closed form, shared
+    with the multi-class step factors): with z = m/s and r = φ(z)/Φ(z) = exp(log φ(z) - log Φ(z))
+    (stable for z ≪ 0), ∂/∂m = r/s and ∂²/∂m² = -r(z + r)/s².
+    """
     s = tf.sqrt(s2)
-    z = y * m / s
+    z = m / s
     log_z = log_ndtr(z)
     r = tf.exp(log_normal_pdf(z) - log_z)
-    return log_z, y * r / s, -r * (z + r) / s2
+    return log_z, r / s, -r * (z + r) / s2

@@ -8,6 +8,7 @@ from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgpc import SEPGPC, SEPPosterior
+from .sepmgpc import SEPMGPC
 from .spike_slab import SpikeSlabRegression, exact_spike_slab_posterior
 from .spike_slab_factor import SpikeSlabFactor
 
@@ -16,6 +17,7 @@ __all__ = [
     "PowerEP",
     "RelaxedEP",
     "SEPGPC",
+    "SEPMGPC",
     "DGPAEP",
     "SpikeSlabRegression",
     "exact_spike_slab_posterior",

@@ -93,8 +93,10 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.inducing_variable = inducingpoint_wrapper(inducing_variable)
         self.num_data = num_data
+        #: one site per point here; a model whose points have several sites (SEPMGPC) says how many
+        self.num_sites = self._num_sites(num_data)
         self.jitter = default_jitter() if jitter is None else float(jitter)
-        self._init_ep(num_data, settings)
+        self._init_ep(self.num_sites, settings)
         M = self.inducing_variable.num_inducing
         self.posterior_precision = tf.Variable(
             np.zeros((M, M)), dtype=default_float(), trainable=False, name="posterior_precision"
@@ -103,10 +105,13 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
             np.zeros((M, 1)), dtype=default_float(), trainable=False, name="posterior_shift"
         )
         self.site_directions = tf.Variable(
-            np.zeros((num_data, M)), dtype=default_float(), trainable=False, name="site_directions"
+            np.zeros((self.num_sites, M)), dtype=default_float(), trainable=False, name="site_directions"
         )
 
     # ---------------------------------------------------------------- data
+
+    def _num_sites(self, num_data: int) -> int:
+        return num_data
 
     def _check_full_data(self, data):
         """Batch EP needs all n points, in the order of the sites, on every path (eager or compiled)."""
@@ -176,6 +181,10 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         X, Y = self._check_full_data(data)
         return self._run_ep_compiled(X, Y, self._check_schedule(self.ep_settings.updated(**overrides)))
 
+    def _run_ep_sites(self, X, Y) -> EPRun:
+        """``run_ep`` on validated site data (the model's settings)."""
+        return self._run_ep_compiled(X, Y, self.ep_settings)
+
     @staticmethod
     def _check_schedule(settings: EPSettings) -> EPSettings:
         if settings.schedule == "convergent":
@@ -215,7 +224,9 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
     @check_shapes("return: []")
     def log_marginal_likelihood(self, data) -> tf.Tensor:
         """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
-        X, Y = self._check_full_data(data)
+        return self._log_marginal_likelihood_sites(*self._check_full_data(data))
+
+    def _log_marginal_likelihood_sites(self, X, Y) -> tf.Tensor:
         _, A, s, prior_mean = self._prior(X)
         tau, nu = self.sites.read()
         q = WhitenedAlgebra(A, prior_mean).factorise(tau, nu)
@@ -234,7 +245,9 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         if isinstance(data, (tuple, list)) and len(data) == 3:
             return self.refresh_and_objective(data)[0]
         X, Y = self._check_full_data(data)
-        return self._evidence_objective(lambda: self.run_ep((X, Y)), lambda: self.log_marginal_likelihood((X, Y)))
+        return self._evidence_objective(
+            lambda: self._run_ep_sites(X, Y), lambda: self._log_marginal_likelihood_sites(X, Y)
+        )
 
     # ---------------------------------------------------------------- prediction
 
@@ -472,6 +485,10 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         X = check_inputs(data[0], "data[0] (X)")
         if X.shape[0] != self.num_data:
             raise ValueError(f"data: reproject_sites needs all num_data={self.num_data} points; got {X.shape[0]}")
+        self._reproject(X, chunk_size)
+
+    def _reproject(self, X: np.ndarray, chunk_size: int) -> None:
+        """``reproject_sites`` for the inputs X of every site, in site order."""
         chunk_size = check_positive_int(chunk_size, "chunk_size")
         L = self._chol_Kuu()
         tau, nu = self.sites.read()
@@ -522,15 +539,16 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         tau = tf.gather(self.sites.precision, index)
         nu = tf.gather(self.sites.natural_mean, index)
         cav, new, old, cross = self._batch_cavities(fr, tau, nu, settings, fr.same)
-        mean = tf.where(cav.valid, cav.mean, tf.zeros_like(cav.mean))
-        var = tf.where(cav.valid, cav.var, tf.ones_like(cav.var))
         factor = self._factor(X, Y, fr.s)
+        valid = factor.joint_validity(cav.valid)
+        mean = tf.where(valid, cav.mean, tf.zeros_like(cav.mean))
+        var = tf.where(valid, cav.var, tf.ones_like(cav.var))
         with tf.GradientTape(watch_accessed_variables=False) as tape:
             tape.watch([mean, var])
-            log_z = tf.where(cav.valid, factor.tilted(mean, var, settings.power).log_z, tf.zeros_like(mean))
+            log_z = tf.where(valid, factor.tilted(mean, var, settings.power).log_z, tf.zeros_like(mean))
         g_m, g_v = (tf.stop_gradient(g) for g in tape.gradient(log_z, [mean, var]))
         dtype = log_z.dtype
-        scale = tf.cast(self.num_data, dtype) / tf.cast(tf.shape(X)[0], dtype) / settings.power
+        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.shape(X)[0], dtype) / settings.power  # n/|M|
         g_m, g_v = scale * g_m, scale * g_v  # [B, 1]
 
         q, L, A = fr.q, fr.L, fr.A_new

@@ -1,0 +1,200 @@
+"""
+SEPMGPC (scalable multi-class EP): the paired factor's tilted moments against 2-D quadrature, the
+class-independent kernel, probabilities that sum to 1, the minibatch fixed point = the batch fixed
+point, the gradient at convergence = finite differences of the re-converged evidence, C = 2 against
+SEPGPC, and the API (labels, refused options, fit). Two devices = one: tests/test_training.py.
+"""
+
+import gpflow
+import numpy as np
+import pytest
+import tensorflow as tf
+from scipy import special
+
+from gpflow_ep.datasets import two_dimensional
+from gpflow_ep.kernels import ClassIndependent, ClassInducingPoints, augment_with_class
+from gpflow_ep.likelihoods import DifferenceFactor, MultiClassStep, Probit
+from gpflow_ep.likelihoods.multiclass_step import argmax_probabilities
+from gpflow_ep.models import SEPGPC, SEPMGPC
+from gpflow_ep.training import fit
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    """40 points, D = 2, three classes by angle sectors, 10 % of the labels shuffled."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2))
+    y = np.digitize(np.arctan2(X[:, 1], X[:, 0]), [-np.pi / 3, np.pi / 3])
+    flip = rng.permutation(40)[:4]
+    y[flip] = rng.integers(0, 3, size=4)
+    return X, y[:, None]
+
+
+def _kernel():
+    return gpflow.kernels.SquaredExponential(variance=1.5, lengthscales=[0.9, 1.2])
+
+
+def _model(X, noise=1.0, **options):
+    options.setdefault("tol", 1e-10)
+    options.setdefault("max_sweeps", 3000)
+    return SEPMGPC(_kernel(), MultiClassStep(3, noise_variance=noise), X[::5].copy(), num_data=len(X), **options)
+
+
+# ------------------------------------------------------------------------------ the factor
+
+
+@pytest.mark.parametrize(
+    "m_y, m_k, v_y, v_k, s, noise",
+    [(0.3, -0.2, 0.5, 1.2, 0.1, 0.2), (-1.5, 1.0, 0.3, 0.4, 0.0, 0.05), (4.0, 0.5, 2.0, 0.1, 0.5, 0.5)],
+)
+def test_difference_factor_moments_equal_two_dimensional_quadrature(m_y, m_k, v_y, v_k, s, noise):
+    """
+    log Z and the tilted mean and variance of h_y and of h_k under Θ(h_y + ε_y - h_k - ε_k)
+    N(h_y; m_y, v_y + s) N(h_k; m_k, v_k + s): the closed form against a 2-D Gauss–Hermite rule
+    (200 × 200 nodes on Φ((h_y - h_k)/√(2σ²)), smooth, so 1e-8).
+    """
+    factor = DifferenceFactor(noise, tf.constant([[s], [s]], tf.float64))
+    t = factor.tilted(tf.constant([[m_y], [m_k]], tf.float64), tf.constant([[v_y], [v_k]], tf.float64))
+    x, w = np.polynomial.hermite.hermgauss(200)
+    hy = m_y + np.sqrt(2 * (v_y + s)) * x[:, None]
+    hk = m_k + np.sqrt(2 * (v_k + s)) * x[None, :]
+    weight = np.outer(w, w) / np.pi * special.ndtr((hy - hk) / np.sqrt(2 * noise))
+    Z = weight.sum()
+    assert t.log_z.numpy()[0, 0] == pytest.approx(np.log(Z), abs=1e-8) and t.log_z.numpy()[1, 0] == 0.0
+    for row, h in ((0, hy), (1, hk)):
+        mean_q = (weight * h).sum() / Z
+        var_q = (weight * h**2).sum() / Z - mean_q**2
+        mean, var = t.mean_and_var(
+            tf.constant([[m_y], [m_k]], tf.float64), tf.constant([[v_y + s], [v_k + s]], tf.float64)
+        )
+        assert mean.numpy()[row, 0] == pytest.approx(mean_q, abs=1e-8)
+        assert var.numpy()[row, 0] == pytest.approx(var_q, abs=1e-8)
+
+
+def test_a_pair_is_updated_together_or_not_at_all():
+    factor = DifferenceFactor(0.1)
+    valid = tf.constant([[True], [False], [True], [True]])  # pairs (0, 2) and (1, 3)
+    np.testing.assert_array_equal(factor.joint_validity(valid).numpy()[:, 0], [True, False, True, False])
+
+
+def test_argmax_probabilities_sum_to_one_and_match_monte_carlo():
+    rng = np.random.default_rng(0)
+    mean = rng.normal(scale=2.0, size=(6, 4))
+    var = rng.uniform(0.05, 3.0, size=(6, 4))
+    p = argmax_probabilities(tf.constant(mean), tf.constant(var), num_points=60).numpy()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-6)  # 60-node quadrature
+    draws = mean[:, :, None] + np.sqrt(var)[:, :, None] * rng.normal(size=(6, 4, 200_000))
+    counts = np.stack([(np.argmax(draws, axis=1) == k).mean(axis=1) for k in range(4)], axis=1)
+    np.testing.assert_allclose(p, counts, atol=4 * np.sqrt(0.25 / 200_000))  # 4 Monte Carlo s.e.
+
+
+# ------------------------------------------------------------------------------ the kernel
+
+
+def test_class_independent_kernel_is_block_diagonal():
+    X = np.random.default_rng(1).normal(size=(5, 2))
+    k0, k1 = _kernel(), gpflow.kernels.Matern32()
+    kernel = ClassIndependent([k0, k1, k0])
+    Xa = augment_with_class(np.vstack([X, X]), [0, 1, 2, 0, 1, 1, 2, 0, 2, 0])
+    K = kernel(Xa).numpy()
+    c = Xa.numpy()[:, -1].astype(int)
+    for i in range(10):
+        for j in range(10):
+            expected = 0.0 if c[i] != c[j] else (k1 if c[i] == 1 else k0)(Xa[i : i + 1, :2], Xa[j : j + 1, :2])
+            assert K[i, j] == pytest.approx(float(np.asarray(expected).squeeze()), abs=1e-14)
+    np.testing.assert_allclose(kernel(Xa, full_cov=False), np.diag(K), atol=1e-14)
+    iv = ClassInducingPoints(X[:3], num_classes=3)
+    Kuu = gpflow.covariances.Kuu(iv, kernel).numpy()
+    np.testing.assert_allclose(Kuu, kernel(iv.Z).numpy(), atol=1e-14)
+    np.testing.assert_allclose(gpflow.covariances.Kuf(iv, kernel, Xa), kernel(iv.Z, Xa), atol=1e-14)
+
+
+# ------------------------------------------------------------------------------ EP
+
+
+def test_minibatch_refreshes_reach_the_batch_fixed_point(three_classes):
+    """Fixed hyper-parameters: repeated minibatch refreshes (ρ = 0.99) converge to batch EP's sites."""
+    X, Y = three_classes
+    batch = _model(X)
+    run = batch.run_ep((X, Y))
+    assert bool(run.converged) and int(run.num_skipped) == 0
+    mb = _model(X)
+    refresh = tf.function(mb.refresh_sites)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        perm = rng.permutation(len(X))
+        for j in range(0, 40, 8):
+            idx = perm[j : j + 8]
+            assert int(refresh((X[idx], Y[idx], idx.astype(np.int32)))) == 0
+    for a, b in zip(mb.sites.read(), batch.sites.read()):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(mb.predict_y(X[:6])[0], batch.predict_y(X[:6])[0], rtol=0, atol=1e-7)
+
+
+def test_gradient_at_convergence_equals_finite_differences(three_classes, assert_gradients_match_finite_differences):
+    X, Y = three_classes
+    m = _model(X)
+    m.run_ep((X, Y))
+    with tf.GradientTape() as tape:
+        value = m.log_marginal_likelihood((X, Y))
+    variables = [
+        m.kernel.kernels[0].lengthscales.unconstrained_variable,
+        m.likelihood.noise_variance.unconstrained_variable,
+    ]
+    grads = tape.gradient(value, variables)
+
+    def converged_evidence():
+        m.run_ep((X, Y))
+        return float(m.log_marginal_likelihood((X, Y)))
+
+    assert_gradients_match_finite_differences(variables, grads, converged_evidence)
+
+
+def test_predictions_are_class_probabilities(three_classes):
+    X, Y = three_classes
+    m = _model(X)
+    m.run_ep((X, Y))
+    p, _ = m.predict_y(X)
+    assert p.shape == (40, 3)
+    np.testing.assert_allclose(p.numpy().sum(axis=1), 1.0, rtol=0, atol=1e-5)
+    mean, var = m.predict_f(X)
+    assert mean.shape == var.shape == (40, 3) and np.all(var.numpy() > 0)
+    log_density = m.predict_log_density((X, Y)).numpy()
+    np.testing.assert_allclose(log_density, np.log(np.take_along_axis(p.numpy(), Y, axis=1)[:, 0]), rtol=1e-12)
+    assert np.mean(np.argmax(p, axis=1) == Y[:, 0]) > 0.8
+
+
+def test_two_classes_agree_with_sepgpc():
+    """C = 2: SEPMGPC's decision p(y=1) > ½ against SEPGPC's probit decision, both trained by fit."""
+    (X, Y), (Xt, Yt) = two_dimensional(300, seed=2), two_dimensional(500, seed=3)
+    binary = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:20].copy(), num_data=len(X))
+    multi = SEPMGPC(gpflow.kernels.SquaredExponential(), MultiClassStep(2), X[:20].copy(), num_data=len(X))
+    for model in (binary, multi):
+        fit(model, (X, Y), batch_size=50, epochs=20)
+    decide_binary = binary.predict_y(Xt)[0].numpy()[:, 0] > 0.5
+    decide_multi = multi.predict_y(Xt)[0].numpy()[:, 1] > 0.5
+    assert np.mean(decide_binary == decide_multi) > 0.95
+    accuracy = [np.mean(d == (Yt[:, 0] > 0.5)) for d in (decide_binary, decide_multi)]
+    assert abs(accuracy[0] - accuracy[1]) < 2 * np.sqrt(0.25 / len(Xt))  # two binomial s.e.
+
+
+def test_api_labels_and_refused_options(three_classes):
+    X, Y = three_classes
+    m = _model(X)
+    with pytest.raises(ValueError, match=r"integer class labels in \[0, 3\); found \[3.0\]"):
+        m.training_loss((X, Y + 1))
+    with pytest.raises(ValueError, match="Xnew must have 2 columns"):
+        m.predict_y(X[:, :1])
+    for options, match in (
+        (dict(schedule="sequential"), "schedule"),
+        (dict(power=0.5), "power"),
+        (dict(schedule="convergent"), "schedule"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            _model(X, **options)
+    with pytest.raises(ValueError, match="MultiClassStep"):
+        SEPMGPC(_kernel(), Probit(), X[:5], num_data=40)
+    with pytest.raises(ValueError, match="kernel: give one kernel or 3"):
+        SEPMGPC([_kernel(), _kernel()], MultiClassStep(3), X[:5], num_data=40)
+    result = fit(m, (X, Y), batch_size=10, iterations=3)
+    assert result.steps == 3 and result.rejected_steps == 0 and np.all(np.isfinite(result.losses))
