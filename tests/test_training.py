@@ -163,7 +163,7 @@ def test_bad_arguments(data):
         fit(m, make_dataset((X, Y), 10), epochs=1)
 
 
-DISTRIBUTED_MODELS = ["SEPGPC", "SEPGPC-power", "SEPGPC-relaxed", "SEPGPC-hinge", "SVGP", "DGPAEP"]
+DISTRIBUTED_MODELS = ["SEPGPC", "SEPGPC-power", "SEPGPC-relaxed", "SEPGPC-hinge", "SEPMGPC", "SVGP", "DGPAEP"]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ name                  task        model
                       multiclass
 ``svgp-softmax``      multiclass  SVGP with ``Softmax``
 ``bsvm``              multiclass  SVGP with the Bayesian SVM's ``MultiClassHinge``
+``sepmgpc``           multiclass  :class:`~gpflow_ep.models.SEPMGPC`, scalable multi-class EP, M
+                                  inducing inputs per class
 ``gpr``               regression  ``gpflow.models.GPR``
 ``sgpr``              regression  ``gpflow.models.SGPR`` (Titsias)
 ``dgpaep``            regression  :class:`~gpflow_ep.models.DGPAEP`, 2 layers [D, 2, 1]
@@ -40,8 +42,8 @@ import tensorflow_probability as tfp
 from gpflow.utilities import to_default_float
 from sklearn.cluster import KMeans
 
-from ..likelihoods import BinaryHinge, MultiClassHinge, Probit
-from ..models import DGPAEP, EPGPC, SEPGPC, PowerEP, RelaxedEP, SpikeSlabRegression
+from ..likelihoods import BinaryHinge, MultiClassHinge, MultiClassStep, Probit
+from ..models import DGPAEP, EPGPC, SEPGPC, SEPMGPC, PowerEP, RelaxedEP, SpikeSlabRegression
 from ..validation import check_choice
 from .data import TaskData
 
@@ -122,10 +124,13 @@ def _multiclass(name):
             "vgp": lambda: gpflow.likelihoods.MultiClass(C),
             "svgp-softmax": lambda: gpflow.likelihoods.Softmax(C),
             "bsvm": lambda: MultiClassHinge(C),
+            "sepmgpc": lambda: MultiClassStep(C),
         }[name]()
         if name == "vgp":
             return _internal(gpflow.models.VGP(data, kernel, likelihood, num_latent_gps=C))
         Z = inducing_inputs(s.X_train, num_inducing, seed)
+        if name == "sepmgpc":
+            return _external(SEPMGPC(kernel, likelihood, Z, num_data=len(s.X_train)), data)
         model = gpflow.models.SVGP(kernel, likelihood, Z, num_latent_gps=C, num_data=len(s.X_train))
         return _external(model, data)
 
@@ -170,6 +175,7 @@ MODELS: Dict[str, Dict[str, ModelSpec]] = {
         "svgp": ModelSpec(_multiclass("svgp"), "ELBO"),
         "svgp-softmax": ModelSpec(_multiclass("svgp-softmax"), "ELBO"),
         "vgp": ModelSpec(_multiclass("vgp"), "ELBO"),
+        "sepmgpc": ModelSpec(_multiclass("sepmgpc"), "log Z_EP"),
     },
     "regression": {
         "gpr": ModelSpec(_regression("gpr"), "log ML"),

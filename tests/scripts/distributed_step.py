@@ -19,8 +19,8 @@ from gpflow.keras import tf_keras  # noqa: E402
 
 from gpflow_ep.datasets import two_dimensional  # noqa: E402
 from gpflow_ep.ep import Relaxation  # noqa: E402
-from gpflow_ep.likelihoods import BinaryHinge, NoisyStep, Probit  # noqa: E402
-from gpflow_ep.models import DGPAEP, SEPGPC  # noqa: E402
+from gpflow_ep.likelihoods import BinaryHinge, MultiClassStep, NoisyStep, Probit  # noqa: E402
+from gpflow_ep.models import DGPAEP, SEPGPC, SEPMGPC  # noqa: E402
 from gpflow_ep.training import make_train_step  # noqa: E402
 
 #: the EP options each SEPGPC variant runs with (power and relaxation act in the minibatch refresh too)
@@ -53,6 +53,8 @@ def build(kind, X, Y, Z):
     if kind == "DGPAEP":  # a two-layer deep GP with a probit output (moment propagation through layers)
         return DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=len(Z), likelihood=Probit(), seed=3)
     kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=[0.9, 1.1])
+    if kind == "SEPMGPC":  # three classes: paired sites, gathered across replicas like SEPGPC's
+        return SEPMGPC(kernel, MultiClassStep(3, noise_variance=0.1), Z.copy(), num_data=len(X))
     if kind in VARIANTS:
         likelihood, options = VARIANTS[kind]
         return SEPGPC(kernel, likelihood(), Z.copy(), num_data=len(X), **options)
@@ -65,6 +67,8 @@ def state(model):
 
 def main(kind):
     X, Y = two_dimensional(64, seed=4)
+    if kind == "SEPMGPC":
+        Y = Y + (X[:, 1:] > 0.5)  # classes 0, 1, 2
     Z = X[::8]
     index = np.arange(20, 44, dtype=np.int32)
     batch = (X[index], Y[index], index)
