@@ -265,6 +265,14 @@ def mean_se(values: Iterable, missing=None) -> Dict:
     return {"mean": float(np.mean(x)), "se": se, "n": int(x.size)}
 
 
+def format_mean_se(stat: Mapping, digits: int = 2) -> str:
+    """A :func:`mean_se` result as "mean ± se" ("—" without values, no "± " with one value)."""
+    if stat["mean"] is None:
+        return "—"
+    se = "" if stat["se"] is None else f" ± {stat['se']:.{digits}f}"
+    return f"{stat['mean']:.{digits}f}{se}"
+
+
 def paired_differences(a: Mapping, b: Mapping, tie: float = 1e-12) -> Dict:
     """
     a − b over the keys both have (splits, repetitions), skipping ``None``: :func:`mean_se` of the

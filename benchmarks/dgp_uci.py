@@ -323,11 +323,7 @@ def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
     return summary
 
 
-def _cell(stat, digits=2) -> str:
-    if stat["mean"] is None:
-        return "—"
-    se = "" if stat["se"] is None else f" ± {stat['se']:.{digits}f}"
-    return f"{stat['mean']:.{digits}f}{se}"
+_cell = common.format_mean_se
 
 
 def uci_markdown(report) -> str:
