@@ -25,7 +25,13 @@ Only public methods of the models are called.
 site refresh from the same q(u); the changes of q(u) are summed across replicas and all state is
 assigned in cross-replica context, so the run gives the same numbers as on one device. Each replica
 differentiates F_{M_r}/R (or SVGP's loss / R); the optimiser sums the gradients, which equals the
-single-device gradient of F_M when the replicas get equal batch shares.
+single-device gradient of F_M when the replicas get equal batch shares. The refreshes are gathered
+with ``strategy.gather``/``reduce``, so this holds across processes too
+(``MultiWorkerMirroredStrategy``); a worker that stops answering is a :class:`WorkerFailedError`.
+
+Reliability: array data are validated before anything is compiled; a step whose loss or new
+parameters are not finite is undone (the trainable variables and the optimiser's state, as built
+before the step, are restored) and counted; ``checkpoint_dir`` saves and resumes the run exactly.
 """
 
 import contextlib
