@@ -68,10 +68,10 @@ class EPModel:
         #: the hyper-parameters (every ``Parameter``'s unconstrained value, flattened) of the last
         #: full EP run: the sites are EP's fixed point for these values (:meth:`ep_state_is_current`)
         self.sites_fitted_for = tf.Variable(
-            tf.fill(tf.shape(self._hyperparameter_values()), tf.constant(float("nan"), default_float())),
-            trainable=False,
-            name="sites_fitted_for",
+            tf.zeros_like(self._hyperparameter_values()), trainable=False, name="sites_fitted_for"
         )
+        # 1 once a full run was stored (an int, as GPflow's print_summary formats no booleans)
+        self.sites_fitted = tf.Variable(0, dtype=tf.int32, trainable=False, name="sites_fitted")
 
     def _hyperparameter_values(self) -> tf.Tensor:
         """Every ``Parameter``'s unconstrained value, flattened into one vector (what EP's fixed point depends on)."""
@@ -87,7 +87,7 @@ class EPModel:
         values = self._hyperparameter_values()
         if values.shape != self.sites_fitted_for.shape:  # a parameter was replaced by one of another shape
             return tf.constant(False)
-        return tf.reduce_all(tf.equal(values, self.sites_fitted_for))
+        return tf.equal(self.sites_fitted, 1) & tf.reduce_all(tf.equal(values, self.sites_fitted_for))
 
     def _factor(self, X, Y, extra_var=None) -> LikelihoodFactor:
         return LikelihoodFactor(self.likelihood, X, Y, extra_var)
@@ -109,6 +109,7 @@ class EPModel:
         for variable, value in zip(stored, kept):
             variable.assign(value)
         self.sites_fitted_for.assign(tf.where(finite, hyperparameters, self.sites_fitted_for))
+        self.sites_fitted.assign(tf.maximum(self.sites_fitted, tf.cast(finite, tf.int32)))
         run = run._replace(
             precision=kept[0], natural_mean=kept[1], dual=kept[2], relaxation=kept[3], converged=run.converged & finite
         )
