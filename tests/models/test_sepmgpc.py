@@ -198,3 +198,15 @@ def test_api_labels_and_refused_options(three_classes):
         SEPMGPC([_kernel(), _kernel()], MultiClassStep(3), X[:5], num_data=40)
     result = fit(m, (X, Y), batch_size=10, iterations=3)
     assert result.steps == 3 and result.rejected_steps == 0 and np.all(np.isfinite(result.losses))
+
+
+def test_reprojecting_fresh_sites_keeps_the_posterior(three_classes):
+    """After batch EP every site already lies on its fresh direction: re-projection changes q only by round-off."""
+    X, Y = three_classes
+    m = _model(X)
+    m.run_ep((X, Y))
+    before = m.predict_y(X[:6])[0].numpy()
+    m.reproject_sites((X, Y), chunk_size=50)
+    np.testing.assert_allclose(m.predict_y(X[:6])[0].numpy(), before, rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="all num_data=40 points"):
+        m.reproject_sites((X[:10], Y[:10]))
