@@ -70,24 +70,14 @@ def check_inputs(X, name: str = "X") -> np.ndarray:
 
 
 def check_data(data, likelihood, name: str = "data") -> Tuple[np.ndarray, np.ndarray]:
-    """Validate ``data = (X, Y)``: shapes, finiteness, and binary labels for binary likelihoods."""
-    if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise ValueError(f"{name} must be a tuple (X, Y)")
-    X = check_inputs(data[0], f"{name}[0] (X)")
-    Y = np.asarray(data[1].numpy() if hasattr(data[1], "numpy") else data[1])
-    if Y.ndim != 2 or Y.shape[1] != 1:
-        raise ValueError(f"{name}[1] (Y) must have shape [N, 1]; got shape {Y.shape}")
-    if Y.shape[0] != X.shape[0]:
-        raise ValueError(f"{name}: X has {X.shape[0]} rows but Y has {Y.shape[0]}; they must match")
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} is empty")
-    if takes_binary_labels(likelihood):
-        Y = check_binary_labels(Y, f"{name}[1] (Y)")
-    else:
-        Y = Y.astype(np.float64)
-        if not np.all(np.isfinite(Y)):
-            raise ValueError(f"{name}[1] (Y) contains NaN or Inf")
-    return X, Y
+    """
+    Validate ``data = (X, Y)`` for ``likelihood`` before a model exists (a model's constructor):
+    :func:`check_training_data`'s checks with Y of one column, returned as float64.
+    """
+    X, Y = _check_xy(
+        data, name, likelihood, arities=(2,), num_classes=getattr(likelihood, "num_classes", None), outputs=1
+    )
+    return X, Y.astype(np.float64)
 
 
 def check_range(value, name: str, low: float, high: float, *, low_open=True, high_open=False) -> float:
@@ -160,40 +150,61 @@ def num_label_classes(model, likelihood) -> int:
 
 def check_training_data(model, data, name: str = "data") -> Tuple[np.ndarray, np.ndarray]:
     """
-    Validate training data ``(X, Y)`` for ``model`` eagerly (any model: GPflow's or this package's):
-    X a finite [N, D] array with the model's D columns, at least one row; Y with N rows, finite, and
-    labels of the kind the likelihood takes ({0, 1} [N, 1] for a binary likelihood, integer classes in
-    [0, C) [N, 1] for a multi-class one, [N, P] with P = ``num_latent_gps`` otherwise).
+    Validate training data ``(X, Y)`` (or a minibatch ``(X, Y, index)``) for ``model`` eagerly (any
+    model: GPflow's or this package's): X a finite [N, D] array with the model's D columns, at least
+    one row; Y with N rows, finite, and labels of the kind the likelihood takes ({0, 1} [N, 1] for a
+    binary likelihood, integer classes in [0, C) [N, 1] for a multi-class one, [N, P] with
+    P = ``num_latent_gps`` otherwise).
 
     :return: (X, Y) as arrays (Y keeps an integer dtype when it has one).
     :raises ValueError: naming ``name`` and what was found.
     """
-    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+    likelihood = getattr(model, "likelihood", None)
+    outputs = getattr(model, "num_latent_gps", None)
+    return _check_xy(
+        data,
+        name,
+        likelihood,
+        arities=(2, 3),
+        input_dim=model_input_dim(model),
+        num_classes=num_label_classes(model, likelihood)
+        if likelihood is not None and takes_class_labels(likelihood)
+        else None,
+        outputs=outputs if isinstance(outputs, int) else None,
+    )
+
+
+def _check_xy(data, name, likelihood, *, arities, input_dim=None, num_classes=None, outputs=None):
+    """The checks of :func:`check_data` and :func:`check_training_data`; ``None`` skips a check."""
+    if not isinstance(data, (tuple, list)) or len(data) not in arities:
         raise ValueError(f"{name} must be a tuple (X, Y) of arrays; got {type(data).__name__}")
     X = check_inputs(data[0], f"{name}[0] (X)")
     Y = _as_array(data[1])
     if X.shape[0] == 0:
         raise ValueError(f"{name} is empty: X has no rows")
-    dim = model_input_dim(model)
-    if dim is not None and X.shape[1] != dim:
-        raise ValueError(f"{name}[0] (X) must have {dim} columns (the model's input dimension); got shape {X.shape}")
-    likelihood = getattr(model, "likelihood", None)
-    labels = likelihood is not None and (takes_binary_labels(likelihood) or takes_class_labels(likelihood))
+    if input_dim is not None and X.shape[1] != input_dim:
+        raise ValueError(
+            f"{name}[0] (X) must have {input_dim} columns (the model's input dimension); got shape {X.shape}"
+        )
+    binary = likelihood is not None and takes_binary_labels(likelihood)
+    classes = likelihood is not None and takes_class_labels(likelihood)
     if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
-        expected = f"[{X.shape[0]}, 1]" if labels else f"[{X.shape[0]}, P]"
-        raise ValueError(f"{name}[1] (Y) must have shape {expected} (one row per row of X); got shape {Y.shape}")
-    if likelihood is not None and takes_binary_labels(likelihood):
+        n, P = X.shape[0], "1" if binary or classes else ("P" if outputs is None else str(outputs))
+        raise ValueError(
+            f"{name}[1] (Y) must have shape [{n}, {P}] ([N, {P}]: one row per row of X, which has {n} rows); "
+            f"got shape {Y.shape}"
+        )
+    if binary:
         check_binary_labels(Y, f"{name}[1] (Y)")
-    elif likelihood is not None and takes_class_labels(likelihood):
-        check_class_labels(Y, num_label_classes(model, likelihood), f"{name}[1] (Y)")
+    elif classes:
+        check_class_labels(Y, np.inf if num_classes is None else num_classes, f"{name}[1] (Y)")
     else:
         if not np.issubdtype(Y.dtype, np.number):
             raise ValueError(f"{name}[1] (Y) must be numeric; got dtype {Y.dtype}")
         if not np.all(np.isfinite(Y)):
             raise ValueError(f"{name}[1] (Y) contains NaN or Inf")
-        outputs = getattr(model, "num_latent_gps", None)
-        if isinstance(outputs, int) and Y.shape[1] != outputs:
-            raise ValueError(f"{name}[1] (Y) must have {outputs} column(s) (num_latent_gps); got shape {Y.shape}")
+        if outputs is not None and Y.shape[1] != outputs:
+            raise ValueError(f"{name}[1] (Y) must have shape [N, {outputs}] ({outputs} output(s)); got shape {Y.shape}")
     return X, Y
 
 
