@@ -119,36 +119,38 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
             raise ValueError("data must be (X, Y) with all num_data points, or a minibatch (X, Y, index)")
         if tf.executing_eagerly():
             check_training_data(self, tuple(data))
-        X = tf.convert_to_tensor(data[0], default_float())
-        Y = tf.convert_to_tensor(data[1], default_float())
-        rows = X.shape[0]
+        rows = tf.convert_to_tensor(data[0]).shape[0]
         if rows != self.num_data:
             got = "an unknown number of" if rows is None else str(rows)
             raise ValueError(
-                f"data: SEPGPC's batch EP (run_ep, log_marginal_likelihood, training_loss((X, Y))) needs all "
-                f"num_data={self.num_data} points in site order; got {got} rows. For minibatches pass (X, Y, index) "
+                f"data: batch EP (run_ep, log_marginal_likelihood, training_loss((X, Y))) needs all "
+                f"num_data={self.num_data} points in order; got {got} rows. For minibatches pass (X, Y, index) "
                 "batches (gpflow_ep.training.make_dataset gives them) or train with gpflow_ep.training.fit."
             )
-        return X, Y
+        return self._site_data(*data)
 
     def _check_minibatch(self, batch):
         if not isinstance(batch, (tuple, list)) or len(batch) != 3:
-            raise ValueError("batch must be (X, Y, index) with the rows' site indices")
+            raise ValueError("batch must be (X, Y, index) with the rows' indices")
         X, Y, index = batch
         if tf.executing_eagerly():
             check_training_data(self, (X, Y), "batch")
             idx = np.asarray(index).reshape(-1)
             if idx.shape[0] != np.shape(X)[0] or not np.issubdtype(idx.dtype, np.integer):
-                raise ValueError("batch[2] (index) must hold one integer site index per row of X")
+                raise ValueError("batch[2] (index) must hold one integer index per row of X")
             if idx.size and (idx.min() < 0 or idx.max() >= self.num_data):
                 raise ValueError(f"batch[2] (index) must lie in [0, num_data={self.num_data})")
             if np.unique(idx).size != idx.size:
                 raise ValueError("batch[2] (index): a minibatch must not repeat a site index")
-        return (
-            tf.convert_to_tensor(X, default_float()),
-            tf.cast(Y, default_float()),
-            tf.reshape(tf.cast(index, tf.int32), [-1]),
-        )
+        return self._site_data(X, Y, tf.reshape(index, [-1]))
+
+    def _site_data(self, X, Y, index=None):
+        """
+        The sites of validated points (X, Y) as tensors — their inputs, targets and, with the
+        points' ``index``, their site indices. One site per point here; SEPMGPC has several.
+        """
+        X, Y = tf.convert_to_tensor(X, default_float()), tf.cast(Y, default_float())
+        return (X, Y) if index is None else (X, Y, tf.cast(index, tf.int32))
 
     def _check_training_data(self, data) -> None:
         """Eager validation of the data of ``training_loss`` (all n points, or a minibatch with indices)."""

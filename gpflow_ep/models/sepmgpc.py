@@ -28,7 +28,6 @@ quadrature of the argmax under the independent predictive marginals (``MultiClas
 
 from typing import Optional, Sequence, Union
 
-import numpy as np
 import tensorflow as tf
 from check_shapes import inherit_check_shapes
 from gpflow.base import InputData, MeanAndVariance
@@ -38,7 +37,7 @@ from gpflow.kernels import Kernel
 from ..ep import EPSettings
 from ..kernels.class_independent import ClassIndependent, ClassInducingPoints, augment_with_class
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
-from ..validation import check_inputs, check_positive_int, check_prediction_inputs, check_training_data
+from ..validation import check_inputs, check_prediction_inputs
 from .sepgpc import SEPGPC
 
 __all__ = ["SEPMGPC"]
@@ -86,8 +85,6 @@ class SEPMGPC(SEPGPC):
                 inducing_variable = ClassInducingPoints(check_inputs(inducing_variable, "inducing_variable"), C)
         if inducing_variable.num_classes != C:
             raise ValueError(f"inducing_variable has {inducing_variable.num_classes} classes; the likelihood {C}")
-        num_data = check_positive_int(num_data, "num_data")
-        self._points = num_data
         ep_options.setdefault("damping", 0.5)
         super().__init__(
             ClassIndependent(kernels), likelihood, inducing_variable, num_data, jitter=jitter, **ep_options
@@ -124,7 +121,7 @@ class SEPMGPC(SEPGPC):
 
     # ---------------------------------------------------------------- points → sites
 
-    def _sites(self, X, Y, index=None):
+    def _site_data(self, X, Y, index=None):
         """
         The sites of points (X, Y): first the y-sites (x_i, y_i), then the k-sites (x_i, k), one per
         competitor k ≠ y_i in increasing order, point by point; their indices when ``index`` (of the
@@ -147,35 +144,7 @@ class SEPMGPC(SEPGPC):
         if index is None:
             return site_X, site_Y
         first = tf.reshape(tf.cast(index, tf.int32)[:, None] * C1 + slots[None, :], [-1])
-        return site_X, site_Y, tf.concat([first, first + self._points * C1], axis=0)
-
-    def _check_full_data(self, data):
-        if not isinstance(data, (tuple, list)) or len(data) != 2:
-            raise ValueError("data must be (X, Y) with all num_data points, or a minibatch (X, Y, index)")
-        X, Y = data
-        if tf.executing_eagerly():
-            check_training_data(self, (X, Y))
-        rows = tf.convert_to_tensor(X).shape[0]
-        if rows != self._points:
-            got = "an unknown number of" if rows is None else str(rows)
-            raise ValueError(
-                f"data: batch EP needs all num_data={self._points} points in order; got {got} rows. For "
-                "minibatches pass (X, Y, index) batches or train with gpflow_ep.training.fit."
-            )
-        return self._sites(X, Y)
-
-    def _check_minibatch(self, batch):
-        if not isinstance(batch, (tuple, list)) or len(batch) != 3:
-            raise ValueError("batch must be (X, Y, index) with the rows' point indices")
-        X, Y, index = batch
-        if tf.executing_eagerly():
-            check_training_data(self, (X, Y), "batch")
-            idx = np.asarray(index).reshape(-1)
-            if idx.shape[0] != np.shape(X)[0] or not np.issubdtype(idx.dtype, np.integer):
-                raise ValueError("batch[2] (index) must hold one integer point index per row of X")
-            if idx.size and (idx.min() < 0 or idx.max() >= self._points):
-                raise ValueError(f"batch[2] (index) must lie in [0, num_data={self._points})")
-        return self._sites(X, Y, tf.reshape(index, [-1]))
+        return site_X, site_Y, tf.concat([first, first + self.num_data * C1], axis=0)
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """SEPGPC's re-projection of every site on the current directions, for data = (X, Y) (all N points)."""
