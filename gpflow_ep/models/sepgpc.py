@@ -35,7 +35,7 @@ term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq
 :meth:`log_marginal_likelihood` on the full data for that.
 """
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -61,6 +61,7 @@ from ..ep import (
 from ..validation import check_inputs, check_positive_int, check_training_data
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
 from .minibatch import MinibatchEP, SiteRefresh
+from .sep_surrogate import Frame, surrogate_objective, unless_same
 
 
 class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin):
@@ -284,7 +285,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
 
     # ---------------------------------------------------------------- minibatches (spec §3)
 
-    def _minibatch_frame(self, X, index) -> "_Frame":
+    def _minibatch_frame(self, X, index) -> Frame:
         """
         Everything a minibatch step needs at the current hyper-parameters, without gradient:
         L = chol(K_uu), fresh projections a_n = L⁻¹k_i (υ_n = L⁻ᵀa_n = K_uu⁻¹k_i), FITC variances
@@ -292,7 +293,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         """
         L, A_new, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
         U_old = tf.gather(self.site_directions, index)  # [B, M]
-        return _Frame(
+        return Frame(
             L=L,
             A_new=A_new,
             A_old=tf.matmul(L, U_old, transpose_a=True, transpose_b=True),  # Lᵀυ_o, [M, B]
@@ -303,7 +304,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         )
 
     @staticmethod
-    def _batch_cavities(fr: "_Frame", precision, natural_mean, settings: EPSettings, same=None):
+    def _batch_cavities(fr: Frame, precision, natural_mean, settings: EPSettings, same=None):
         """
         The engine's cavity of each batch site's old contribution (on υ_o), evaluated on the fresh
         υ_n (:meth:`~gpflow_ep.ep.Cavity.of` with Cov_q(υ_nᵀu, υ_oᵀu) = W_nᵀW_o). ``same`` (a
@@ -312,7 +313,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         :return: (cavity on υ_n, projections on υ_n, projections on υ_o, cross-covariances).
         """
         new = fr.q.projections(fr.A_new)
-        old = _unless_same(same, new, lambda: fr.q.projections(fr.A_old))
+        old = unless_same(same, new, lambda: fr.q.projections(fr.A_old))
         cross = tf.reduce_sum(new.half * old.half, axis=0)[:, None]
         cavity = cavity_distribution(
             old.mean + fr.prior_mean,
@@ -434,7 +435,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         """
         X, Y, index = self._check_minibatch(batch)
         self._check_surrogate_settings(self.ep_settings)
-        return self._surrogate(X, Y, index, self._minibatch_frame(X, index), self.ep_settings)
+        return surrogate_objective(self, X, Y, index, self._minibatch_frame(X, index), self.ep_settings)
 
     @check_shapes("return[0]: []", "return[1]: []")
     def refresh_and_objective(self, batch):
@@ -474,7 +475,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
             q=WhitenedGaussian.from_factor(cholesky, half_mean, proper),
             same=tf.equal(num_skipped, 0),
         )
-        return self._surrogate(X, Y, index, refreshed, settings), num_skipped
+        return surrogate_objective(self, X, Y, index, refreshed, settings), num_skipped
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """
@@ -522,63 +523,6 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
                 "Use cavity='fractional' or batch EP (run_ep / nested training)."
             )
 
-    def _surrogate(self, X, Y, index, fr: "_Frame", settings: EPSettings) -> tf.Tensor:
-        r"""
-        F_M with an exact gradient and no differentiation through Cholesky factors: F depends on the
-        hyper-parameters ξ only through K_uu, K_uf, diag K_ff, m(X) and the likelihood, so it is
-        returned as its value plus ⟨∂F/∂K, K(ξ) - K(ξ₀)⟩ for each of these (zero in value, exact
-        in gradient at ξ₀). With whitened quantities (a = L⁻¹k, Ã = L⁻¹K_uf, B = I + LᵀΛ_uL,
-        μ_v = L⁻¹μ, g_m, g_v the derivatives of log Z_i in the cavity mean and variance, scaled by
-        n/(α|M|), and the cavity's shift d_i and scale c_i):
-
-            R  = ∂F/∂ã_i = g_m (μ_v + d_i B⁻¹a_i^old) + 2 g_v (B⁻¹ã_i + c_i σ_no,i B⁻¹a_i^old),
-            ∂F/∂K_uf = L⁻ᵀ(R - 2Ã diag g_v),       ∂F/∂diag K_ff = g_v,      ∂F/∂m(X) = g_m,
-            ∂F/∂K_uu = L⁻ᵀ[½(B⁻¹ + μ_vμ_vᵀ - I) - (R - Ã diag g_v)Ãᵀ]L⁻¹,
-
-        the last from d(υ) = K_uu⁻¹(dk - dK_uu υ), ds_i = υ_iᵀdK_uuυ_i - 2υ_iᵀdk_i and
-        d(-½log|K| - ½tr K⁻¹S) = ½tr[(K⁻¹SK⁻¹ - K⁻¹)dK].
-        """
-        tau = tf.gather(self.sites.precision, index)
-        nu = tf.gather(self.sites.natural_mean, index)
-        cav, new, old, cross = self._batch_cavities(fr, tau, nu, settings, fr.same)
-        factor = self._factor(X, Y, fr.s)
-        valid = factor.joint_validity(cav.valid)
-        mean = tf.where(valid, cav.mean, tf.zeros_like(cav.mean))
-        var = tf.where(valid, cav.var, tf.ones_like(cav.var))
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch([mean, var])
-            log_z = tf.where(valid, factor.tilted(mean, var, settings.power).log_z, tf.zeros_like(mean))
-        g_m, g_v = (tf.stop_gradient(g) for g in tape.gradient(log_z, [mean, var]))
-        dtype = log_z.dtype
-        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.shape(X)[0], dtype) / settings.power  # n/|M|
-        g_m, g_v = scale * g_m, scale * g_v  # [B, 1]
-
-        q, L, A = fr.q, fr.L, fr.A_new
-        mu_v = q.mean
-        V_new = q.solve(new.half)  # B⁻¹ã
-        V_old = _unless_same(fr.same, V_new, lambda: q.solve(old.half))
-        R = mu_v * tf.transpose(g_m) + V_old * tf.transpose(g_m * cav.shift + 2.0 * g_v * cav.scale * cross)
-        R += 2.0 * V_new * tf.transpose(g_v)
-        eye = tf.eye(tf.shape(L)[0], dtype=L.dtype)
-        B_inv = q.covariance()
-        H = 0.5 * (B_inv - eye + mu_v * tf.transpose(mu_v)) - tf.matmul(R - A * tf.transpose(g_v), A, transpose_b=True)
-        half = tf.linalg.triangular_solve(L, H, adjoint=True)  # L⁻ᵀH
-        dF_dKuu = tf.transpose(tf.linalg.triangular_solve(L, tf.transpose(half), adjoint=True))
-        dF_dKuf = tf.linalg.triangular_solve(L, R - 2.0 * A * tf.transpose(g_v), adjoint=True)
-
-        value = (
-            -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
-            - 0.5 * (tf.linalg.trace(B_inv) + tf.reduce_sum(tf.square(mu_v)))
-            + scale * tf.reduce_sum(log_z)
-        )
-        live = [
-            (dF_dKuu, covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)),
-            (dF_dKuf, covariances.Kuf(self.inducing_variable, self.kernel, X)),
-            (g_v[:, 0], self.kernel(X, full_cov=False)),
-            (g_m, self.mean_function(X)),
-        ]
-        return value + tf.add_n([tf.reduce_sum(g * (t - tf.stop_gradient(t))) for g, t in live])
-
 
 class SEPPosterior(EPPosteriorBase):
     """q(f) of a :class:`SEPGPC`: chol(K_uu) and q(v) factorised once."""
@@ -592,21 +536,3 @@ class SEPPosterior(EPPosteriorBase):
         model = self.model
         A_star = tf.linalg.triangular_solve(self._L, covariances.Kuf(model.inducing_variable, model.kernel, Xnew))
         return self._q.predict(A_star, model.kernel(Xnew, full_cov=full_cov), full_cov=full_cov)
-
-
-class _Frame(NamedTuple):
-    """A minibatch's quantities at the current hyper-parameters (see ``SEPGPC._minibatch_frame``)."""
-
-    L: tf.Tensor
-    A_new: tf.Tensor
-    A_old: tf.Tensor
-    U_old: tf.Tensor
-    s: tf.Tensor
-    prior_mean: tf.Tensor
-    q: WhitenedGaussian
-    same: Optional[tf.Tensor] = None  # True when A_old = A_new (all batch sites on fresh directions)
-
-
-def _unless_same(same, value, compute):
-    """``value`` when ``same`` is a true tensor, else ``compute()`` (always ``compute()`` if ``same`` is None)."""
-    return compute() if same is None else tf.cond(same, lambda: value, compute)
