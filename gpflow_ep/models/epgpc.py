@@ -74,6 +74,10 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
     def _algebra(self) -> GPAlgebra:
         return GPAlgebra(*self._prior())
 
+    def _fixed_algebra(self) -> GPAlgebra:
+        """The algebra at the current hyper-parameters, cut from their gradient (an EP run holds them fixed)."""
+        return GPAlgebra(*(tf.stop_gradient(t) for t in self._prior()))
+
     # ---------------------------------------------------------------- running EP
 
     def run_ep(self, **overrides) -> EPRun:
@@ -92,8 +96,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
 
     @compiled_per_model
     def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
-        K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
-        return self._run_schedule(GPAlgebra(K, prior_mean), self._factor(*self.data), settings)
+        return self._run_schedule(self._fixed_algebra(), self._factor(*self.data), settings)
 
     # ---------------------------------------------------------------- objective
 
@@ -134,8 +137,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
 
     @compiled_per_model
     def _fixed_point_compiled(self, settings: EPSettings):
-        K, prior_mean = (tf.stop_gradient(t) for t in self._prior())
-        run = run_ep(GPAlgebra(K, prior_mean), self._factor(*self.data), *self.sites.read(), settings)
+        run = run_ep(self._fixed_algebra(), self._factor(*self.data), *self.sites.read(), settings)
         return run.precision, run.natural_mean, run.dual
 
     @inherit_check_shapes
