@@ -279,28 +279,25 @@ def main(argv=None, shared: bool = False) -> int:
         chunk=args.chunk,
     )
 
-    def run() -> Dict:
-        runs = []
-        for name in datasets:
-            for split in range(args.splits):
-                runs.append(
-                    run_split(name, split, methods, args.num_inducing, args.steps, args.lr, args.chunk, args.data_dir)
-                )
-                r = runs[-1]["results"]
-                log(
-                    f"{name} split {split}: "
-                    + ", ".join(f"{m} {v['accuracy']:.3f}/{v['training_seconds']:.1f}s" for m, v in r.items())
-                )
-            partial = common.timed_report(
-                command, lambda: dict(config=config, runs=runs, summary=summarise(runs, methods))
-            )
-            common.write_report(Path(args.out_dir) / stem, partial, markdown(partial))
-        return dict(config=config, runs=runs, summary=summarise(runs, methods))
+    def describe(run) -> str:
+        return f"{run['dataset']} split {run['split']}: " + ", ".join(
+            f"{m} {v['accuracy']:.3f}/{v['training_seconds']:.1f}s" for m, v in run["results"].items()
+        )
 
-    report = common.timed_report(command, run)
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
-    log(f"wrote {json_path} and {md_path}")
-    return 0
+    return common.run_split_grid(
+        datasets,
+        args.splits,
+        lambda name, split: run_split(
+            name, split, methods, args.num_inducing, args.steps, args.lr, args.chunk, args.data_dir
+        ),
+        lambda runs: summarise(runs, methods),
+        config=config,
+        command=command,
+        prefix=Path(args.out_dir) / stem,
+        markdown=markdown,
+        log=log,
+        describe=describe,
+    )
 
 
 if __name__ == "__main__":

@@ -143,6 +143,46 @@ def timed_report(command: str, run: Callable[[], Dict]) -> Dict:
     )
 
 
+def run_split_grid(
+    datasets: Sequence[str],
+    splits: int,
+    run_split: Callable[[str, int], Dict],
+    summarise: Callable[[List[Dict]], Dict],
+    *,
+    config: Dict,
+    command: str,
+    prefix: Path,
+    markdown: Callable[[Dict], str],
+    log: Callable[[str], None],
+    describe: Optional[Callable[[Dict], str]] = None,
+) -> int:
+    """
+    ``run_split(name, split)`` for every data set and each of its first ``splits`` splits; after
+    each data set the report so far is written (a long run leaves its finished sets behind), at the
+    end the whole one, as ``{config, runs, summary: summarise(runs)}`` with :func:`timed_report`'s
+    fields. ``describe(run)``, if given, is logged after each split. Returns 0.
+    """
+
+    def body(runs: List[Dict]) -> Dict:
+        return dict(config=config, runs=runs, summary=summarise(runs))
+
+    def run() -> Dict:
+        runs: List[Dict] = []
+        for name in datasets:
+            for split in range(splits):
+                runs.append(run_split(name, split))
+                if describe is not None:
+                    log(describe(runs[-1]))
+            partial = timed_report(command, lambda: body(runs))
+            write_report(prefix, partial, markdown(partial))
+        return body(runs)
+
+    report = timed_report(command, run)
+    json_path, md_path = write_report(prefix, report, markdown(report))
+    log(f"wrote {json_path} and {md_path}")
+    return 0
+
+
 # ---------------------------------------------------------------- command lines and progress
 
 
