@@ -48,7 +48,7 @@ from gpflow.config import default_float
 from gpflow.keras import tf_keras
 from gpflow.models import InternalDataTrainingLossMixin
 
-from .models import EPModel, MinibatchEP, SiteRefresh
+from .models import CheckedExternalDataTrainingLossMixin, EPModel, MinibatchEP, SiteRefresh
 from .validation import check_positive_int, check_training_data
 
 __all__ = [
@@ -298,9 +298,8 @@ def _check_dataset(model, dataset: tf.data.Dataset) -> None:
 
 def _check_batch(model, batch) -> None:
     """Eager validation of a batch from a user's Dataset (labels, shapes, NaN), named as ``data``."""
-    check = getattr(model, "_check_training_data", None)
-    if check is not None:
-        check(tuple(batch) if _uses_minibatch_ep(model) else tuple(batch[:2]))
+    if isinstance(model, CheckedExternalDataTrainingLossMixin):  # the model's own checks (site indices too)
+        model.validate_training_data(tuple(batch) if _uses_minibatch_ep(model) else tuple(batch[:2]))
     else:
         check_training_data(model, tuple(batch[:2]), "data batch")
 

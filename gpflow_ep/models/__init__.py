@@ -2,7 +2,7 @@
 
 from ..ep import EPSettings
 from .dgp_aep import DGPAEP
-from .ep_base import EPModel
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel
 from .epgpc import EPGPC, EPPosterior
 from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP
@@ -26,6 +26,7 @@ __all__ = [
     "SEPPosterior",
     "EPSettings",
     "EPModel",
+    "CheckedExternalDataTrainingLossMixin",
     "MinibatchEP",
     "SiteRefresh",
 ]

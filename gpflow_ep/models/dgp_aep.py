@@ -123,7 +123,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
 
     # ---------------------------------------------------------------- data checks
 
-    def _check_training_data(self, data) -> None:
+    def validate_training_data(self, data) -> None:
         self._check_data(data)
 
     def _check_data(self, data) -> Tuple[tf.Tensor, tf.Tensor]:

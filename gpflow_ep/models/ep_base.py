@@ -145,16 +145,16 @@ class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
     compiled: ``training_loss_closure(data)`` checks array data once when the closure is made, and
     each batch of a ``tf.data`` iterator as it is drawn (when the closure is called eagerly), so bad
     labels, shapes or NaN give a ``ValueError`` naming the argument, never an error from inside a
-    compiled graph. Subclasses implement ``_check_training_data(data)`` (eager, raises ValueError).
+    compiled graph. Subclasses implement ``validate_training_data(data)`` (eager, raises ValueError).
     """
 
     @abc.abstractmethod
-    def _check_training_data(self, data) -> None:
-        """Raise a ValueError naming what is wrong with ``data`` (called eagerly)."""
+    def validate_training_data(self, data) -> None:
+        """Raise a ValueError naming what is wrong with ``data`` (training data or a minibatch; call eagerly)."""
 
     def training_loss_closure(self, data, *, compile: bool = True):
         if not isinstance(data, DatasetOwnedIterator):
-            self._check_training_data(data)
+            self.validate_training_data(data)
             return super().training_loss_closure(data, compile=compile)
         loss = self.training_loss
         if compile:
@@ -163,7 +163,7 @@ class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
         def closure() -> tf.Tensor:
             batch = next(data)
             if tf.executing_eagerly():
-                self._check_training_data(batch)
+                self.validate_training_data(batch)
             return loss(batch)
 
         return closure

@@ -153,7 +153,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         X, Y = tf.convert_to_tensor(X, default_float()), tf.cast(Y, default_float())
         return (X, Y) if index is None else (X, Y, tf.cast(index, tf.int32))
 
-    def _check_training_data(self, data) -> None:
+    def validate_training_data(self, data) -> None:
         """Eager validation of the data of ``training_loss`` (all n points, or a minibatch with indices)."""
         if isinstance(data, (tuple, list)) and len(data) == 3:
             self._check_minibatch(data)
