@@ -224,13 +224,15 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
         return loss
 
     def merged(per_replica: SiteRefresh) -> SiteRefresh:
-        """All replicas' refreshes, on every worker: rows gathered in replica order, changes of q summed."""
+        """All replicas' refreshes on every worker: site and pair rows gathered in replica order, q's changes summed."""
         total = tf.distribute.ReduceOp.SUM
         return SiteRefresh(
             strategy.gather(per_replica.index, axis=0),
             tuple(strategy.gather(rows, axis=0) for rows in per_replica.site_state),
             tuple(strategy.reduce(total, change, axis=None) for change in per_replica.posterior_change),
             strategy.reduce(total, per_replica.num_skipped, axis=None),
+            None if per_replica.pair_index is None else strategy.gather(per_replica.pair_index, axis=0),
+            tuple(strategy.gather(rows, axis=0) for rows in per_replica.pair_state),
         )
 
     @tf.function(autograph=False)

@@ -47,7 +47,7 @@ from .tilted import (
     tilted_moments,
 )
 from .update import SiteProposal, accept_proposal, propose_sites, site_means
-from .whitened import Projections, WhitenedAlgebra, WhitenedGaussian
+from .whitened import Projections, SitePairs, WhitenedAlgebra, WhitenedGaussian, blocked, flat
 
 __all__ = [
     "DoubleLoopResult",
@@ -67,6 +67,9 @@ __all__ = [
     "WhitenedAlgebra",
     "WhitenedGaussian",
     "Projections",
+    "SitePairs",
+    "blocked",
+    "flat",
     "SiteFactor",
     "LikelihoodFactor",
     "TiltedMoments",

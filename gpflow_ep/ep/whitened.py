@@ -17,45 +17,56 @@ and the normaliser term of the EP energy (SEP spec §2.5, corrected eq. 29) is
 
 Everything costs O(nm²); no inverse is formed. A failed Cholesky (q improper, possible only with
 negative site precisions) is detected and flagged, never propagated as NaN.
+
+Every matrix may carry leading batch dimensions: C independent blocks v = (v^1, …, v^C) (a GP per
+class in :class:`~gpflow_ep.models.SEPMGPC`), Λ [C, M, M], A [C, M, P] with one column per (block,
+point) *pair*. Several sites may act on one pair (their natural parameters add up on it, the
+``site_pair`` map of :class:`WhitenedAlgebra`); the marginals are then computed once per pair, so a
+step costs O(C m² P) whatever the number of sites.
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
 from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
 
-__all__ = ["WhitenedGaussian", "WhitenedAlgebra", "Projections"]
+__all__ = ["WhitenedGaussian", "WhitenedAlgebra", "Projections", "SitePairs", "blocked", "flat"]
 
 
 class Projections(NamedTuple):
-    """Moments under q(v) of projections h = Aᵀv, and their half-solves W = L_B⁻¹A."""
+    """Moments under q(v) of projections h = Aᵀv, and their half-solves W = L_B⁻¹A (batch dims first)."""
 
-    mean: tf.Tensor  # [N, 1]  Wᵀc
-    var: tf.Tensor  # [N, 1]   ‖W_{:,i}‖²
-    half: tf.Tensor  # [M, N]  W
+    mean: tf.Tensor  # [..., N, 1]  Wᵀc
+    var: tf.Tensor  # [..., N, 1]   ‖W_{:,i}‖²
+    half: tf.Tensor  # [..., M, N]  W
 
 
 class WhitenedGaussian:
-    """q(v) ∝ N(v; 0, I) exp(-½ vᵀΛv + ηᵀv) for an [M, M] ``Lambda`` and [M, 1] ``eta``."""
+    """
+    q(v) ∝ N(v; 0, I) exp(-½ vᵀΛv + ηᵀv) for an [..., M, M] ``Lambda`` and [..., M, 1] ``eta``
+    (independent blocks along the leading dimensions; ``proper`` when every block is).
+    """
 
-    @check_shapes("Lambda: [M, M]", "eta: [M, 1]")
+    @check_shapes("Lambda: [batch..., M, M]", "eta: [batch..., M, 1]")
     def __init__(self, Lambda, eta):
-        B = tf.eye(tf.shape(Lambda)[0], dtype=Lambda.dtype) + Lambda
-        chol = tf.linalg.cholesky(B)
+        eye = eye_like(Lambda)
+        chol = tf.linalg.cholesky(eye + Lambda)
         ok = tf.reduce_all(tf.math.is_finite(chol)) & tf.reduce_all(tf.linalg.diag_part(chol) > 0.0)
         self.proper = ok
         #: L_B = chol(I + Λ) (the identity when q is improper)
-        self.cholesky = tf.where(ok, chol, tf.eye(tf.shape(B)[0], dtype=B.dtype))
+        self.cholesky = tf.where(ok, chol, eye)
         #: c = L_B⁻¹η
         self.half_mean = tf.linalg.triangular_solve(self.cholesky, eta)
 
     @staticmethod
-    @check_shapes("A: [M, N]", "precision: [N, 1]", "natural_mean: [N, 1]")
+    @check_shapes("A: [batch..., M, N]", "precision: [batch..., N, 1]", "natural_mean: [batch..., N, 1]")
     def from_sites(A, precision, natural_mean) -> "WhitenedGaussian":
-        """Λ = A T Aᵀ, η = A ν from [M, N] projections and [N, 1] sites."""
-        return WhitenedGaussian(tf.matmul(A * precision[:, 0][None, :], A, transpose_b=True), A @ natural_mean)
+        """Λ = A T Aᵀ, η = A ν from [..., M, N] projections and [..., N, 1] sites (one per column)."""
+        return WhitenedGaussian(
+            tf.matmul(A * tf.linalg.matrix_transpose(precision), A, transpose_b=True), A @ natural_mean
+        )
 
     @staticmethod
     def from_factor(cholesky, half_mean, proper) -> "WhitenedGaussian":
@@ -72,16 +83,21 @@ class WhitenedGaussian:
         """B⁻¹A from a half-solve W = L_B⁻¹A: L_B⁻ᵀW."""
         return tf.linalg.triangular_solve(self.cholesky, half, adjoint=True)
 
-    @check_shapes("A: [M, N]", "return.mean: [N, 1]", "return.var: [N, 1]", "return.half: [M, N]")
+    @check_shapes(
+        "A: [batch..., M, N]",
+        "return.mean: [batch..., N, 1]",
+        "return.var: [batch..., N, 1]",
+        "return.half: [batch..., M, N]",
+    )
     def projections(self, A) -> Projections:
         """Mean, variance and half-solve of the projections h = Aᵀv under q."""
         W = self.half_solve(A)
         return Projections(
-            tf.matmul(W, self.half_mean, transpose_a=True), tf.reduce_sum(tf.square(W), axis=0)[:, None], W
+            tf.matmul(W, self.half_mean, transpose_a=True), tf.reduce_sum(tf.square(W), axis=-2)[..., None], W
         )
 
     def project(self, A):
-        """Mean and variance of the projections h = Aᵀv, each [N, 1]."""
+        """Mean and variance of the projections h = Aᵀv, each [..., N, 1]."""
         p = self.projections(A)
         return p.mean, p.var
 
@@ -93,13 +109,12 @@ class WhitenedGaussian:
 
     @property
     def mean(self):
-        """E[v] = B⁻¹η, [M, 1]."""
+        """E[v] = B⁻¹η, [..., M, 1]."""
         return self.solve(self.half_mean)
 
     def covariance(self):
-        """Cov[v] = B⁻¹, [M, M]."""
-        eye = tf.eye(tf.shape(self.cholesky)[0], dtype=self.cholesky.dtype)
-        return tf.linalg.cholesky_solve(self.cholesky, eye)
+        """Cov[v] = B⁻¹, [..., M, M]."""
+        return tf.linalg.cholesky_solve(self.cholesky, eye_like(self.cholesky))
 
     def predict(self, A_star, Kss, full_cov: bool = False):
         """
@@ -107,45 +122,110 @@ class WhitenedGaussian:
         K** - A*ᵀA* + (L_B⁻¹A*)ᵀ(L_B⁻¹A*) (the whitened SVGP predictive).
         """
         W = self.half_solve(A_star)
-        mean = tf.matmul(W, self.half_mean, transpose_a=True)[:, 0]
+        mean = tf.matmul(W, self.half_mean, transpose_a=True)[..., 0]
         if full_cov:
             cov = Kss - tf.matmul(A_star, A_star, transpose_a=True) + tf.matmul(W, W, transpose_a=True)
         else:
-            cov = Kss - tf.reduce_sum(tf.square(A_star), axis=0) + tf.reduce_sum(tf.square(W), axis=0)
+            cov = Kss - tf.reduce_sum(tf.square(A_star), axis=-2) + tf.reduce_sum(tf.square(W), axis=-2)
         return mean, cov
+
+
+def eye_like(square):
+    """The identity of the shape of ``square`` [..., M, M]."""
+    shape = tf.shape(square)
+    return tf.eye(shape[-1], batch_shape=shape[:-2], dtype=square.dtype)
+
+
+class SitePairs:
+    """
+    Which (block, point) pair each site acts on (module docstring): ``index`` [S] into the C·P pairs
+    in block-major order (pair c·P + j is point j of block c), of which there are ``num_pairs``.
+    ``SitePairs()`` is the plain layout: one block, site i on point i.
+    """
+
+    def __init__(self, index=None, num_pairs=None):
+        self.index, self.num_pairs = index, num_pairs
+
+    @property
+    def plain(self) -> bool:
+        return self.index is None
+
+    def gather(self, pair_values):
+        """The rows [C·P, ...] of pairs as rows [S, ...] of sites."""
+        return pair_values if self.plain else tf.gather(pair_values, self.index)
+
+    def sum(self, site_values):
+        """The rows [S, ...] of sites summed onto their pairs, [C·P, ...]."""
+        return site_values if self.plain else tf.math.unsorted_segment_sum(site_values, self.index, self.num_pairs)
+
+    def all(self, site_flags):
+        """[C·P, 1] bool: every site of the pair is flagged (pairs without sites count as flagged)."""
+        if self.plain:
+            return site_flags
+        missing = tf.math.unsorted_segment_sum(tf.cast(~site_flags, tf.int32), self.index, self.num_pairs)
+        return tf.equal(missing, 0)
+
+
+def blocked(pair_values, A):
+    """Pair rows [C·P, k] as [C, P, k] for projections A [C, M, P] (unchanged when A is [M, P])."""
+    shape = tf.shape(A)
+    return tf.reshape(pair_values, tf.concat([shape[:-2], shape[-1:], tf.shape(pair_values)[-1:]], axis=0))
+
+
+def flat(values):
+    """[C, P, k] (or [P, k]) as pair rows [C·P, k]."""
+    return tf.reshape(values, [-1, tf.shape(values)[-1]])
 
 
 class WhitenedAlgebra(SiteAlgebra):
     """
     The posterior algebra of an inducing-point model (:class:`~gpflow_ep.ep.SiteAlgebra`): x = v,
-    h_i = a_iᵀv + m(x_i) with the whitened projections A = L⁻¹K_uf [M, N] and prior means m.
+    h_i = a_iᵀv + m(x_i) with the whitened projections A = L⁻¹K_uf [M, N] and prior means m [N, 1]
+    of the sites; or, with ``pairs`` (:class:`SitePairs`), A [C, M, P] per (block, point) pair and
+    site i acting on pair ``pairs.index[i]`` (module docstring), ``prior_mean`` still per site.
+    One-site-at-a-time schedules (:meth:`joint`) need the plain layout.
     """
 
-    @check_shapes("A: [M, N]", "prior_mean: [N, 1]")
-    def __init__(self, A, prior_mean):
+    @check_shapes("A: [batch..., M, P]", "prior_mean: [S, 1]")
+    def __init__(self, A, prior_mean, pairs: Optional[SitePairs] = None):
         self.A, self.prior_mean = A, prior_mean
-        self.site_rows = tf.transpose(A)
+        self.pairs = pairs = SitePairs() if pairs is None else pairs
+        self.plain = pairs.plain and A.shape.rank == 2
+        self.site_rows = tf.transpose(A) if self.plain else None
         self.site_offsets = prior_mean
 
     def factorise(self, precision, natural_mean) -> WhitenedGaussian:
-        """Sites act on f; q(v) sees the sites of f - m(X), (τ, ν - τ m)."""
-        return WhitenedGaussian.from_sites(self.A, precision, natural_mean - precision * self.prior_mean)
+        """Sites act on f; q(v) sees the sites of f - m(X), (τ, ν - τ m), summed on their pairs."""
+        tau, nu = (self.pairs.sum(t) for t in (precision, natural_mean - precision * self.prior_mean))
+        return WhitenedGaussian.from_sites(self.A, blocked(tau, self.A), blocked(nu, self.A))
+
+    def site_projections(self, q: WhitenedGaussian):
+        """Mean and variance of every site's a_iᵀv under ``q`` (computed once per pair), [S, 1] each."""
+        mean, var = q.project(self.A)
+        return self.pairs.gather(flat(mean)), self.pairs.gather(flat(var))
 
     @inherit_check_shapes
     def marginals(self, precision, natural_mean) -> SiteMarginals:
         q = self.factorise(precision, natural_mean)
-        mean, var = q.project(self.A)
+        mean, var = self.site_projections(q)
         return SiteMarginals(mean + self.prior_mean, var, q.proper)
 
     @inherit_check_shapes
     def joint(self, precision, natural_mean) -> JointPosterior:
+        self._require_plain()
         q = self.factorise(precision, natural_mean)
         return JointPosterior(q.covariance(), q.mean, q.proper)
 
     def prior_marginals(self, precision) -> SiteMarginals:
         """q(v) = N(0, I): h_i ~ N(m_i, ‖a_i‖²)."""
-        return SiteMarginals(self.prior_mean, tf.reduce_sum(tf.square(self.A), axis=0)[:, None], tf.constant(True))
+        var = self.pairs.gather(flat(tf.reduce_sum(tf.square(self.A), axis=-2)[..., None]))
+        return SiteMarginals(self.prior_mean, var, tf.constant(True))
 
     def prior_joint(self, precision) -> JointPosterior:
+        self._require_plain()
         M = tf.shape(self.A)[0]
         return JointPosterior(tf.eye(M, dtype=self.A.dtype), tf.zeros([M, 1], self.A.dtype), tf.constant(True))
+
+    def _require_plain(self):
+        if not self.plain:
+            raise ValueError("schedule: sites on (block, point) pairs need the parallel schedule")

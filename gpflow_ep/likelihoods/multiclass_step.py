@@ -115,14 +115,16 @@ def _pick(p, Y):
 
 class DifferenceFactor(SiteFactor):
     """
-    The factors Θ(f̃^y - f̃^k) of P points as 2P sites: the first P on f^y, the last P on f^k, site p
-    paired with site p + P (module docstring). ``extra_var`` [2P, 1] (FITC variances) adds to each
-    site's cavity variance; the two sites of a pair are updated together or not at all
-    (:meth:`joint_validity`). Power EP, relaxation and one-site-at-a-time schedules are not defined here.
+    The factors Θ(f̃^y - f̃^k) of P points, C - 1 = ``factors_per_point`` each, as 2P(C - 1) sites:
+    the first half on f^y, the second on f^k, site s paired with site s + P(C - 1), point by point
+    (module docstring). ``extra_var`` [2P(C - 1), 1] (FITC variances) adds to each site's cavity
+    variance; the sites of a point are updated together or not at all (:meth:`joint_validity`).
+    Power EP, relaxation and one-site-at-a-time schedules are not defined here.
     """
 
-    def __init__(self, noise_variance, extra_var=None):
+    def __init__(self, noise_variance, extra_var=None, factors_per_point: int = 1):
         self.noise_variance, self.extra_var = noise_variance, extra_var
+        self.factors_per_point = int(factors_per_point)
 
     @staticmethod
     def _halves(t):
@@ -143,9 +145,10 @@ class DifferenceFactor(SiteFactor):
         )
 
     def joint_validity(self, valid):
-        first, second = self._halves(valid)
-        both = first & second
-        return tf.concat([both, both], axis=0)
+        """Valid where every site of the point is: [2P(C - 1), 1]."""
+        per_point = tf.reshape(valid, [2, -1, self.factors_per_point])
+        point = tf.reduce_all(per_point, axis=[0, 2], keepdims=True)
+        return tf.reshape(tf.broadcast_to(point, tf.shape(per_point)), tf.shape(valid))
 
     def site(self, index):
         raise ValueError("schedule: the sites of a multi-class factor are updated in pairs; use schedule='parallel'")

@@ -7,11 +7,11 @@ A step on a minibatch ``(X, Y, index)`` is: refresh the batch's sites (one dampe
 whose gradient estimates that of the evidence at the refreshed q (SEP spec §3). The refresh is
 split into a proposal that writes nothing and its application, so that ``tf.distribute`` replicas
 can propose from the same q and the proposals can be merged before q changes
-(per-site rows are concatenated in replica order, q's changes summed, on every worker).
+(per-site and per-pair rows are concatenated in replica order, q's changes summed, on every worker).
 """
 
 import abc
-from typing import NamedTuple, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 
@@ -25,10 +25,14 @@ class SiteRefresh(NamedTuple):
     site_state: Tuple[tf.Tensor, ...]  # per-site rows [B, ...] (new τ, ν and any per-site state)
     posterior_change: Tuple[tf.Tensor, ...]  # additive changes of q's state
     num_skipped: tf.Tensor  # [] int32: site updates skipped (improper cavity or tilted distribution)
+    #: [P] int32: rows of state kept per projection rather than per site (SEPGPC's directions, one per
+    #: (class, point) pair in SEPMGPC, where several sites share a pair), and those rows
+    pair_index: Optional[tf.Tensor] = None
+    pair_state: Tuple[tf.Tensor, ...] = ()
 
     def is_finite(self) -> tf.Tensor:
         """True (a boolean tensor) when every row and every change of q is finite."""
-        parts = list(self.site_state) + list(self.posterior_change)
+        parts = list(self.site_state) + list(self.posterior_change) + list(self.pair_state)
         return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in parts])
 
 

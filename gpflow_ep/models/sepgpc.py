@@ -35,7 +35,7 @@ term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq
 :meth:`log_marginal_likelihood` on the full data for that.
 """
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -52,16 +52,19 @@ from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
 from ..ep import (
     EPRun,
     EPSettings,
+    SitePairs,
     WhitenedAlgebra,
     WhitenedGaussian,
     accept_proposal,
+    blocked,
     cavity_distribution,
+    flat,
     propose_sites,
 )
-from ..validation import check_inputs, check_positive_int, check_training_data
+from ..validation import check_positive_int, check_training_data
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
 from .minibatch import MinibatchEP, SiteRefresh
-from .sep_surrogate import Frame, surrogate_objective, unless_same
+from .sep_surrogate import Frame, PriorBlocks, surrogate_objective, unless_same
 
 
 class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin):
@@ -98,23 +101,28 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         self.num_sites = self._num_sites(num_data)
         self.jitter = default_jitter() if jitter is None else float(jitter)
         self._init_ep(self.num_sites, settings)
-        M = self.inducing_variable.num_inducing
+        C, M = self.num_blocks, self.inducing_variable.num_inducing // self.num_blocks
+        blocks = () if C == 1 else (C,)  # one GP: Λ_u [M, M], η_u [M, 1] as SVGP users expect
         self.posterior_precision = tf.Variable(
-            np.zeros((M, M)), dtype=default_float(), trainable=False, name="posterior_precision"
+            np.zeros(blocks + (M, M)), dtype=default_float(), trainable=False, name="posterior_precision"
         )
         self.posterior_shift = tf.Variable(
-            np.zeros((M, 1)), dtype=default_float(), trainable=False, name="posterior_shift"
+            np.zeros(blocks + (M, 1)), dtype=default_float(), trainable=False, name="posterior_shift"
         )
+        #: the direction υ = K_uu⁻¹k each (block, point) pair's sites were last updated with, row c·n + i
         self.site_directions = tf.Variable(
-            np.zeros((self.num_sites, M)), dtype=default_float(), trainable=False, name="site_directions"
+            np.zeros((C * num_data, M)), dtype=default_float(), trainable=False, name="site_directions"
         )
 
     # ---------------------------------------------------------------- data
 
+    #: C, the independent blocks of u (one GP here; one per class in SEPMGPC)
+    num_blocks = 1
+
     def _num_sites(self, num_data: int) -> int:
         return num_data
 
-    def _check_full_data(self, data):
+    def _check_full_data(self, data) -> "SiteBatch":
         """Batch EP needs all n points, in the order of the sites, on every path (eager or compiled)."""
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise ValueError("data must be (X, Y) with all num_data points, or a minibatch (X, Y, index)")
@@ -130,7 +138,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
             )
         return self._site_data(*data)
 
-    def _check_minibatch(self, batch):
+    def _check_minibatch(self, batch) -> "SiteBatch":
         if not isinstance(batch, (tuple, list)) or len(batch) != 3:
             raise ValueError("batch must be (X, Y, index) with the rows' indices")
         X, Y, index = batch
@@ -145,13 +153,17 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
                 raise ValueError("batch[2] (index): a minibatch must not repeat a site index")
         return self._site_data(X, Y, tf.reshape(index, [-1]))
 
-    def _site_data(self, X, Y, index=None):
+    def _site_data(self, X, Y, index=None) -> "SiteBatch":
         """
-        The sites of validated points (X, Y) as tensors — their inputs, targets and, with the
-        points' ``index``, their site indices. One site per point here; SEPMGPC has several.
+        Validated points (X, Y) as their sites see them (:class:`SiteBatch`); with the points'
+        ``index``, the sites' indices and the rows of their pairs. One site per point here, on
+        the point's only pair; SEPMGPC has several per point.
         """
         X, Y = tf.convert_to_tensor(X, default_float()), tf.cast(Y, default_float())
-        return (X, Y) if index is None else (X, Y, tf.cast(index, tf.int32))
+        if index is None:
+            return SiteBatch(X, Y, SitePairs())
+        index = tf.cast(index, tf.int32)
+        return SiteBatch(X, Y, SitePairs(), index, index)
 
     def validate_training_data(self, data) -> None:
         """Eager validation of the data of ``training_loss`` (all n points, or a minibatch with indices)."""
@@ -162,16 +174,47 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
 
     # ---------------------------------------------------------------- posterior algebra
 
-    def _chol_Kuu(self):
-        Kuu = covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)
-        return tf.linalg.cholesky(Kuu)
+    def _block_Kuu(self):
+        """K_uu of every block (with jitter), [C, M, M]."""
+        return covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)[None]
 
-    def _prior(self, X):
-        """L = chol(K_uu), A = L⁻¹K_uf, FITC variances s = diag K_ff - ‖a_i‖² ≥ 0, prior mean m(X)."""
-        L = self._chol_Kuu()
-        A = tf.linalg.triangular_solve(L, covariances.Kuf(self.inducing_variable, self.kernel, X))
-        s = tf.maximum(self.kernel(X, full_cov=False) - tf.reduce_sum(tf.square(A), axis=0), 0.0)[:, None]
-        return L, A, s, self.mean_function(X)
+    def _block_Kuf(self, X):
+        """K_uf of every block at the points X, [C, M, P]."""
+        return covariances.Kuf(self.inducing_variable, self.kernel, X)[None]
+
+    def _block_Kff(self, X, full_cov: bool):
+        """The prior covariance of every block's f at X, [C, P, P], or its diagonal [C, P]."""
+        return self.kernel(X, full_cov=full_cov)[None]
+
+    def _block_mean(self, X):
+        """The prior mean of every block's f at X, [C, P]."""
+        return tf.transpose(self.mean_function(X))
+
+    def _chol_Kuu(self):
+        return tf.linalg.cholesky(self._block_Kuu())
+
+    def _prior_blocks(self, X) -> PriorBlocks:
+        """The prior's K_uu, K_uf, diag K_ff and m of every block at the points X."""
+        return PriorBlocks(
+            self._block_Kuu(), self._block_Kuf(X), self._block_Kff(X, full_cov=False), self._block_mean(X)
+        )
+
+    def _prior(self, X, blocks: Optional[PriorBlocks] = None):
+        """
+        Per (block, point) pair: L = chol(K_uu) [C, M, M], A = L⁻¹K_uf [C, M, P], FITC variances
+        s = diag K_ff - ‖a‖² ≥ 0 and prior means m, each [C·P, 1] (block-major pair rows), from
+        ``blocks`` (default: computed at X).
+        """
+        b = self._prior_blocks(X) if blocks is None else blocks
+        L = tf.linalg.cholesky(b.Kuu)
+        A = tf.linalg.triangular_solve(L, b.Kuf)
+        s = tf.maximum(b.Kff_diag - tf.reduce_sum(tf.square(A), axis=-2), 0.0)
+        return L, A, tf.reshape(s, [-1, 1]), tf.reshape(b.mean, [-1, 1])
+
+    def _algebra(self, A, prior_mean, pairs: SitePairs) -> WhitenedAlgebra:
+        """The engine's algebra of the sites (plain [M, P] projections when there is one block)."""
+        plain = pairs.plain and self.num_blocks == 1
+        return WhitenedAlgebra(A[0] if plain else A, pairs.gather(prior_mean), pairs)
 
     # ---------------------------------------------------------------- running EP
 
@@ -181,12 +224,20 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         fixed; store the sites, q(u) and :attr:`ep_diagnostics`. Keyword arguments override options
         of :attr:`ep_settings` for this run only.
         """
-        X, Y = self._check_full_data(data)
-        return self._run_ep_compiled(X, Y, self._check_schedule(self.ep_settings.updated(**overrides)))
+        sites = self._check_full_data(data)
+        return self._run_ep_compiled(
+            sites.X, sites.Y, sites.pairs.index, self._check_schedule(self.ep_settings.updated(**overrides))
+        )
 
-    def _run_ep_sites(self, X, Y) -> EPRun:
+    def _run_ep_sites(self, sites: "SiteBatch") -> EPRun:
         """``run_ep`` on validated site data (the model's settings)."""
-        return self._run_ep_compiled(X, Y, self.ep_settings)
+        return self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, self.ep_settings)
+
+    def _pairs(self, X, site_pair) -> SitePairs:
+        """The :class:`SitePairs` of the points X from the pair index of their sites (None: plain)."""
+        if site_pair is None:
+            return SitePairs()
+        return SitePairs(site_pair, self.num_blocks * tf.shape(X)[0])
 
     @staticmethod
     def _check_schedule(settings: EPSettings) -> EPSettings:
@@ -198,45 +249,49 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         return settings
 
     @compiled_per_model
-    def _run_ep_compiled(self, X, Y, settings: EPSettings) -> EPRun:
+    def _run_ep_compiled(self, X, Y, site_pair, settings: EPSettings) -> EPRun:
+        pairs = self._pairs(X, site_pair)
         L, A, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
-        run = self._run_schedule(WhitenedAlgebra(A, prior_mean), self._factor(X, Y, s), settings)
-        self._store_posterior(L, A, prior_mean, run.precision, run.natural_mean)
+        run = self._run_schedule(self._algebra(A, prior_mean, pairs), self._factor(X, Y, pairs.gather(s)), settings)
+        centred = run.natural_mean - run.precision * pairs.gather(prior_mean)
+        self._store_posterior(L, A, pairs.sum(run.precision), pairs.sum(centred))
         return run
 
-    def _store_posterior(self, L, A, prior_mean, precision, natural_mean):
+    def _store_posterior(self, L, A, pair_precision, pair_shift):
         """
-        q(u) in u-space: Λ_u = L⁻ᵀ(A T Aᵀ)L⁻¹, η_u = L⁻ᵀ A (ν - τ m); directions υ_i = L⁻ᵀa_i.
+        q(u) in u-space from the sites summed on their pairs (τ, ν - τm): per block
+        Λ_u = L⁻ᵀ(A T Aᵀ)L⁻¹, η_u = L⁻ᵀ A (ν - τ m); directions υ = L⁻ᵀa of every pair.
         Nothing is written unless all of them are finite.
         """
-        directions = tf.transpose(tf.linalg.triangular_solve(L, A, adjoint=True))
-        Lambda_v = tf.matmul(A * precision[:, 0][None, :], A, transpose_b=True)
-        eta_v = A @ (natural_mean - precision * prior_mean)
+        directions = flat(tf.linalg.matrix_transpose(tf.linalg.triangular_solve(L, A, adjoint=True)))
+        Lambda_v = tf.matmul(A * tf.linalg.matrix_transpose(blocked(pair_precision, A)), A, transpose_b=True)
+        eta_v = A @ blocked(pair_shift, A)
         half = tf.linalg.triangular_solve(L, Lambda_v, adjoint=True)  # L⁻ᵀΛ_v
         values = (
             directions,
-            tf.linalg.triangular_solve(L, tf.transpose(half), adjoint=True),
+            tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True),
             tf.linalg.triangular_solve(L, eta_v, adjoint=True),
         )
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in values])
         for variable, value in zip((self.site_directions, self.posterior_precision, self.posterior_shift), values):
-            variable.assign(tf.where(finite, value, variable))
+            variable.assign(tf.where(finite, tf.reshape(value, variable.shape), variable))
 
     # ---------------------------------------------------------------- objective
 
     @check_shapes("return: []")
     def log_marginal_likelihood(self, data) -> tf.Tensor:
         """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
-        return self._log_marginal_likelihood_sites(*self._check_full_data(data))
+        return self._log_marginal_likelihood_sites(self._check_full_data(data))
 
-    def _log_marginal_likelihood_sites(self, X, Y) -> tf.Tensor:
-        _, A, s, prior_mean = self._prior(X)
+    def _log_marginal_likelihood_sites(self, sites: "SiteBatch") -> tf.Tensor:
+        _, A, s, prior_mean = self._prior(sites.X)
         tau, nu = self.sites.read()
-        q = WhitenedAlgebra(A, prior_mean).factorise(tau, nu)
-        mean, var = q.project(A)
-        centred = nu - tau * prior_mean
-        factor = self._factor(X, Y, s)
-        return self._evidence(q.log_normaliser_ratio, mean, var, tau, centred, factor, prior_mean, q.proper)
+        algebra = self._algebra(A, prior_mean, sites.pairs)
+        q = algebra.factorise(tau, nu)
+        mean, var = algebra.site_projections(q)
+        site_mean = algebra.prior_mean
+        factor = self._factor(sites.X, sites.Y, sites.pairs.gather(s))
+        return self._evidence(q.log_normaliser_ratio, mean, var, tau, nu - tau * site_mean, factor, site_mean, q.proper)
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
@@ -247,32 +302,38 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         """
         if isinstance(data, (tuple, list)) and len(data) == 3:
             return self.refresh_and_objective(data)[0]
-        X, Y = self._check_full_data(data)
+        sites = self._check_full_data(data)
         return self._evidence_objective(
-            lambda: self._run_ep_sites(X, Y), lambda: self._log_marginal_likelihood_sites(X, Y)
+            lambda: self._run_ep_sites(sites), lambda: self._log_marginal_likelihood_sites(sites)
         )
 
     # ---------------------------------------------------------------- prediction
 
+    def _stored_posterior(self):
+        """The stored Λ_u [C, M, M] and η_u [C, M, 1]."""
+        C, M = self.num_blocks, self.site_directions.shape[-1]
+        return tf.reshape(self.posterior_precision, [C, M, M]), tf.reshape(self.posterior_shift, [C, M, 1])
+
     def _posterior_v(self, L, posterior_precision=None, posterior_shift=None) -> WhitenedGaussian:
-        """q(v) from q(u) (default: the stored one): Λ_v = LᵀΛ_uL, η_v = Lᵀη_u."""
-        Lambda_u = self.posterior_precision if posterior_precision is None else posterior_precision
-        eta_u = self.posterior_shift if posterior_shift is None else posterior_shift
+        """q(v) from q(u) (default: the stored one): Λ_v = LᵀΛ_uL, η_v = Lᵀη_u, per block."""
+        Lambda_u, eta_u = self._stored_posterior()
+        Lambda_u = Lambda_u if posterior_precision is None else posterior_precision
+        eta_u = eta_u if posterior_shift is None else posterior_shift
         Lambda_v = tf.matmul(L, tf.matmul(Lambda_u, L), transpose_a=True)
         return WhitenedGaussian(Lambda_v, tf.matmul(L, eta_u, transpose_a=True))
 
     @property
     def q_mu(self):
-        """E[u] under q, [M, 1] (for ``gpflow.conditionals.conditional`` with ``white=False``)."""
+        """E[u] under q, [M, C] (C = 1 here; for ``gpflow.conditionals.conditional`` with ``white=False``)."""
         L = self._chol_Kuu()
-        return L @ self._posterior_v(L).mean
+        return tf.transpose((L @ self._posterior_v(L).mean)[..., 0])
 
     @property
     def q_sqrt(self):
-        """A lower-triangular square root of Cov[u], [1, M, M]."""
+        """Lower-triangular square roots of Cov[u] per block, [C, M, M]."""
         L = self._chol_Kuu()
-        cov = L @ self._posterior_v(L).covariance() @ tf.transpose(L)
-        return tf.linalg.cholesky(0.5 * (cov + tf.transpose(cov)))[None]
+        cov = L @ self._posterior_v(L).covariance() @ tf.linalg.matrix_transpose(L)
+        return tf.linalg.cholesky(0.5 * (cov + tf.linalg.matrix_transpose(cov)))
 
     def posterior(self) -> "SEPPosterior":
         """q(f) from the stored q(u), factorised once for repeated predictions (like ``SVGP.posterior()``)."""
@@ -285,69 +346,83 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
 
     # ---------------------------------------------------------------- minibatches (spec §3)
 
-    def _minibatch_frame(self, X, index) -> Frame:
+    def _minibatch_frame(self, sites: "SiteBatch") -> Frame:
         """
-        Everything a minibatch step needs at the current hyper-parameters, without gradient:
-        L = chol(K_uu), fresh projections a_n = L⁻¹k_i (υ_n = L⁻ᵀa_n = K_uu⁻¹k_i), FITC variances
-        s, prior means m(X), the stored directions υ_o and a_o = Lᵀυ_o, and q(v) from Λ_u, η_u.
+        Everything a minibatch step needs at the current hyper-parameters, without gradient, per
+        (block, point) pair of the batch: L = chol(K_uu), fresh projections a_n = L⁻¹k_i
+        (υ_n = L⁻ᵀa_n = K_uu⁻¹k_i), FITC variances s, prior means m(X), the stored directions υ_o
+        and a_o = Lᵀυ_o, and q(v) from Λ_u, η_u.
         """
-        L, A_new, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
-        U_old = tf.gather(self.site_directions, index)  # [B, M]
+        blocks = self._prior_blocks(sites.X)  # live, for the surrogate's gradient
+        L, A_new, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(sites.X, blocks))
+        U_old = tf.gather(self.site_directions, sites.pair_rows)  # [C·P, M]
         return Frame(
+            prior=blocks,
             L=L,
             A_new=A_new,
-            A_old=tf.matmul(L, U_old, transpose_a=True, transpose_b=True),  # Lᵀυ_o, [M, B]
+            A_old=tf.matmul(L, blocked(U_old, A_new), transpose_a=True, transpose_b=True),  # Lᵀυ_o, [C, M, P]
             U_old=U_old,
             s=s,
             prior_mean=prior_mean,
             q=self._posterior_v(L),
+            pairs=sites.pairs,
         )
 
     @staticmethod
     def _batch_cavities(fr: Frame, precision, natural_mean, settings: EPSettings, same=None):
         """
         The engine's cavity of each batch site's old contribution (on υ_o), evaluated on the fresh
-        υ_n (:meth:`~gpflow_ep.ep.Cavity.of` with Cov_q(υ_nᵀu, υ_oᵀu) = W_nᵀW_o). ``same`` (a
-        boolean scalar tensor, optional) says that A_old = A_new, saving a solve.
+        υ_n (:meth:`~gpflow_ep.ep.Cavity.of` with Cov_q(υ_nᵀu, υ_oᵀu) = W_nᵀW_o); the projections
+        are computed once per pair. ``same`` (a boolean scalar tensor, optional) says that
+        A_old = A_new, saving a solve.
 
-        :return: (cavity on υ_n, projections on υ_n, projections on υ_o, cross-covariances).
+        :return: (cavity on υ_n per site, projections on υ_n, projections on υ_o, cross-covariances
+            per pair [C·P, 1]).
         """
         new = fr.q.projections(fr.A_new)
         old = unless_same(same, new, lambda: fr.q.projections(fr.A_old))
-        cross = tf.reduce_sum(new.half * old.half, axis=0)[:, None]
+        cross = flat(tf.reduce_sum(new.half * old.half, axis=-2)[..., None])
+        site = fr.pairs.gather
         cavity = cavity_distribution(
-            old.mean + fr.prior_mean,
-            old.var,
+            site(flat(old.mean) + fr.prior_mean),
+            site(flat(old.var)),
             precision,
             natural_mean,
             settings.removed_fraction,
-            of=(new.mean + fr.prior_mean, new.var, cross),
+            of=(site(flat(new.mean) + fr.prior_mean), site(flat(new.var)), site(cross)),
         )
         return cavity, new, old, cross
 
-    def _propose_refresh(self, X, Y, index, settings: EPSettings):
+    def _propose_refresh(self, sites: "SiteBatch", settings: EPSettings):
         """
-        The refresh of a batch (nothing written), the frame it used and Lᵀυ of each site after it.
+        The refresh of a batch (nothing written), the frame it used and Lᵀυ of each pair after it.
         """
+        index = sites.index
         tf.debugging.assert_equal(
             tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
         )
-        fr = self._minibatch_frame(X, index)
+        fr = self._minibatch_frame(sites)
         tau_o = tf.gather(self.sites.precision, index)
         nu_o = tf.gather(self.sites.natural_mean, index)
         cav, _, _, _ = self._batch_cavities(fr, tau_o, nu_o, settings)
-        proposal = propose_sites(cav, tau_o, nu_o, self._factor(X, Y, fr.s), settings)
+        proposal = propose_sites(cav, tau_o, nu_o, self._factor(sites.X, sites.Y, fr.pairs.gather(fr.s)), settings)
         ok = proposal.valid
         tau_d, nu_d = accept_proposal(tau_o, nu_o, proposal, settings.minibatch_damping)
-        U_new = tf.transpose(tf.linalg.triangular_solve(fr.L, fr.A_new, adjoint=True))  # υ_n = L⁻ᵀ a_n
-        U_new = tf.where(ok, U_new, fr.U_old)
-        # Λ_u += Σ τ_d υ_nυ_nᵀ - τ_o υ_oυ_oᵀ ;  η_u += Σ (ν_d - τ_d m) υ_n - (ν_o - τ_o m) υ_o  (one product each)
-        U_both = tf.concat([U_new, fr.U_old], axis=0)
-        weights = tf.concat([tau_d, -tau_o], axis=0)
-        shifts = tf.concat([nu_d - tau_d * fr.prior_mean, -(nu_o - tau_o * fr.prior_mean)], axis=0)
-        d_Lambda = tf.matmul(U_both * weights, U_both, transpose_a=True)
-        d_eta = tf.matmul(U_both, shifts, transpose_a=True)
-        rows = [tau_d, nu_d, U_new, tf.where(ok, proposal.dual, tf.gather(self.sites.dual, index))]
+        # a pair moves to its fresh direction when its sites are updated (the factor updates a pair's sites together)
+        pair_ok = fr.pairs.all(ok)
+        U_new = flat(tf.linalg.matrix_transpose(tf.linalg.triangular_solve(fr.L, fr.A_new, adjoint=True)))
+        U_new = tf.where(pair_ok, U_new, fr.U_old)  # υ_n = L⁻ᵀ a_n
+        # per block, Λ_u += Σ τ_d υ_nυ_nᵀ - τ_o υ_oυ_oᵀ ;  η_u += Σ (ν_d - τ_d m) υ_n - (ν_o - τ_o m) υ_o,
+        # the sites' parameters summed on their pairs (one product each)
+        site_mean = fr.pairs.gather(fr.prior_mean)
+        weights = [fr.pairs.sum(t) for t in (tau_d, -tau_o)]
+        shifts = [fr.pairs.sum(t) for t in (nu_d - tau_d * site_mean, -(nu_o - tau_o * site_mean))]
+        U_both = tf.concat([blocked(U_new, fr.A_new), blocked(fr.U_old, fr.A_new)], axis=-2)  # [C, 2P, M]
+        w_both = tf.concat([blocked(w, fr.A_new) for w in weights], axis=-2)
+        s_both = tf.concat([blocked(t, fr.A_new) for t in shifts], axis=-2)
+        d_Lambda = tf.matmul(U_both * w_both, U_both, transpose_a=True)
+        d_eta = tf.matmul(U_both, s_both, transpose_a=True)
+        rows = [tau_d, nu_d, tf.where(ok, proposal.dual, tf.gather(self.sites.dual, index))]
         if settings.relaxation is not None:  # b stays 0 without relaxation: no row to write
             rows.append(tf.where(ok, proposal.relaxation, tf.gather(self.sites.relaxation, index)))
         # the refresh is EP state, never differentiated (the likelihood's parameters are live here)
@@ -356,32 +431,38 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
             tuple(tf.stop_gradient(t) for t in rows),
             (tf.stop_gradient(d_Lambda), tf.stop_gradient(d_eta)),
             tf.reduce_sum(tf.cast(~ok, tf.int32)),
+            sites.pair_rows,
+            (tf.stop_gradient(U_new),),
         )
-        A_site = tf.where(tf.transpose(ok), fr.A_new, fr.A_old)  # Lᵀυ of each batch site after the update
+        A_site = tf.where(tf.linalg.matrix_transpose(blocked(pair_ok, fr.A_new)), fr.A_new, fr.A_old)
         return refresh, fr, A_site
 
     @check_shapes(
         "return.index: [B]",
-        "return.posterior_change[0]: [M, M]",
-        "return.posterior_change[1]: [M, 1]",
+        "return.posterior_change[0]: [C, M, M]",
+        "return.posterior_change[1]: [C, M, 1]",
         "return.num_skipped: []",
+        "return.pair_index: [P]",
+        "return.pair_state[0]: [P, M]",
     )
     def propose_refresh(self, batch) -> SiteRefresh:
         """
         One damped EP update (``minibatch_damping``) of each site of ``batch = (X, Y, index)`` from
         the stored q, through the engine (module docstring); writes nothing. ``site_state`` is
-        (τ, ν, υ, dual) of the batch's sites, and b with relaxation; ``posterior_change`` (ΔΛ_u, Δη_u).
+        (τ, ν, dual) of the batch's sites, and b with relaxation; ``pair_state`` the directions υ of
+        their pairs (rows ``pair_index`` of :attr:`site_directions`); ``posterior_change``
+        (ΔΛ_u, Δη_u) per block.
         """
-        X, Y, index = self._check_minibatch(batch)
-        return self._propose_refresh(X, Y, index, self.ep_settings)[0]
+        return self._propose_refresh(self._check_minibatch(batch), self.ep_settings)[0]
 
     def apply_refresh(self, refresh: SiteRefresh) -> tf.Tensor:
         """
-        Write a refresh (``scatter_update`` also works on mirrored variables): its rows of τ, ν, υ,
-        the dual and, when present, the relaxation b; then q's change. Records it in
-        :attr:`ep_diagnostics` (``refreshes``, ``refresh_skipped``, ``refresh_max_change``: the
-        largest change of a refreshed site's τ or ν). A refresh with any non-finite value is not
-        written (``refresh_rejected`` = 1, every update of the batch counted as skipped).
+        Write a refresh (``scatter_update`` also works on mirrored variables): its rows of τ, ν,
+        the dual and, when present, the relaxation b; the pairs' directions υ; then q's change.
+        Records it in :attr:`ep_diagnostics` (``refreshes``, ``refresh_skipped``,
+        ``refresh_max_change``: the largest change of a refreshed site's τ or ν). A refresh with any
+        non-finite value is not written (``refresh_rejected`` = 1, every update of the batch
+        counted as skipped).
 
         :return: the number of site updates skipped (all of the batch's when rejected).
         """
@@ -394,13 +475,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         return tf.size(index)
 
     def _write_refresh(self, refresh: SiteRefresh):
-        variables = (
-            self.sites.precision,
-            self.sites.natural_mean,
-            self.site_directions,
-            self.sites.dual,
-            self.sites.relaxation,
-        )
+        variables = (self.sites.precision, self.sites.natural_mean, self.sites.dual, self.sites.relaxation)
         changes = [
             tf.reshape(tf.abs(rows - tf.gather(variable, refresh.index)), [-1])
             for variable, rows in zip(variables[:2], refresh.site_state[:2])
@@ -409,9 +484,10 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         self.ep_diagnostics.record_refresh(refresh.num_skipped, max_change, tf.constant(False))
         for variable, rows in zip(variables, refresh.site_state):
             variable.scatter_update(tf.IndexedSlices(rows, refresh.index))
+        self.site_directions.scatter_update(tf.IndexedSlices(refresh.pair_state[0], refresh.pair_index))
         d_Lambda, d_eta = refresh.posterior_change
-        self.posterior_precision.assign_add(d_Lambda)
-        self.posterior_shift.assign_add(d_eta)
+        self.posterior_precision.assign_add(tf.reshape(d_Lambda, self.posterior_precision.shape))
+        self.posterior_shift.assign_add(tf.reshape(d_eta, self.posterior_shift.shape))
         return refresh.num_skipped
 
     @check_shapes("return: []")
@@ -433,9 +509,9 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         of log Z_q at an EP fixed point (the paper's eq. 6); its value is not an evidence. Sites
         whose cavity is improper contribute 0.
         """
-        X, Y, index = self._check_minibatch(batch)
+        sites = self._check_minibatch(batch)
         self._check_surrogate_settings(self.ep_settings)
-        return surrogate_objective(self, X, Y, index, self._minibatch_frame(X, index), self.ep_settings)
+        return surrogate_objective(self, sites, self._minibatch_frame(sites), self.ep_settings)
 
     @check_shapes("return[0]: []", "return[1]: []")
     def refresh_and_objective(self, batch):
@@ -452,20 +528,21 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
                 "SEPGPC's minibatch training loss refreshes sites, which needs the replicas' refreshes merged: "
                 "train with gpflow_ep.training.fit(model, data, strategy=...)"
             )
-        X, Y, index = self._check_minibatch(batch)
+        sites = self._check_minibatch(batch)
         settings = self.ep_settings
         self._check_surrogate_settings(settings)
-        refresh, fr, A_site = self._propose_refresh(X, Y, index, settings)
+        refresh, fr, A_site = self._propose_refresh(sites, settings)
         d_Lambda, d_eta = refresh.posterior_change
-        q_new = self._posterior_v(fr.L, self.posterior_precision + d_Lambda, self.posterior_shift + d_eta)
+        Lambda_u, eta_u = self._stored_posterior()
+        q_new = self._posterior_v(fr.L, Lambda_u + d_Lambda, eta_u + d_eta)
 
         def accepted():
             self._write_refresh(refresh)
             return q_new.cholesky, q_new.half_mean, q_new.proper, A_site, refresh.num_skipped
 
         def rejected():  # nothing written; the unchanged q and every update counted as skipped
-            self._reject_refresh(index)
-            return fr.q.cholesky, fr.q.half_mean, fr.q.proper, fr.A_old, tf.size(index)
+            self._reject_refresh(sites.index)
+            return fr.q.cholesky, fr.q.half_mean, fr.q.proper, fr.A_old, tf.size(sites.index)
 
         cholesky, half_mean, proper, A_old, num_skipped = tf.cond(
             q_new.proper & refresh.is_finite(), accepted, rejected
@@ -475,7 +552,7 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
             q=WhitenedGaussian.from_factor(cholesky, half_mean, proper),
             same=tf.equal(num_skipped, 0),
         )
-        return surrogate_objective(self, X, Y, index, refreshed, settings), num_skipped
+        return surrogate_objective(self, sites, refreshed, settings), num_skipped
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """
@@ -485,34 +562,34 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
         they were last updated with, as in the paper (spec §3); this re-projection also removes the
         slow round-off drift of the running sums (spec §3 [A]).
         """
-        X = check_inputs(data[0], "data[0] (X)")
-        if X.shape[0] != self.num_data:
-            raise ValueError(f"data: reproject_sites needs all num_data={self.num_data} points; got {X.shape[0]}")
-        self._reproject(X, chunk_size)
+        self._reproject(self._check_full_data(data), check_positive_int(chunk_size, "chunk_size"))
 
-    def _reproject(self, X: np.ndarray, chunk_size: int) -> None:
-        """``reproject_sites`` for the inputs X of every site, in site order."""
-        chunk_size = check_positive_int(chunk_size, "chunk_size")
+    def _reproject(self, sites: "SiteBatch", chunk_size: int) -> None:
+        """``reproject_sites`` on validated full data, ``chunk_size`` points at a time."""
         L = self._chol_Kuu()
         tau, nu = self.sites.read()
-        M = self.inducing_variable.num_inducing
-        Lambda = tf.zeros((M, M), default_float())
-        eta = tf.zeros((M, 1), default_float())
-        for start in range(0, X.shape[0], chunk_size):
-            Xc = tf.constant(X[start : start + chunk_size])
-            U = self._directions(L, Xc)
-            t, n_ = tau[start : start + chunk_size], nu[start : start + chunk_size]
-            centred = n_ - t * self.mean_function(Xc)
-            Lambda += tf.matmul(U * t, U, transpose_a=True)
-            eta += tf.matmul(U, centred, transpose_a=True)
-            self.site_directions[start : start + chunk_size].assign(U)
-        self.posterior_precision.assign(Lambda)
-        self.posterior_shift.assign(eta)
+        C, N = self.num_blocks, self.num_data
+        prior_mean = tf.reshape(self._block_mean(sites.X), [-1, 1])
+        pair_tau = tf.reshape(sites.pairs.sum(tau), [C, N])
+        pair_shift = tf.reshape(sites.pairs.sum(nu - tau * sites.pairs.gather(prior_mean)), [C, N])
+        M = self.site_directions.shape[-1]
+        Lambda = tf.zeros((C, M, M), default_float())
+        eta = tf.zeros((C, M, 1), default_float())
+        for start in range(0, N, chunk_size):
+            stop = min(start + chunk_size, N)
+            U = self._directions(L, sites.X[start:stop])  # [C, P, M]
+            Lambda += tf.matmul(U * pair_tau[:, start:stop, None], U, transpose_a=True)
+            eta += tf.matmul(U, pair_shift[:, start:stop, None], transpose_a=True)
+            rows = (tf.range(C)[:, None] * N + tf.range(start, stop)[None, :])[..., None]
+            self.site_directions.scatter_nd_update(rows, U)
+        self.posterior_precision.assign(tf.reshape(Lambda, self.posterior_precision.shape))
+        self.posterior_shift.assign(tf.reshape(eta, self.posterior_shift.shape))
 
     def _directions(self, L, X):
-        """υ_i = K_uu⁻¹k_i = L⁻ᵀL⁻¹k_i as rows, [N, M]."""
-        Kuf = covariances.Kuf(self.inducing_variable, self.kernel, X)
-        return tf.transpose(tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True))
+        """υ = K_uu⁻¹k(X) = L⁻ᵀL⁻¹k(X) of every block, as rows [C, P, M]."""
+        Kuf = self._block_Kuf(X)
+        solved = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)
+        return tf.linalg.matrix_transpose(solved)
 
     @staticmethod
     def _check_surrogate_settings(settings: EPSettings) -> None:
@@ -524,6 +601,16 @@ class SEPGPC(EPModel, MinibatchEP, GPModel, CheckedExternalDataTrainingLossMixin
             )
 
 
+class SiteBatch(NamedTuple):
+    """Validated data as the sites see it (:meth:`SEPGPC._site_data`)."""
+
+    X: tf.Tensor  # [P, D] the points
+    Y: tf.Tensor  # [S, 1] the sites' targets
+    pairs: SitePairs  # the (block, point) pair each site acts on
+    index: Optional[tf.Tensor] = None  # [S] int32: the sites (minibatch)
+    pair_rows: Optional[tf.Tensor] = None  # [C·P] int32: the pairs' rows of ``site_directions`` (minibatch)
+
+
 class SEPPosterior(EPPosteriorBase):
     """q(f) of a :class:`SEPGPC`: chol(K_uu) and q(v) factorised once."""
 
@@ -532,7 +619,12 @@ class SEPPosterior(EPPosteriorBase):
         self._L = model._chol_Kuu()
         self._q = model._posterior_v(self._L)
 
-    def _predict_latent(self, Xnew, full_cov: bool):
+    def _predict_blocks(self, Xnew, full_cov: bool):
+        """q(f*) - m of every block: means [C, N], covariances [C, N, N] or variances [C, N]."""
         model = self.model
-        A_star = tf.linalg.triangular_solve(self._L, covariances.Kuf(model.inducing_variable, model.kernel, Xnew))
-        return self._q.predict(A_star, model.kernel(Xnew, full_cov=full_cov), full_cov=full_cov)
+        A_star = tf.linalg.triangular_solve(self._L, model._block_Kuf(Xnew))
+        return self._q.predict(A_star, model._block_Kff(Xnew, full_cov), full_cov=full_cov)
+
+    def _predict_latent(self, Xnew, full_cov: bool):
+        mean, cov = self._predict_blocks(Xnew, full_cov)
+        return mean[0], cov[0]

@@ -12,14 +12,16 @@ site memory. Factorising q ignores the correlations between the classes' posteri
 likelihood creates; the paper reports this costs little accuracy, and the tests compare C = 2 with
 :class:`SEPGPC`.
 
-Implementation: the C functions are one GP on class-augmented inputs (x, c) with the block-diagonal
-kernel :class:`~gpflow_ep.kernels.ClassIndependent` and inducing variable
-:class:`~gpflow_ep.kernels.ClassInducingPoints`; every site acts on one class, so this model *is*
-:class:`SEPGPC` — its batch EP, minibatch refresh, surrogate F_M and its gradient, ``fit``,
-``tf.distribute``, checkpoints — over the sites (x_i, class) instead of the points, with the paired
-factor. It only translates points and labels into sites. The price of that reuse: matrices of size
-[CM, CM] where C blocks of [M, M] would do (O(C³M³) per step instead of O(CM³)) and site directions
-stored [S, CM] (S = 2N(C - 1)); fine for tens of classes at M ≈ 100, not for hundreds.
+Implementation: this model *is* :class:`SEPGPC` — its batch EP, minibatch refresh, surrogate F_M
+and its gradient, ``fit``, ``tf.distribute``, checkpoints — with C blocks u = (u^0, …, u^{C-1}) and
+several sites per point. The sites of a point act on C (class, point) *pairs*: its C - 1 y-sites
+share the pair (y_i, i) (one direction υ^{y_i}_i), each k-site has the pair (k, i). SEPGPC's algebra
+sums the sites' natural parameters on their pairs and works per class (:class:`~gpflow_ep.ep.SitePairs`),
+so a step costs O(C m² |B|) like an SVGP with C latent functions, and the stored directions are one
+per pair, [C n, M]. A point's 2(C - 1) sites are updated together or not at all (so the sites of a
+pair always share its direction). The kernels and inducing inputs are held as the
+:class:`~gpflow_ep.kernels.ClassIndependent` kernel and :class:`~gpflow_ep.kernels.ClassInducingPoints`
+(the C functions as one GP on class-augmented inputs), whose per-class blocks the algebra uses.
 
 The evidence is SEPGPC's EP energy over all sites; its minibatch surrogate and gradient are SEPGPC's
 (the scale N/|B| is the same for points and their sites). Prediction: p(y* = k) by Gauss–Hermite
@@ -28,17 +30,18 @@ quadrature of the argmax under the independent predictive marginals (``MultiClas
 
 from typing import Optional, Sequence, Union
 
+import numpy as np
 import tensorflow as tf
 from check_shapes import inherit_check_shapes
 from gpflow.base import InputData, MeanAndVariance
 from gpflow.config import default_float
 from gpflow.kernels import Kernel
 
-from ..ep import EPSettings
-from ..kernels.class_independent import ClassIndependent, ClassInducingPoints, augment_with_class
+from ..ep import EPSettings, SitePairs
+from ..kernels.class_independent import ClassIndependent, ClassInducingPoints
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
 from ..validation import check_inputs, check_prediction_inputs
-from .sepgpc import SEPGPC
+from .sepgpc import SEPGPC, SiteBatch
 
 __all__ = ["SEPMGPC"]
 
@@ -85,6 +88,9 @@ class SEPMGPC(SEPGPC):
                 inducing_variable = ClassInducingPoints(check_inputs(inducing_variable, "inducing_variable"), C)
         if inducing_variable.num_classes != C:
             raise ValueError(f"inducing_variable has {inducing_variable.num_classes} classes; the likelihood {C}")
+        sizes = {int(ip.num_inducing) for ip in inducing_variable.inducing_points}
+        if len(sizes) != 1:
+            raise ValueError(f"inducing_variable: every class needs the same number of inducing inputs; got {sizes}")
         ep_options.setdefault("damping", 0.5)
         super().__init__(
             ClassIndependent(kernels), likelihood, inducing_variable, num_data, jitter=jitter, **ep_options
@@ -92,6 +98,11 @@ class SEPMGPC(SEPGPC):
 
     @property
     def num_classes(self) -> int:
+        return self.likelihood.num_classes
+
+    @property
+    def num_blocks(self) -> int:
+        """C: one block of u per class."""
         return self.likelihood.num_classes
 
     @property
@@ -117,39 +128,69 @@ class SEPMGPC(SEPGPC):
         return settings
 
     def _factor(self, X, Y, extra_var=None) -> DifferenceFactor:
-        return DifferenceFactor(self.likelihood.noise_variance, extra_var)
+        return DifferenceFactor(self.likelihood.noise_variance, extra_var, self.num_classes - 1)
+
+    # ---------------------------------------------------------------- per-class blocks
+
+    def _per_kernel(self, compute):
+        """
+        ``compute(kernel, Z)`` for each distinct kernel object and the inducing inputs of the
+        classes it serves, stacked [g, M, D] (one call per kernel, not per class), as [C, ...] in
+        class order.
+        """
+        parts, order = [], []
+        for kernel, members in self.kernel._groups():
+            parts.append(compute(kernel, tf.stack([self.inducing_variable.inducing_points[c].Z for c in members])))
+            order += members
+        stacked = tf.concat(parts, axis=0)
+        return stacked if order == sorted(order) else tf.gather(stacked, np.argsort(order))
+
+    def _block_Kuu(self):
+        M = self.site_directions.shape[-1]
+        jitter = self.jitter * tf.eye(M, dtype=default_float())
+        return self._per_kernel(lambda k, Z: tf.vectorized_map(lambda z: k(z) + jitter, Z))
+
+    def _block_Kuf(self, X):
+        def kuf(k, Z):  # one kernel matrix between all the classes' inducing inputs and X
+            g, M = tf.shape(Z)[0], tf.shape(Z)[1]
+            return tf.reshape(k(tf.reshape(Z, [g * M, -1]), X), [g, M, -1])
+
+        return self._per_kernel(kuf)
+
+    def _block_Kff(self, X, full_cov: bool):
+        def kff(k, Z):  # the same for every class of a kernel
+            return tf.repeat(k(X, full_cov=full_cov)[None], tf.shape(Z)[0], axis=0)
+
+        return self._per_kernel(kff)
+
+    def _block_mean(self, X):
+        return tf.tile(tf.transpose(self.mean_function(X)), [self.num_classes, 1])
 
     # ---------------------------------------------------------------- points → sites
 
-    def _site_data(self, X, Y, index=None):
+    def _site_data(self, X, Y, index=None) -> SiteBatch:
         """
-        The sites of points (X, Y): first the y-sites (x_i, y_i), then the k-sites (x_i, k), one per
-        competitor k ≠ y_i in increasing order, point by point; their indices when ``index`` (of the
-        points) is given: point i's r-th factor has sites i(C-1) + r and N(C-1) + i(C-1) + r.
+        The sites of points (X, Y): first the y-sites, then the k-sites, one per competitor k ≠ y_i
+        in increasing order, point by point; the y-sites of point j act on the pair (y_j, j), its
+        k-sites on (k, j) (pair row k·P + j). With the points' ``index``: point i's r-th factor has
+        sites i(C-1) + r and N(C-1) + i(C-1) + r, and the pair (c, i) row c·N + i of the directions.
         """
-        C1 = self.num_classes - 1
+        C, C1 = self.num_classes, self.num_classes - 1
         X = tf.convert_to_tensor(X, default_float())
         y = tf.cast(tf.reshape(Y, [-1]), tf.int32)
+        P = tf.shape(y)[0]
         slots = tf.range(C1)
-        competitors = slots[None, :] + tf.cast(slots[None, :] >= y[:, None], tf.int32)  # k ≠ y, [B, C-1]
-        repeated = tf.repeat(X, C1, axis=0)
-        site_X = tf.concat(
-            [
-                augment_with_class(repeated, tf.repeat(y, C1)),
-                augment_with_class(repeated, tf.reshape(competitors, [-1])),
-            ],
-            axis=0,
-        )
-        site_Y = tf.ones([tf.shape(site_X)[0], 1], default_float())
+        competitors = slots[None, :] + tf.cast(slots[None, :] >= y[:, None], tf.int32)  # k ≠ y, [P, C-1]
+        point = tf.repeat(tf.range(P), C1)
+        site_pair = tf.concat([tf.repeat(y, C1) * P + point, tf.reshape(competitors, [-1]) * P + point], axis=0)
+        pairs = SitePairs(site_pair, C * P)
+        site_Y = tf.ones([2 * P * C1, 1], default_float())
         if index is None:
-            return site_X, site_Y
-        first = tf.reshape(tf.cast(index, tf.int32)[:, None] * C1 + slots[None, :], [-1])
-        return site_X, site_Y, tf.concat([first, first + self.num_data * C1], axis=0)
-
-    def reproject_sites(self, data, chunk_size: int = 10000) -> None:
-        """SEPGPC's re-projection of every site on the current directions, for data = (X, Y) (all N points)."""
-        site_X, _ = self._check_full_data(data)
-        self._reproject(site_X.numpy(), chunk_size)
+            return SiteBatch(X, site_Y, pairs)
+        index = tf.cast(index, tf.int32)
+        first = tf.reshape(index[:, None] * C1 + slots[None, :], [-1])
+        pair_rows = tf.reshape(tf.range(C)[:, None] * self.num_data + index[None, :], [-1])
+        return SiteBatch(X, site_Y, pairs, tf.concat([first, first + self.num_data * C1], axis=0), pair_rows)
 
     # ---------------------------------------------------------------- prediction
 
@@ -159,9 +200,5 @@ class SEPMGPC(SEPGPC):
         if full_cov or full_output_cov:
             raise ValueError("full_cov: SEPMGPC predicts independent marginals per class; no full covariances")
         Xnew = check_prediction_inputs(Xnew, self.input_dim)
-        posterior = self.posterior()
-        n = tf.shape(Xnew)[0]
-        moments = [
-            posterior._predict_latent(augment_with_class(Xnew, tf.fill([n], c)), False) for c in range(self.num_classes)
-        ]
-        return tf.stack([m for m, _ in moments], axis=1), tf.stack([v for _, v in moments], axis=1)
+        mean, var = self.posterior()._predict_blocks(Xnew, full_cov=False)
+        return tf.transpose(mean) + self.mean_function(Xnew), tf.transpose(var)
