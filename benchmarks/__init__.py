@@ -11,6 +11,14 @@ Run each from the repository root, after ``pip install -e ".[bench]"``:
     python -m benchmarks.rep_synthetic  [--quick] [--out-dir results/rep]    C2, synthetic flipped labels
     python -m benchmarks.rep_uci        [--quick] [--out-dir results/rep]    C3, UCI benchmarks
     python -m benchmarks.rep            [--parts C1,C2,C3] ...                the three parts in turn
+    python -m benchmarks.sepmgpc_multiclass [--quick] [--out-dir results/sepmgpc] SEPMGPC vs SVGP, 8 multi-class sets
+    python -m benchmarks.sepmgpc_flights    [--quick] [--out-dir results/sepmgpc] SEPMGPC vs SVGP, flights in 3 classes
+    python -m benchmarks.dgp_uci            [--quick] [--out-dir results/dgp]     DGP-AEP vs GPflux, UCI regression
+    python -m benchmarks.dgp_binary         [--quick] [--out-dir results/dgp]     probit DGP-AEP, binary sets
+    python -m benchmarks.bsvm_multiclass    [--quick] [--out-dir results/bsvm]    hinge SVGP vs RobustMax/Softmax/OvR
+    python -m benchmarks.bsvm_hybrid        [--quick] [--out-dir results/bsvm]    hybrid deep kernel on digits, FGSM
+    python -m benchmarks.bsvm_active        [--quick] [--out-dir results/bsvm]    active learning curves
+    python -m benchmarks.spike_slab_pcep    [--quick] [--out-dir results/spike_slab] spike-and-slab EP
 
 Every module writes JSON (results, settings, machine, timestamps) and Markdown (the tables of the
 README); ``--help`` lists its options. Shared helpers are in :mod:`benchmarks.common`.

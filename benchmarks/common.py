@@ -68,6 +68,8 @@ __all__ = [
     "random_subset",
     "make_optimizer",
     "MinibatchRunner",
+    "race",
+    "plot_race",
     "TimedSteps",
     "json_default",
     "write_json",
@@ -547,14 +549,16 @@ class MinibatchRunner:
     """
     A sparse model trained on minibatches: ``SEPGPC`` (``method="SEP minibatch"``: minibatch EP,
     damping :data:`MINIBATCH_DAMPING`, and surrogate-gradient steps) or GPflow's whitened ``SVGP``
-    (``method="SVGP"``), SE-ARD kernel and probit likelihood, inducing inputs starting at Z; its
-    compiled train step (``gpflow_ep.training.make_train_step``) and minibatch iterator. :meth:`run`
-    times chunks of steps.
+    (``method="SVGP"``), SE-ARD kernel and probit likelihood, inducing inputs starting at Z, or a
+    given ``model``; its compiled train step (``gpflow_ep.training.make_train_step``) and minibatch
+    iterator. :meth:`run` times chunks of steps; :func:`race` trains several against the clock.
     """
 
-    def __init__(self, method: str, X, Y, Z, batch_size: int, optimizer: str, seed: int = 0):
+    def __init__(self, method: str, X, Y, Z, batch_size: int, optimizer: str, seed: int = 0, model=None):
         n, D = X.shape
-        if method == "SVGP":
+        if model is not None:  # any model fit's train step takes (another benchmark's)
+            self.model = model
+        elif method == "SVGP":
             self.model = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
         else:
             self.model = SEPGPC(
@@ -585,6 +589,93 @@ class MinibatchRunner:
         self.train_seconds += dt
         self.chunk_times.append((k, dt))
         return loss, dt
+
+
+def race(
+    runners: Mapping[str, "MinibatchRunner"],
+    evaluate: Callable,
+    time_budget: float,
+    eval_every: int,
+    steps_per_epoch: int,
+    max_steps: Optional[int] = None,
+    log: Callable[[str], None] = print,
+) -> Dict:
+    """
+    Train ``runners`` in interleaved chunks of ``eval_every`` steps until each has used
+    ``time_budget`` seconds of training (or ``max_steps``), each chunk followed by
+    ``evaluate(model)`` (a dict with ``error`` and ``nll``) outside the training clock; the first
+    (compiling) step of each is timed apart. Returns ``curves`` (per method, the evaluations with
+    ``step`` and ``time_s``) and ``results`` (steps, epochs, median time per step and per epoch,
+    the final and best evaluation, skipped site updates).
+    """
+    curves = {m: [dict(step=0, time_s=0.0, **evaluate(r.model))] for m, r in runners.items()}
+    compile_s = {}
+    for m, r in runners.items():
+        compile_s[m] = r.run(1)[1]
+        r.train_seconds, r.chunk_times = 0.0, []
+    log(f"first (compiling) step: {compile_s}")
+    while True:
+        active = [
+            m
+            for m, r in runners.items()
+            if r.train_seconds < time_budget and (max_steps is None or r.steps < max_steps)
+        ]
+        if not active:
+            break
+        for m in active:
+            loss, _ = runners[m].run(eval_every)
+            r = runners[m]
+            curves[m].append(dict(step=r.steps, time_s=r.train_seconds, loss=loss, **evaluate(r.model)))
+        log(
+            "; ".join(
+                f"{m}: step {r.steps} t {r.train_seconds:.1f}s err {curves[m][-1]['error']:.4f} "
+                f"nll {curves[m][-1]['nll']:.4f}"
+                for m, r in runners.items()
+            )
+        )
+    results = {}
+    for m, r in runners.items():
+        med = float(np.median([dt / k for k, dt in r.chunk_times]))
+        results[m] = dict(
+            steps=r.steps,
+            train_seconds=r.train_seconds,
+            epochs_done=r.steps / steps_per_epoch,
+            per_step_median_s=med,
+            per_1000_steps_s=1000 * med,
+            epoch_time_s=steps_per_epoch * med,
+            epoch_time_measured_s=(r.train_seconds / (r.steps - 1) * steps_per_epoch) if r.steps > 1 else None,
+            compile_first_step_s=compile_s[m],
+            final=curves[m][-1],
+            skipped_site_updates=r.skipped,
+            best_nll=min(c["nll"] for c in curves[m]),
+            best_error=min(c["error"] for c in curves[m]),
+        )
+    return dict(curves=curves, results=results)
+
+
+def plot_race(curves: Mapping[str, List[Dict]], baseline: Mapping, path: Path, title: str) -> None:
+    """Test error and NLL against training time for each method of :func:`race` (and a baseline's lines)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for (m, c), style in zip(curves.items(), ("-o", "-s", "-^", "-v")):
+        t = [x["time_s"] for x in c]
+        axes[0].plot(t, [x["error"] for x in c], style, ms=3, label=m)
+        axes[1].plot(t, [x["nll"] for x in c], style, ms=3, label=m)
+    for ax, key in zip(axes, ("error", "nll")):
+        if baseline.get(key) is not None:
+            ax.axhline(baseline[key], color="gray", ls="--", label=baseline.get("name", "baseline"))
+        ax.set_xlabel("training time (s, evaluation excluded)")
+        ax.set_ylabel(f"test {key}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 # ---------------------------------------------------------------- outputs

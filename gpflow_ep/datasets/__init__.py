@@ -6,7 +6,7 @@ Datasets for benchmarks and tests. Nothing is downloaded: data come from the ben
 
 from .benchmark import Split, available_benchmarks, benchmark_dir, load_benchmark
 from .bundled import breast_cancer_split, sklearn_multiclass_split
-from .flights import FLIGHT_FEATURES, load_flights
+from .flights import FLIGHT_FEATURES, FLIGHT_TARGETS, load_flights
 from .synthetic import noisy_mixture, spike_slab_problem, two_dimensional
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "sklearn_multiclass_split",
     "load_flights",
     "FLIGHT_FEATURES",
+    "FLIGHT_TARGETS",
     "two_dimensional",
     "noisy_mixture",
     "spike_slab_problem",

@@ -11,9 +11,10 @@ the same kernel object C times to share its hyper-parameters). :class:`ClassIndu
 inducing inputs Z_c for each class (u^c = f^c(Z_c)), stacked as u = (u^0, …, u^{C-1}); its K_uu is
 block diagonal, so an EP posterior over u whose sites each act on one class (a direction
 υ = K_uu⁻¹k̃(Z, x̃) is zero outside its class's block, exactly) stays factorised over classes:
-q(u) = Π_c q(u^c), as in Villacampa-Calvo & Hernández-Lobato (2017). SEPGPC's algebra then serves
-C classes unchanged (:class:`~gpflow_ep.models.SEPMGPC`), at the price of dense [CM, CM] matrices
-where C blocks of [M, M] would do.
+q(u) = Π_c q(u^c), as in Villacampa-Calvo & Hernández-Lobato (2017).
+:class:`~gpflow_ep.models.SEPMGPC` holds its kernels and inducing inputs in these two objects but
+computes with their per-class blocks ([C, M, M] rather than the dense [CM, CM] of the stacked form,
+which its tests use as the oracle).
 """
 
 from typing import Sequence

@@ -39,3 +39,17 @@ def test_load_flights_split_is_seeded(small):
         np.testing.assert_array_equal(a, b)
     other = load_flights(test_size=500, seed=4, subsample=1000)
     assert not np.array_equal(small[2], other[2])
+
+
+def test_load_flights_three_classes_of_arrival_delay(small):
+    """early (d < -15), on time (|d| <= 15), late (d > 15) minutes; same rows and inputs as the binary target."""
+    X_train, Y_train, X_test, Y_test, info = load_flights(
+        test_size=500, seed=3, subsample=1000, target="early_on_time_late"
+    )
+    np.testing.assert_array_equal(X_train, small[0])
+    assert Y_train.dtype == np.int64 and set(np.unique(Y_train)) == {0, 1, 2}
+    assert np.all((Y_train == 0) <= (small[1] == 0.0))  # early implies not delayed
+    assert np.all((Y_train == 2) <= (small[1] == 1.0))  # late implies delayed
+    assert info["target"] == "early_on_time_late" and sum(info["class_rates"]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="target must be one of"):
+        load_flights(target="late")
