@@ -33,6 +33,14 @@ term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq
 ``training_loss((X, Y, index))`` does both (refresh, then -F_M), so a plain GPflow loop over
 ``(X, Y, index)`` batches trains the model; F_M's *value* is not an evidence; use
 :meth:`log_marginal_likelihood` on the full data for that.
+
+**Blocks and pairs.** The algebra carries a leading dimension of C independent blocks of u
+(K_uu [C, M, M], q(v) per block) and lets several sites act on one (block, point) *pair*
+(:class:`~gpflow_ep.ep.SitePairs`): their natural parameters add up on the pair's projection,
+which is computed once, and the pair keeps one direction (row c·n + i of ``site_directions``).
+Here C = 1 and each site has its own pair; :class:`~gpflow_ep.models.SEPMGPC` has one block per
+class and 2(C - 1) sites on C pairs per point, and overrides only the ``_block_*`` prior hooks and
+``_site_data``.
 """
 
 from typing import NamedTuple, Optional
