@@ -215,38 +215,6 @@ def markdown(report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def merge_reports(paths, prefix: Path, command: str) -> int:
-    """One report from several runs of this benchmark on different data sets (same settings)."""
-    import json
-
-    reports = [json.loads(Path(p).read_text()) for p in paths]
-    settings = [{k: v for k, v in r["config"].items() if k != "datasets"} for r in reports]
-    if any(s != settings[0] for s in settings):
-        raise ValueError(f"--merge: the reports have different settings: {settings}")
-    runs, seen = [], set()
-    for r in reports:
-        for run in r["runs"]:
-            key = (run["dataset"], run["split"])
-            if key not in seen:
-                seen.add(key)
-                runs.append(run)
-    first = reports[0]
-    config = dict(first["config"], datasets=list(dict.fromkeys(run["dataset"] for run in runs)))
-    merged = dict(
-        config=config,
-        runs=runs,
-        summary=summarise(runs, config["methods"]),
-        command=" + ".join(r["command"] for r in reports) + f" (merged by `{command}`)",
-        started=min(r["started"] for r in reports),
-        finished=max(r["finished"] for r in reports),
-        wall_time_s=sum(r["wall_time_s"] for r in reports),
-        machine=first["machine"],
-    )
-    json_path, md_path = common.write_report(prefix, merged, markdown(merged))
-    log(f"wrote {json_path} and {md_path}")
-    return 0
-
-
 def main(argv=None, shared: bool = False) -> int:
     parser = common.benchmark_parser("benchmarks.bsvm_multiclass", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(SHIPPED + SKLEARN))
@@ -256,12 +224,13 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--num-inducing", type=int, default=64)
     parser.add_argument("--chunk", type=int, default=250)
-    parser.add_argument(
-        "--merge", default=None, help="comma-separated JSON reports of runs over different data sets: write their union"
-    )
+    common.add_split_grid_options(parser)
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
     if args.merge:
-        return merge_reports(common.parse_list(args.merge), Path(args.out_dir) / "bsvm_multiclass", command)
+        paths = common.parse_list(args.merge)
+        return common.merge_split_reports(
+            paths, Path(args.out_dir) / "bsvm_multiclass", command, summarise, markdown, log
+        )
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.steps, args.num_inducing, args.chunk = ["iris"], 1, 40, 8, 10
@@ -297,6 +266,7 @@ def main(argv=None, shared: bool = False) -> int:
         markdown=markdown,
         log=log,
         describe=describe,
+        first_split=args.first_split,
     )
 
 

@@ -68,6 +68,9 @@ __all__ = [
     "random_subset",
     "make_optimizer",
     "MinibatchRunner",
+    "run_split_grid",
+    "add_split_grid_options",
+    "merge_split_reports",
     "race",
     "plot_race",
     "TimedSteps",
@@ -157,21 +160,24 @@ def run_split_grid(
     markdown: Callable[[Dict], str],
     log: Callable[[str], None],
     describe: Optional[Callable[[Dict], str]] = None,
+    first_split: int = 0,
 ) -> int:
     """
-    ``run_split(name, split)`` for every data set and each of its first ``splits`` splits; after
-    each data set the report so far is written (a long run leaves its finished sets behind), at the
-    end the whole one, as ``{config, runs, summary: summarise(runs)}`` with :func:`timed_report`'s
-    fields. ``describe(run)``, if given, is logged after each split. Returns 0.
+    ``run_split(name, split)`` for every data set and each of its splits ``first_split`` …
+    ``first_split + splits - 1``; after each data set the report so far is written (a long run
+    leaves its finished sets behind), at the end the whole one, as ``{config, runs, summary:
+    summarise(runs)}`` with :func:`timed_report`'s fields. ``describe(run)``, if given, is logged
+    after each split. Runs over different data sets or splits are joined by
+    :func:`merge_split_reports`. Returns 0.
     """
 
     def body(runs: List[Dict]) -> Dict:
-        return dict(config=config, runs=runs, summary=summarise(runs))
+        return dict(config=dict(config, first_split=first_split), runs=runs, summary=summarise(runs))
 
     def run() -> Dict:
         runs: List[Dict] = []
         for name in datasets:
-            for split in range(splits):
+            for split in range(first_split, first_split + splits):
                 runs.append(run_split(name, split))
                 if describe is not None:
                     log(describe(runs[-1]))
@@ -181,6 +187,69 @@ def run_split_grid(
 
     report = timed_report(command, run)
     json_path, md_path = write_report(prefix, report, markdown(report))
+    log(f"wrote {json_path} and {md_path}")
+    return 0
+
+
+#: the settings of a split-grid report that may differ between the reports :func:`merge_split_reports` joins
+GRID_KEYS = ("datasets", "splits", "first_split", "large_splits", "splits_per_dataset")
+
+
+def add_split_grid_options(parser: argparse.ArgumentParser) -> None:
+    """``--first-split`` and ``--merge`` for a benchmark over data sets × fixed splits."""
+    parser.add_argument(
+        "--first-split", type=int, default=0, help="index of the first split to run (to add splits to an earlier run)"
+    )
+    parser.add_argument(
+        "--merge",
+        default=None,
+        help="comma-separated JSON reports of runs with the same settings over different data sets or splits: "
+        "write their union (by data set and split) and exit",
+    )
+
+
+def merge_split_reports(
+    paths: Sequence[str],
+    prefix: Path,
+    command: str,
+    summarise: Callable[[List[Dict], Sequence[str]], Dict],
+    markdown: Callable[[Dict], str],
+    log: Callable[[str], None],
+) -> int:
+    """
+    One report from several runs of a split-grid benchmark with the same settings (all but
+    :data:`GRID_KEYS`), over different data sets or different splits: the union of their runs by
+    (data set, split), the first report's where two hold the same, summarised again
+    (``summarise(runs, methods)``); ``splits`` becomes the most splits any data set has, and
+    ``splits_per_dataset`` says how many each has. Returns 0.
+    """
+    reports = [json.loads(Path(p).read_text()) for p in paths]
+    settings = [{k: v for k, v in r["config"].items() if k not in GRID_KEYS} for r in reports]
+    if any(s != settings[0] for s in settings):
+        raise ValueError(f"--merge: the reports have different settings: {settings}")
+    runs, seen = [], set()
+    for r in reports:
+        for run in r["runs"]:
+            key = (run["dataset"], run["split"])
+            if key not in seen:
+                seen.add(key)
+                runs.append(run)
+    datasets = list(dict.fromkeys(run["dataset"] for run in runs))
+    runs.sort(key=lambda run: (datasets.index(run["dataset"]), run["split"]))
+    counts = [sum(run["dataset"] == name for run in runs) for name in datasets]
+    config = dict(reports[0]["config"], datasets=datasets, splits=max(counts), first_split=0)
+    config["splits_per_dataset"] = dict(zip(datasets, counts))
+    merged = dict(
+        config=config,
+        runs=runs,
+        summary=summarise(runs, config["methods"]),
+        command=" + ".join(r["command"] for r in reports) + f" (merged by `{command}`)",
+        started=min(r["started"] for r in reports),
+        finished=max(r["finished"] or r["started"] for r in reports),
+        wall_time_s=sum(r["wall_time_s"] for r in reports),
+        machine=reports[0]["machine"],
+    )
+    json_path, md_path = write_report(prefix, merged, markdown(merged))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

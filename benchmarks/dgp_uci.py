@@ -28,6 +28,7 @@ DGP-AEP's, beside the paper's Table 3/4 values (GP and DGP-2 columns at M = 50 a
 Run ``python -m benchmarks.dgp_uci [--quick] [--out-dir results/dgp]``.
 """
 
+import json
 import time
 from pathlib import Path
 from typing import Callable, Dict, List
@@ -277,10 +278,14 @@ def _scores(log_density, mean, Yt, y_std) -> Dict:
 
 
 def run_uci(
-    datasets, methods, M, splits, large_splits, iterations, lr, chunk, samples, data_dir, on_split=None
+    datasets, methods, M, splits, large_splits, iterations, lr, chunk, samples, data_dir, on_split=None, first_split=0
 ) -> Dict:
-    """Every split of every dataset; ``on_split(report)`` is called with the report so far after each split."""
+    """
+    Splits ``first_split`` … ``first_split + splits - 1`` (``large_splits`` of them for the large
+    sets) of every dataset; ``on_split(report)`` is called with the report so far after each split.
+    """
     config = dict(
+        first_split=first_split,
         datasets=list(datasets),
         methods=list(methods),
         num_inducing=M,
@@ -294,7 +299,7 @@ def run_uci(
     )
     runs = []
     for name in datasets:
-        for split in range(large_splits if name in LARGE else splits):
+        for split in range(first_split, first_split + (large_splits if name in LARGE else splits)):
             t0 = time.perf_counter()
             result = run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir)
             runs.append(dict(dataset=name, split=split, results=result))
@@ -339,8 +344,12 @@ def uci_markdown(report) -> str:
         ]
     lines += [
         f"M = {M} per GP, {c['iterations']} Adam iterations (lr {c['learning_rate']}, batch {c['batch_size']}); "
-        f"{c['splits']} splits ({c['large_splits']} for kin8nm, naval, power); X and y standardised with the "
-        f"training split; GPflux test LL from {c['gpflux_samples']} forward samples.",
+        + (
+            "splits per dataset in the tables' second column (merged runs)"
+            if "splits_per_dataset" in c
+            else f"{c['splits']} splits ({c['large_splits']} for kin8nm, naval, power)"
+        )
+        + f"; X and y standardised with the training split; GPflux test LL from {c['gpflux_samples']} forward samples.",
         "",
     ]
     for metric, title, digits in (
@@ -416,7 +425,14 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--lr", type=float, default=0.005)
     parser.add_argument("--chunk", type=int, default=500, help="steps per interleaved timing chunk")
     parser.add_argument("--samples", type=int, default=100, help="GPflux forward samples for the test log-likelihood")
+    common.add_split_grid_options(parser)
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    if args.merge:
+        paths = common.parse_list(args.merge)
+        M = json.loads(Path(paths[0]).read_text())["config"]["num_inducing"]
+        return common.merge_split_reports(
+            paths, Path(args.out_dir) / f"dgp_uci_M{M}", command, summarise, uci_markdown, log
+        )
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.large_splits, args.iterations, args.num_inducing, args.chunk, args.samples = (
@@ -462,6 +478,7 @@ def main(argv=None, shared: bool = False) -> int:
             args.samples,
             args.data_dir,
             on_split=save_partial,
+            first_split=args.first_split,
         ),
     )
     json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))

@@ -166,7 +166,13 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--num-inducing", type=int, default=32)
     parser.add_argument("--chunk", type=int, default=250)
+    common.add_split_grid_options(parser)
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    if args.merge:
+        paths = common.parse_list(args.merge)
+        return common.merge_split_reports(
+            paths, Path(args.out_dir) / "sepmgpc_multiclass", command, summarise, markdown, log
+        )
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.steps, args.num_inducing, args.chunk = ["iris"], 1, 40, 8, 10
@@ -197,6 +203,7 @@ def main(argv=None, shared: bool = False) -> int:
         prefix=Path(args.out_dir) / stem,
         markdown=markdown,
         log=log,
+        first_split=args.first_split,
     )
 
 

@@ -74,3 +74,50 @@ def test_model_slot_equals_a_fresh_model():
     assert ev["error"] == pytest.approx(whole["error"]) and ev["nlpd"] == pytest.approx(whole["nlpd"])
     assert ev["finite"] and ev["mean_finite"] and 0.0 <= ev["error_dual"] <= 1.0
     assert model.predict_with == "sites"
+
+
+def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
+    """Two runs of the same settings over splits 0-1 and 2 (one set also elsewhere) merge into one report."""
+
+    def summarise(runs, methods=("m",)):
+        return {
+            name: sorted(r["split"] for r in runs if r["dataset"] == name)
+            for name in dict.fromkeys(r["dataset"] for r in runs)
+        }
+
+    def markdown(report):
+        return f"# grid\n{report['summary']}\n"
+
+    config = dict(datasets=["a", "b"], methods=["m"], splits=2, steps=5)
+    for first, splits, name in ((0, 2, "first"), (2, 1, "second")):
+        assert (
+            common.run_split_grid(
+                ["a", "b"],
+                splits,
+                lambda dataset, split: dict(dataset=dataset, split=split, results={"m": split}),
+                summarise,
+                config=dict(config, splits=splits),
+                command=name,
+                prefix=tmp_path / name,
+                markdown=markdown,
+                log=lambda message: None,
+                first_split=first,
+            )
+            == 0
+        )
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert [(r["dataset"], r["split"]) for r in second["runs"]] == [("a", 2), ("b", 2)]
+    paths = [str(tmp_path / "second.json"), str(tmp_path / "first.json")]
+    assert common.merge_split_reports(paths, tmp_path / "merged", "merge", summarise, markdown, lambda m: None) == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert [(r["dataset"], r["split"]) for r in merged["runs"]] == [(d, s) for d in "ab" for s in range(3)]
+    assert merged["summary"] == {"a": [0, 1, 2], "b": [0, 1, 2]}
+    assert merged["config"]["splits"] == 3 and merged["config"]["splits_per_dataset"] == {"a": 3, "b": 3}
+    assert merged["command"] == "second + first (merged by `merge`)"
+    other = json.loads((tmp_path / "first.json").read_text())
+    other["config"]["steps"] = 6
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="different settings"):
+        common.merge_split_reports(
+            [paths[0], str(tmp_path / "other.json")], tmp_path / "x", "m", summarise, markdown, print
+        )

@@ -15,6 +15,13 @@ def test_quick_run_reports_every_method(tmp_path):
     table = (tmp_path / "dgp_uci_quick.md").read_text()
     assert "| yacht | 1 |" in table and "paper" not in table.split("**Test RMSE")[0]  # M = 5: no paper column
     assert "## Claims" in table
+    # merged with a run of split 1 (here the same report relabelled) into dgp_uci_M5
+    second = dict(report, runs=[dict(run, split=1)], command="second")
+    (tmp_path / "second.json").write_text(json.dumps(second))
+    paths = f"{tmp_path / 'dgp_uci_quick.json'},{tmp_path / 'second.json'}"
+    assert dgp_uci.main(["--merge", paths, "--out-dir", str(tmp_path)]) == 0
+    merged = (tmp_path / "dgp_uci_M5.md").read_text()
+    assert "| yacht | 2 |" in merged and "merged runs" in merged
 
 
 def test_paper_values_cover_the_eight_datasets():
