@@ -675,7 +675,9 @@ def race(
     ``evaluate(model)`` (a dict with ``error`` and ``nll``) outside the training clock; the first
     (compiling) step of each is timed apart. Returns ``curves`` (per method, the evaluations with
     ``step`` and ``time_s``) and ``results`` (steps, epochs, median time per step and per epoch,
-    the final and best evaluation, skipped site updates).
+    the final and best evaluation, skipped site updates). The median time per step is taken over
+    the chunks run while every method was still training (side by side; a method that goes on
+    alone runs in a quieter machine), ``per_step_median_all_s`` over all of them.
     """
     curves = {m: [dict(step=0, time_s=0.0, **evaluate(r.model))] for m, r in runners.items()}
     compile_s = {}
@@ -683,6 +685,7 @@ def race(
         compile_s[m] = r.run(1)[1]
         r.train_seconds, r.chunk_times = 0.0, []
     log(f"first (compiling) step: {compile_s}")
+    side_by_side: Dict[str, List[float]] = {m: [] for m in runners}
     while True:
         active = [
             m
@@ -692,7 +695,9 @@ def race(
         if not active:
             break
         for m in active:
-            loss, _ = runners[m].run(eval_every)
+            loss, dt = runners[m].run(eval_every)
+            if len(active) == len(runners):
+                side_by_side[m].append(dt / eval_every)
             r = runners[m]
             curves[m].append(dict(step=r.steps, time_s=r.train_seconds, loss=loss, **evaluate(r.model)))
         log(
@@ -704,8 +709,11 @@ def race(
         )
     results = {}
     for m, r in runners.items():
-        med = float(np.median([dt / k for k, dt in r.chunk_times]))
+        every = [dt / k for k, dt in r.chunk_times]
+        med = float(np.median(side_by_side[m] or every))
         results[m] = dict(
+            per_step_median_all_s=float(np.median(every)),
+            side_by_side_chunks=len(side_by_side[m]),
             steps=r.steps,
             train_seconds=r.train_seconds,
             epochs_done=r.steps / steps_per_epoch,
