@@ -54,7 +54,8 @@ class SEPMGPC(SEPGPC):
     :param kernel: one GPflow kernel shared by all classes, or a sequence of C kernels.
     :param likelihood: a :class:`~gpflow_ep.likelihoods.MultiClassStep` (C classes, latent noise σ²).
     :param inducing_variable: an [M, D] array of inducing inputs (each class gets its own trainable
-        copy), a sequence of C arrays, or a :class:`~gpflow_ep.kernels.ClassInducingPoints`.
+        copy), a sequence of C [M, D] arrays, or a :class:`~gpflow_ep.kernels.ClassInducingPoints`
+        (the same M for every class: the algebra works on [C, M, M] batches).
     :param num_data: N, the number of training points (each has 2(C - 1) sites: ``num_sites``).
     :param ep_options: EP options (:class:`~gpflow_ep.ep.EPSettings`); the paired sites need
         ``power=1``, no relaxation and the parallel schedule. Batch EP defaults to ``damping=0.5``:
