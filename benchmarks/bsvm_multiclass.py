@@ -227,10 +227,8 @@ def main(argv=None, shared: bool = False) -> int:
     common.add_split_grid_options(parser)
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
     if args.merge:
-        paths = common.parse_list(args.merge)
-        return common.merge_split_reports(
-            paths, Path(args.out_dir) / "bsvm_multiclass", command, summarise, markdown, log
-        )
+        prefix = Path(args.out_dir) / "bsvm_multiclass"
+        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.steps, args.num_inducing, args.chunk = ["iris"], 1, 40, 8, 10

@@ -28,7 +28,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import gpflow
 import numpy as np
@@ -72,6 +72,7 @@ __all__ = [
     "add_split_grid_options",
     "merge_split_reports",
     "race",
+    "logistic_regression_baseline",
     "plot_race",
     "TimedSteps",
     "json_default",
@@ -209,8 +210,8 @@ def add_split_grid_options(parser: argparse.ArgumentParser) -> None:
 
 
 def merge_split_reports(
-    paths: Sequence[str],
-    prefix: Path,
+    paths: Union[str, Sequence[str]],
+    prefix: Union[Path, Callable[[Dict], Path]],
     command: str,
     summarise: Callable[[List[Dict], Sequence[str]], Dict],
     markdown: Callable[[Dict], str],
@@ -221,8 +222,12 @@ def merge_split_reports(
     :data:`GRID_KEYS`), over different data sets or different splits: the union of their runs by
     (data set, split), the first report's where two hold the same, summarised again
     (``summarise(runs, methods)``); ``splits`` becomes the most splits any data set has, and
-    ``splits_per_dataset`` says how many each has. Returns 0.
+    ``splits_per_dataset`` says how many each has. ``paths`` may be ``--merge``'s comma-separated
+    text; ``prefix`` a function of the merged settings (when the file name depends on them).
+    Returns 0.
     """
+    if isinstance(paths, str):
+        paths = parse_list(paths)
     reports = [json.loads(Path(p).read_text()) for p in paths]
     settings = [{k: v for k, v in r["config"].items() if k not in GRID_KEYS} for r in reports]
     if any(s != settings[0] for s in settings):
@@ -249,7 +254,7 @@ def merge_split_reports(
         wall_time_s=sum(r["wall_time_s"] for r in reports),
         machine=reports[0]["machine"],
     )
-    json_path, md_path = write_report(prefix, merged, markdown(merged))
+    json_path, md_path = write_report(prefix(config) if callable(prefix) else prefix, merged, markdown(merged))
     log(f"wrote {json_path} and {md_path}")
     return 0
 
@@ -728,6 +733,23 @@ def race(
             best_error=min(c["error"] for c in curves[m]),
         )
     return dict(curves=curves, results=results)
+
+
+def logistic_regression_baseline(X, Y, X_test, Y_test, floor: float) -> Dict:
+    """
+    scikit-learn's logistic regression (multinomial for several classes) on labels [N, 1] (0/1 or
+    class indices): its test error (most probable class) and test NLL, the probabilities floored
+    at ``floor``; the baseline of :func:`race`'s benchmarks.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    y, y_test = np.asarray(Y)[:, 0].astype(int), np.asarray(Y_test)[:, 0].astype(int)
+    p = np.maximum(LogisticRegression(max_iter=1000).fit(X, y).predict_proba(X_test), floor)
+    return dict(
+        name="logistic regression",
+        error=float(np.mean(np.argmax(p, axis=1) != y_test)),
+        nll=float(-np.mean(np.log(p[np.arange(len(y_test)), y_test]))),
+    )
 
 
 def plot_race(curves: Mapping[str, List[Dict]], baseline: Mapping, path: Path, title: str) -> None:

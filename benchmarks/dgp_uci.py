@@ -28,7 +28,6 @@ DGP-AEP's, beside the paper's Table 3/4 values (GP and DGP-2 columns at M = 50 a
 Run ``python -m benchmarks.dgp_uci [--quick] [--out-dir results/dgp]``.
 """
 
-import json
 import time
 from pathlib import Path
 from typing import Callable, Dict, List
@@ -428,11 +427,11 @@ def main(argv=None, shared: bool = False) -> int:
     common.add_split_grid_options(parser)
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
     if args.merge:
-        paths = common.parse_list(args.merge)
-        M = json.loads(Path(paths[0]).read_text())["config"]["num_inducing"]
-        return common.merge_split_reports(
-            paths, Path(args.out_dir) / f"dgp_uci_M{M}", command, summarise, uci_markdown, log
-        )
+
+        def prefix(config):  # the merged runs' M names the report
+            return Path(args.out_dir) / f"dgp_uci_M{config['num_inducing']}"
+
+        return common.merge_split_reports(args.merge, prefix, command, summarise, uci_markdown, log)
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.large_splits, args.iterations, args.num_inducing, args.chunk, args.samples = (

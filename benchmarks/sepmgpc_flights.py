@@ -27,7 +27,6 @@ from typing import Dict, List, Optional
 
 import gpflow
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from gpflow_ep.datasets import load_flights
 from gpflow_ep.likelihoods import MultiClassStep
@@ -81,13 +80,7 @@ def run_flights(methods, time_budget, eval_every, batch_size, M, optimizer, subs
     raced = common.race(
         runners, lambda model: _evaluate(model, Xte, Yte), time_budget, eval_every, n // batch_size, max_steps, log
     )
-    lr = LogisticRegression(max_iter=1000).fit(Xtr, Ytr[:, 0])
-    p = lr.predict_proba(Xte)
-    baseline = dict(
-        name="logistic regression",
-        error=float(np.mean(np.argmax(p, axis=1) != Yte[:, 0])),
-        nll=float(-np.mean(np.log(np.maximum(p[np.arange(len(Yte)), Yte[:, 0]], 1e-300)))),
-    )
+    baseline = common.logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-300)
     return dict(
         data=info,
         M=M,
