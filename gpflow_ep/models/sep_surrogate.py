@@ -11,7 +11,17 @@ import tensorflow as tf
 from ..ep import EPSettings, SitePairs, WhitenedGaussian, blocked
 from ..ep.whitened import eye_like
 
-__all__ = ["Frame", "PriorBlocks", "surrogate_objective", "unless_same"]
+__all__ = ["Frame", "PriorBlocks", "SiteBatch", "surrogate_objective", "unless_same"]
+
+
+class SiteBatch(NamedTuple):
+    """Validated data as the sites see it (``SEPGPC._site_data``)."""
+
+    X: tf.Tensor  # [P, D] the points
+    Y: tf.Tensor  # [S, 1] the sites' targets
+    pairs: SitePairs  # the (block, point) pair each site acts on
+    index: Optional[tf.Tensor] = None  # [S] int32: the sites (minibatch)
+    pair_rows: Optional[tf.Tensor] = None  # [C·P] int32: the pairs' rows of ``site_directions`` (minibatch)
 
 
 class PriorBlocks(NamedTuple):
