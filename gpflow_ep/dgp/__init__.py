@@ -5,7 +5,7 @@ kernel expectations, the tied factor, the FITC layer and the reference initialis
 
 from .initialisation import initial_layers
 from .layer import AEPLayer
-from .psi import PsiStatistics, psi_statistics
+from .psi import PsiStatistics, psi2_traces, psi_statistics
 from .tied_factor import TiedFactor
 
-__all__ = ["AEPLayer", "TiedFactor", "PsiStatistics", "psi_statistics", "initial_layers"]
+__all__ = ["AEPLayer", "TiedFactor", "PsiStatistics", "psi_statistics", "psi2_traces", "initial_layers"]

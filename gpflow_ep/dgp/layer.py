@@ -33,7 +33,8 @@ from gpflow.kernels import SquaredExponential
 from gpflow.utilities import positive
 
 from ..ep import WhitenedGaussian
-from .psi import psi_statistics
+from ..ep.whitened import eye_like
+from .psi import psi2_traces, psi_statistics
 from .tied_factor import TiedFactor
 
 __all__ = ["AEPLayer"]
@@ -108,7 +109,7 @@ class AEPLayer(Module):
         out = []
         for kernel, inducing, factor in zip(self.kernels, self.inducing_variables, self.factors):
             L = tf.linalg.cholesky(covariances.Kuu(inducing, kernel, jitter=self.jitter))
-            out.append(Block(L, factor.whitened(L, cavity=False), factor.whitened(L, cavity=True)))
+            out.append(Block(L, *factor.posterior_and_cavity(L)))
         return out
 
     @check_shapes("return: []")
@@ -157,16 +158,21 @@ class Block(NamedTuple):
 def _gaussian_input_moments(kernel, mean, var, Z, L, q):
     """m [N], v [N] of one output under a Gaussian input, without the layer noise (module docstring)."""
     psi = psi_statistics(kernel, mean, var, Z)
-    M = tf.shape(L)[0]
-    eye = tf.eye(M, dtype=L.dtype)
-    A = tf.linalg.triangular_solve(L, q.mean, adjoint=True)  # K⁻¹m = L⁻ᵀμ_v, [M, 1]
-    K_inv = tf.linalg.cholesky_solve(L, eye)
-    G = q.half_solve(tf.linalg.triangular_solve(L, eye))  # L_B⁻¹L⁻¹
+    L_inv = tf.linalg.triangular_solve(L, eye_like(L))
+    A = tf.matmul(L_inv, q.mean, transpose_a=True)  # K⁻¹m = L⁻ᵀμ_v, [M, 1]
+    G = q.half_solve(L_inv)  # L_B⁻¹L⁻¹, GᵀG = K⁻¹VK⁻¹
     m = tf.linalg.matvec(psi.psi1, A[:, 0])
-    fitc = psi.psi0 - tf.einsum("ab,nab->n", K_inv, psi.psi2)
-    from_q = tf.einsum("ab,nab->n", tf.matmul(G, G, transpose_a=True), psi.psi2)
-    of_mean = tf.einsum("a,nab,b->n", A[:, 0], psi.psi2, A[:, 0]) - tf.square(m)
-    v = tf.maximum(fitc, 0.0) + tf.maximum(from_q, 0.0) + tf.maximum(of_mean, 0.0)
+    forms = tf.stack(
+        [
+            tf.matmul(L_inv, L_inv, transpose_a=True),  # K⁻¹
+            tf.matmul(G, G, transpose_a=True),
+            tf.matmul(A, A, transpose_b=True),
+        ]
+    )
+    traces = psi2_traces(psi.psi2, forms)  # [N, 3]
+    fitc = psi.psi0 - traces[:, 0]
+    of_mean = traces[:, 2] - tf.square(m)
+    v = tf.maximum(fitc, 0.0) + tf.maximum(traces[:, 1], 0.0) + tf.maximum(of_mean, 0.0)
     return m, v
 
 

@@ -25,6 +25,8 @@ hyper-parameters, as in the paper (spec §3.1) — an exception to the rest of t
 EP sites are state updated by moment matching, not parameters.
 """
 
+from typing import Tuple
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
@@ -68,16 +70,22 @@ class TiedFactor(Module):
     @check_shapes("L: [M, M]")
     def whitened(self, L, cavity: bool) -> WhitenedGaussian:
         """q(v) (``cavity=False``) or the cavity q\\(v) (``cavity=True``), v = L⁻¹u."""
+        posterior, cavity_q = self.posterior_and_cavity(L)
+        return cavity_q if cavity else posterior
+
+    @check_shapes("L: [M, M]")
+    def posterior_and_cavity(self, L) -> Tuple[WhitenedGaussian, WhitenedGaussian]:
+        """q(v) and q\\(v) from one Λ = LᵀTL (the cavity's natural parameters are β times the posterior's)."""
         LR = tf.matmul(L, self.factor_cholesky, transpose_a=True)  # LᵀR
-        scale = self.removed_fraction if cavity else 1.0
-        Lambda = scale * tf.matmul(LR, LR, transpose_b=True)
-        eta = scale * tf.matmul(L, self.factor_shift, transpose_a=True)
-        return WhitenedGaussian(Lambda, eta)
+        Lambda = tf.matmul(LR, LR, transpose_b=True)
+        eta = tf.matmul(L, self.factor_shift, transpose_a=True)
+        beta = self.removed_fraction
+        return WhitenedGaussian(Lambda, eta), WhitenedGaussian(beta * Lambda, beta * eta)
 
     @check_shapes("L: [M, M]", "return: []")
     def energy_terms(self, L) -> tf.Tensor:
         """(1 - N) φ_post + N φ_cav - φ_prior (module docstring), given L = chol K."""
-        return self.energy_terms_of(self.whitened(L, cavity=False), self.whitened(L, cavity=True))
+        return self.energy_terms_of(*self.posterior_and_cavity(L))
 
     def energy_terms_of(self, posterior: WhitenedGaussian, cavity: WhitenedGaussian) -> tf.Tensor:
         """The same from this factor's q(v) and cavity (:meth:`whitened`), already factorised."""
