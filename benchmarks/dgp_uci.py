@@ -235,13 +235,9 @@ def _sparse_gp_start(X, Y, M, seed):
     return kernel, first.inducing_variables[0].Z.numpy()
 
 
-def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir, seed=0) -> Dict:
-    data = load_benchmark(name, split, data_dir, kind="regression")
-    X, Xt = data.X_train, data.X_test
-    y_mean, y_std = float(data.Y_train.mean()), float(data.Y_train.std())
-    Y, Yt = (data.Y_train - y_mean) / y_std, (data.Y_test - y_mean) / y_std
-    batch_size = 50
-    trainers, results = {}, {}
+def minibatch_trainers(X, Y, methods, M, lr, samples, seed, batch_size=50) -> Dict[str, _Trainer]:
+    """The trainers of the minibatch ``methods`` (SGPR is not one), all from the same start."""
+    trainers = {}
     for method in methods:
         if method in ("GP-AEP", "DGP-AEP 2", "DGP-AEP 3"):
             trainers[method] = minibatch_trainer(_start(X, Y, WIDTHS[method], M, seed), X, Y, lr, batch_size, seed)
@@ -252,6 +248,15 @@ def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir,
             kernel, Z = _sparse_gp_start(X, Y, M, seed)
             model = gpflow.models.SVGP(kernel, gpflow.likelihoods.Gaussian(0.01), Z, num_data=len(X))
             trainers[method] = minibatch_trainer(model, X, Y, lr, batch_size, seed)
+    return trainers
+
+
+def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir, seed=0) -> Dict:
+    data = load_benchmark(name, split, data_dir, kind="regression")
+    X, Xt = data.X_train, data.X_test
+    y_mean, y_std = float(data.Y_train.mean()), float(data.Y_train.std())
+    Y, Yt = (data.Y_train - y_mean) / y_std, (data.Y_test - y_mean) / y_std
+    trainers, results = minibatch_trainers(X, Y, methods, M, lr, samples, seed), {}
     train_interleaved(trainers.values(), iterations, chunk)
     for method, trainer in trainers.items():
         log_density, mean = trainer.predict(Xt, Yt)
