@@ -222,7 +222,8 @@ def merge_split_reports(
     :data:`GRID_KEYS`), over different data sets or different splits: the union of their runs by
     (data set, split), the first report's where two hold the same, summarised again
     (``summarise(runs, methods)``); ``splits`` becomes the most splits any data set has, and
-    ``splits_per_dataset`` says how many each has. ``paths`` may be ``--merge``'s comma-separated
+    ``splits_per_dataset`` says how many each has. The merged ``command`` lists each report's
+    command with the splits kept from it (a stopped run lists data sets it never reached). ``paths`` may be ``--merge``'s comma-separated
     text; ``prefix`` a function of the merged settings (when the file name depends on them).
     Returns 0.
     """
@@ -232,13 +233,12 @@ def merge_split_reports(
     settings = [{k: v for k, v in r["config"].items() if k not in GRID_KEYS} for r in reports]
     if any(s != settings[0] for s in settings):
         raise ValueError(f"--merge: the reports have different settings: {settings}")
-    runs, seen = [], set()
+    runs, seen, commands = [], set(), []
     for r in reports:
-        for run in r["runs"]:
-            key = (run["dataset"], run["split"])
-            if key not in seen:
-                seen.add(key)
-                runs.append(run)
+        kept = [run for run in r["runs"] if (run["dataset"], run["split"]) not in seen]
+        seen.update((run["dataset"], run["split"]) for run in kept)
+        runs += kept
+        commands.append(f"{r['command']} [kept: {_split_ranges(kept) or 'nothing'}]")
     datasets = list(dict.fromkeys(run["dataset"] for run in runs))
     runs.sort(key=lambda run: (datasets.index(run["dataset"]), run["split"]))
     counts = [sum(run["dataset"] == name for run in runs) for name in datasets]
@@ -248,7 +248,7 @@ def merge_split_reports(
         config=config,
         runs=runs,
         summary=summarise(runs, config["methods"]),
-        command=" + ".join(r["command"] for r in reports) + f" (merged by `{command}`)",
+        command=" + ".join(commands) + f" (merged by `{command}`)",
         started=min(r["started"] for r in reports),
         finished=max(r["finished"] or r["started"] for r in reports),
         wall_time_s=sum(r["wall_time_s"] for r in reports),
@@ -260,6 +260,20 @@ def merge_split_reports(
 
 
 # ---------------------------------------------------------------- command lines and progress
+
+
+def _split_ranges(runs: Sequence[Dict]) -> str:
+    """``"wine 3–19; iris 3–8, 10"``: the splits of each data set among ``runs`` (the runs a report gave a merge)."""
+    parts = []
+    for name in dict.fromkeys(run["dataset"] for run in runs):
+        splits = sorted(run["split"] for run in runs if run["dataset"] == name)
+        ranges, start = [], splits[0]
+        for previous, split in zip(splits, splits[1:] + [None]):
+            if split != previous + 1:
+                ranges.append(f"{start}" if start == previous else f"{start}–{previous}")
+                start = split
+        parts.append(f"{name} {', '.join(ranges)}")
+    return "; ".join(parts)
 
 
 def benchmark_parser(

@@ -113,7 +113,7 @@ def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
     assert [(r["dataset"], r["split"]) for r in merged["runs"]] == [(d, s) for d in "ab" for s in range(3)]
     assert merged["summary"] == {"a": [0, 1, 2], "b": [0, 1, 2]}
     assert merged["config"]["splits"] == 3 and merged["config"]["splits_per_dataset"] == {"a": 3, "b": 3}
-    assert merged["command"] == "second + first (merged by `merge`)"
+    assert merged["command"] == "second [kept: a 2; b 2] + first [kept: a 0–1; b 0–1] (merged by `merge`)"
     other = json.loads((tmp_path / "first.json").read_text())
     other["config"]["steps"] = 6
     (tmp_path / "other.json").write_text(json.dumps(other))
@@ -121,3 +121,9 @@ def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
         common.merge_split_reports(
             [paths[0], str(tmp_path / "other.json")], tmp_path / "x", "m", summarise, markdown, print
         )
+
+
+def test_split_ranges_name_the_runs_a_report_kept():
+    runs = [dict(dataset="wine", split=s) for s in (3, 4, 5, 7, 9, 10)] + [dict(dataset="iris", split=0)]
+    assert common._split_ranges(runs) == "wine 3–5, 7, 9–10; iris 0"
+    assert common._split_ranges([]) == ""
