@@ -14,10 +14,10 @@ z̄ = (z_m + z_m')/2. GPflow computes the same quantities one input at a time in
 operation and Ψ₂ costs O(N M² Q).
 
 Ψ₂ is the one [N, M, M] tensor of a DGP-AEP step, so it is built in as few passes over it as
-possible. Expanding the two squares, its exponent is a sum of a per-input, a per-(input, row), a
-per-(input, column) and one cross term,
+possible. Expanding the two squares, its exponent is a per-(input, row) term, the same term of the
+column, and one cross term,
 
-    log Ψ₂[n, m, m'] = r_n + s_{n,m} + s_{n,m'} + Σ_q u_{n,q} z_mq z_m'q,
+    log Ψ₂[n, m, m'] = s_{n,m} + s_{n,m'} + Σ_q u_{n,q} z_mq z_m'q,
     w = 1/(ℓ² + 2s),  u = ½(1/ℓ² - w),
     s_{n,m} = Σ_q [w_q μ_q z_mq - ¼ w_q z_mq² - z_mq²/(4ℓ_q²)] + ½ r_n,
     r_n = log σ_f⁴ - ½ Σ_q log(1 + 2s_q/ℓ_q²) - Σ_q w_q μ_q²,
