@@ -70,17 +70,21 @@ class TiedFactor(Module):
     @check_shapes("L: [M, M]")
     def whitened(self, L, cavity: bool) -> WhitenedGaussian:
         """q(v) (``cavity=False``) or the cavity q\\(v) (``cavity=True``), v = L⁻¹u."""
-        posterior, cavity_q = self.posterior_and_cavity(L)
-        return cavity_q if cavity else posterior
+        Lambda, eta = self._whitened_natural(L)
+        scale = self.removed_fraction if cavity else 1.0
+        return WhitenedGaussian(scale * Lambda, scale * eta)
 
     @check_shapes("L: [M, M]")
     def posterior_and_cavity(self, L) -> Tuple[WhitenedGaussian, WhitenedGaussian]:
         """q(v) and q\\(v) from one Λ = LᵀTL (the cavity's natural parameters are β times the posterior's)."""
-        LR = tf.matmul(L, self.factor_cholesky, transpose_a=True)  # LᵀR
-        Lambda = tf.matmul(LR, LR, transpose_b=True)
-        eta = tf.matmul(L, self.factor_shift, transpose_a=True)
+        Lambda, eta = self._whitened_natural(L)
         beta = self.removed_fraction
         return WhitenedGaussian(Lambda, eta), WhitenedGaussian(beta * Lambda, beta * eta)
+
+    def _whitened_natural(self, L) -> Tuple[tf.Tensor, tf.Tensor]:
+        """Λ = LᵀTL = (LᵀR)(LᵀR)ᵀ and η = Lᵀt."""
+        LR = tf.matmul(L, self.factor_cholesky, transpose_a=True)
+        return tf.matmul(LR, LR, transpose_b=True), tf.matmul(L, self.factor_shift, transpose_a=True)
 
     @check_shapes("L: [M, M]", "return: []")
     def energy_terms(self, L) -> tf.Tensor:
