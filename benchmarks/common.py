@@ -37,6 +37,7 @@ from gpflow.keras import tf_keras
 from scipy.stats import t as student_t
 
 from gpflow_ep.compare import make_kernel as se_ard_kernel
+from gpflow_ep.datasets import available_benchmarks
 from gpflow_ep.likelihoods import NoisyStep, Probit
 from gpflow_ep.models import EPGPC, SEPGPC, PowerEP, RelaxedEP
 from gpflow_ep.optimizers import EP
@@ -297,6 +298,20 @@ def benchmark_parser(
     if optimizer:
         parser.add_argument("--optimizer", default="adam:0.01", help="minibatch optimiser: adam[:lr] or adadelta")
     return parser
+
+
+def check_choices(parser: argparse.ArgumentParser, option: str, values: Sequence, allowed: Sequence) -> None:
+    """A usage error (``parser.error``) naming ``option`` unless every one of ``values`` is in ``allowed``."""
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        parser.error(f"{option}: unknown {unknown}; choose among {list(allowed)}")
+
+
+def check_datasets(parser: argparse.ArgumentParser, datasets: Sequence[str], kind: str, data_dir) -> None:
+    """A usage error unless every one of ``datasets`` is a ``kind`` benchmark set found in ``data_dir``."""
+    missing = sorted(set(datasets) - set(available_benchmarks(kind, data_dir)))
+    if missing:
+        parser.error(f"--datasets: not found {missing}")
 
 
 def parse_list(text: str, kind: Callable = str) -> List:

@@ -130,9 +130,7 @@ def main(argv=None, shared: bool = False) -> int:
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.iterations, args.num_inducing, args.chunk = ["Crabs"], 1, 60, 5, 20
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown:
-        parser.error(f"--methods: unknown {unknown}; choose among {list(METHODS)}")
+    common.check_choices(parser, "--methods", methods, METHODS)
     report = common.timed_report(
         command,
         lambda: run_binary(

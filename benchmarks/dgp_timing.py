@@ -15,7 +15,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from gpflow_ep.datasets import available_benchmarks, load_benchmark
+from gpflow_ep.datasets import load_benchmark
 
 from . import common
 from .dgp_uci import NAMES, minibatch_trainers, train_interleaved
@@ -100,12 +100,8 @@ def main(argv=None, shared: bool = False) -> int:
     if args.quick:
         datasets, inducing, args.iterations, args.chunk = ["yacht"], [5], 40, 10
         methods = ["DGP-AEP 2", "GPflux 2"]
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown:
-        parser.error(f"--methods: unknown {unknown}; choose among {list(METHODS)}")
-    missing = sorted(set(datasets) - set(available_benchmarks("regression", args.data_dir)))
-    if missing:
-        parser.error(f"--datasets: not found {missing}")
+    common.check_choices(parser, "--methods", methods, METHODS)
+    common.check_datasets(parser, datasets, "regression", args.data_dir)
     report = common.timed_report(
         command, lambda: run_timing(datasets, inducing, methods, args.iterations, args.chunk, args.data_dir)
     )

@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from gpflow_ep.datasets import available_benchmarks, load_benchmark
+from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.models import DGPAEP
 from gpflow_ep.training import make_dataset, make_train_step
 
@@ -448,12 +448,8 @@ def main(argv=None, shared: bool = False) -> int:
             20,
             5,
         )
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown:
-        parser.error(f"--methods: unknown {unknown}; choose among {list(METHODS)}")
-    missing = sorted(set(datasets) - set(available_benchmarks("regression", args.data_dir)))
-    if missing:
-        parser.error(f"--datasets: not found {missing}")
+    common.check_choices(parser, "--methods", methods, METHODS)
+    common.check_datasets(parser, datasets, "regression", args.data_dir)
     stem = "dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}"
     started = common.utc_now()
 

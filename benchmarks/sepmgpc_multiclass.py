@@ -174,9 +174,7 @@ def main(argv=None, shared: bool = False) -> int:
     datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.steps, args.num_inducing, args.chunk = ["iris"], 1, 40, 8, 10
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown:
-        parser.error(f"--methods: unknown {unknown}; choose among {list(METHODS)}")
+    common.check_choices(parser, "--methods", methods, METHODS)
     stem = "sepmgpc_multiclass_quick" if args.quick else "sepmgpc_multiclass"
     config = dict(
         datasets=datasets,

@@ -1,5 +1,6 @@
 """The shared helpers of ``benchmarks/``: statistics, command lines, outputs and model slots."""
 
+import argparse
 import json
 import math
 
@@ -127,3 +128,14 @@ def test_split_ranges_name_the_runs_a_report_kept():
     runs = [dict(dataset="wine", split=s) for s in (3, 4, 5, 7, 9, 10)] + [dict(dataset="iris", split=0)]
     assert common._split_ranges(runs) == "wine 3–5, 7, 9–10; iris 0"
     assert common._split_ranges([]) == ""
+
+
+def test_choice_and_dataset_checks_are_usage_errors_naming_the_option(capsys):
+    parser = argparse.ArgumentParser(prog="bench")
+    common.check_choices(parser, "--methods", ["a"], ["a", "b"])  # accepted
+    with pytest.raises(SystemExit):
+        common.check_choices(parser, "--methods", ["a", "c"], ["a", "b"])
+    assert "--methods: unknown ['c']; choose among ['a', 'b']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        common.check_datasets(parser, ["no-such-set"], "regression", None)
+    assert "--datasets: not found ['no-such-set']" in capsys.readouterr().err
