@@ -138,16 +138,25 @@ def timed_report(command: str, run: Callable[[], Dict]) -> Dict:
     ``run()``'s report plus ``command``, ``started``, ``finished``, ``wall_time_s`` and ``machine``
     (with the load averages at start and end).
     """
-    started, t0, load_start = utc_now(), time.perf_counter(), load_average()
-    body = run()
-    return dict(
-        body,
-        command=command,
-        started=started,
-        finished=utc_now(),
-        wall_time_s=time.perf_counter() - t0,
-        machine=dict(machine_info(), load_average_start=load_start, load_average_end=load_average()),
-    )
+    clock = _Clock()
+    return clock.stamp(run(), command)
+
+
+class _Clock:
+    """The start of a run: stamps a report with the command, start, finish, wall time and machine."""
+
+    def __init__(self):
+        self.started, self.t0, self.load_start = utc_now(), time.perf_counter(), load_average()
+
+    def stamp(self, body: Dict, command: str) -> Dict:
+        return dict(
+            body,
+            command=command,
+            started=self.started,
+            finished=utc_now(),
+            wall_time_s=time.perf_counter() - self.t0,
+            machine=dict(machine_info(), load_average_start=self.load_start, load_average_end=load_average()),
+        )
 
 
 def run_split_grid(
@@ -167,7 +176,7 @@ def run_split_grid(
     """
     ``run_split(name, split)`` for every data set and each of its splits ``first_split`` …
     ``first_split + splits - 1``; after each data set the report so far is written (a long run
-    leaves its finished sets behind), at the end the whole one, as ``{config, runs, summary:
+    leaves its finished sets behind, timed from the start of the run), at the end the whole one, as ``{config, runs, summary:
     summarise(runs)}`` with :func:`timed_report`'s fields. ``describe(run)``, if given, is logged
     after each split. Runs over different data sets or splits are joined by
     :func:`merge_split_reports`. Returns 0.
@@ -176,18 +185,15 @@ def run_split_grid(
     def body(runs: List[Dict]) -> Dict:
         return dict(config=dict(config, first_split=first_split), runs=runs, summary=summarise(runs))
 
-    def run() -> Dict:
-        runs: List[Dict] = []
-        for name in datasets:
-            for split in range(first_split, first_split + splits):
-                runs.append(run_split(name, split))
-                if describe is not None:
-                    log(describe(runs[-1]))
-            partial = timed_report(command, lambda: body(runs))
-            write_report(prefix, partial, markdown(partial))
-        return body(runs)
-
-    report = timed_report(command, run)
+    clock, runs = _Clock(), []
+    for name in datasets:
+        for split in range(first_split, first_split + splits):
+            runs.append(run_split(name, split))
+            if describe is not None:
+                log(describe(runs[-1]))
+        partial = clock.stamp(body(runs), command)
+        write_report(prefix, partial, markdown(partial))
+    report = clock.stamp(body(runs), command)
     json_path, md_path = write_report(prefix, report, markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0

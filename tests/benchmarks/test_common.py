@@ -3,6 +3,7 @@
 import argparse
 import json
 import math
+import time
 
 import gpflow
 import numpy as np
@@ -122,6 +123,32 @@ def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
         common.merge_split_reports(
             [paths[0], str(tmp_path / "other.json")], tmp_path / "x", "m", summarise, markdown, print
         )
+
+
+def test_a_stopped_split_grid_leaves_its_finished_sets_timed_from_the_start(tmp_path):
+    """The partial report written after set "a" keeps a's runs, the run's start and the time since it."""
+
+    def run_split(dataset, split):
+        if dataset == "b":
+            raise KeyboardInterrupt
+        time.sleep(0.05)
+        return dict(dataset=dataset, split=split)
+
+    with pytest.raises(KeyboardInterrupt):
+        common.run_split_grid(
+            ["a", "b"],
+            2,
+            run_split,
+            lambda runs: len(runs),
+            config=dict(datasets=["a", "b"]),
+            command="grid",
+            prefix=tmp_path / "grid",
+            markdown=lambda report: "# grid\n",
+            log=lambda message: None,
+        )
+    partial = json.loads((tmp_path / "grid.json").read_text())
+    assert [(r["dataset"], r["split"]) for r in partial["runs"]] == [("a", 0), ("a", 1)]
+    assert partial["wall_time_s"] >= 0.1 and partial["started"] <= partial["finished"]
 
 
 def test_split_ranges_name_the_runs_a_report_kept():
