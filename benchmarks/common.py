@@ -138,12 +138,15 @@ def timed_report(command: str, run: Callable[[], Dict]) -> Dict:
     ``run()``'s report plus ``command``, ``started``, ``finished``, ``wall_time_s`` and ``machine``
     (with the load averages at start and end).
     """
-    clock = _Clock()
+    clock = RunClock()
     return clock.stamp(run(), command)
 
 
-class _Clock:
-    """The start of a run: stamps a report with the command, start, finish, wall time and machine."""
+class RunClock:
+    """
+    Started with a run: :meth:`stamp` gives a report (partial or final) the command, the run's
+    start, the time now as its finish, the wall time since the start and the machine.
+    """
 
     def __init__(self):
         self.started, self.t0, self.load_start = utc_now(), time.perf_counter(), load_average()
@@ -185,7 +188,7 @@ def run_split_grid(
     def body(runs: List[Dict]) -> Dict:
         return dict(config=dict(config, first_split=first_split), runs=runs, summary=summarise(runs))
 
-    clock, runs = _Clock(), []
+    clock, runs = RunClock(), []
     for name in datasets:
         for split in range(first_split, first_split + splits):
             runs.append(run_split(name, split))

@@ -451,22 +451,14 @@ def main(argv=None, shared: bool = False) -> int:
     common.check_choices(parser, "--methods", methods, METHODS)
     common.check_datasets(parser, datasets, "regression", args.data_dir)
     stem = "dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}"
-    started = common.utc_now()
+    clock = common.RunClock()
 
     def save_partial(partial):  # what has finished is kept if the run is stopped
-        report = dict(
-            partial,
-            command=command,
-            started=started,
-            finished=None,
-            wall_time_s=0.0,
-            machine=dict(common.machine_info(), load_average_start=None, load_average_end=common.load_average()),
-        )
+        report = clock.stamp(partial, command)
         common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
 
-    report = common.timed_report(
-        command,
-        lambda: run_uci(
+    report = clock.stamp(
+        run_uci(
             datasets,
             methods,
             args.num_inducing,
@@ -480,6 +472,7 @@ def main(argv=None, shared: bool = False) -> int:
             on_split=save_partial,
             first_split=args.first_split,
         ),
+        command,
     )
     json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
     log(f"wrote {json_path} and {md_path}")
