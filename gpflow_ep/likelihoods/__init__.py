@@ -6,7 +6,7 @@ registers those of GPflow's own ``Gaussian``.
 
 from . import gaussian  # noqa: F401  (registers GPflow's Gaussian with the EP engine)
 from .hinge import BinaryHinge
-from .labels import binary_labels_to_sign, check_binary_labels
+from .labels import binary_labels_to_sign, check_binary_labels, class_labels_to_index
 from .multiclass_hinge import MultiClassHinge
 from .multiclass_step import DifferenceFactor, MultiClassStep
 from .noisy_step import NoisyStep
@@ -21,4 +21,5 @@ __all__ = [
     "DifferenceFactor",
     "check_binary_labels",
     "binary_labels_to_sign",
+    "class_labels_to_index",
 ]

@@ -1,15 +1,17 @@
 """Label conventions, held in one place (DESIGN principle 5).
 
-At the API, binary labels follow GPflow: ``Y`` in {0, 1} with shape [N, 1]. Inside the likelihoods
-they become signs y = 2Y - 1 in {-1, +1}, the convention of the EP papers.
+At the API, labels follow GPflow: binary ``Y`` in {0, 1} and multi-class ``Y`` integer classes in
+[0, C), both with shape [N, 1]. Inside the likelihoods binary labels become signs y = 2Y - 1 in
+{-1, +1}, the convention of the EP papers, and class labels int32 indices.
 """
 
+import numpy as np
 import tensorflow as tf
 from gpflow.config import default_float
 
-from ..validation import check_binary_labels
+from ..validation import check_binary_labels, check_class_labels
 
-__all__ = ["check_binary_labels", "binary_labels_to_sign"]
+__all__ = ["check_binary_labels", "binary_labels_to_sign", "class_labels_to_index"]
 
 
 def binary_labels_to_sign(Y: tf.Tensor) -> tf.Tensor:
@@ -29,3 +31,22 @@ def binary_labels_to_sign(Y: tf.Tensor) -> tf.Tensor:
             ["binary labels Y must be 0 or 1"],
         )
     return 2 * Y - 1
+
+
+def class_labels_to_index(Y: tf.Tensor, num_classes: int) -> tf.Tensor:
+    """Map GPflow class labels Y [N, 1] (integers in [0, ``num_classes``)) to int32 indices [N].
+
+    In eager mode a bad label raises ``ValueError``; inside a compiled graph the check is a
+    ``tf.debugging`` assertion (an ``InvalidArgumentError`` when it fails), as for binary labels:
+    ``tf.one_hot`` would silently turn a label outside [0, C) into a row of zeros.
+    """
+    Y = tf.convert_to_tensor(Y)
+    if tf.executing_eagerly():
+        check_class_labels(np.reshape(Y.numpy(), [-1, 1]), num_classes)
+    else:
+        Yf = tf.cast(Y, tf.float64)
+        tf.debugging.Assert(
+            tf.reduce_all((Yf >= 0) & (Yf < num_classes) & tf.equal(Yf, tf.round(Yf))),
+            [f"class labels Y must be integers in [0, {num_classes})"],
+        )
+    return tf.cast(tf.reshape(Y, [-1]), tf.int32)

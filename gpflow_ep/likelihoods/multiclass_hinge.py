@@ -39,11 +39,11 @@ from ..ep.tilted import log_normal_pdf
 from ..numerics import log_ndtr, ndtr
 from ..validation import (
     check_choice,
-    check_class_labels,
     check_positive_int,
     register_multiclass_likelihood,
     require_float64,
 )
+from .labels import class_labels_to_index
 
 __all__ = ["MultiClassHinge"]
 
@@ -76,10 +76,7 @@ class MultiClassHinge(Likelihood):
         self._gl_nodes, self._gl_weights = 0.5 * (u + 1.0), 0.5 * v  # on [0, 1]
 
     def _one_hot(self, Y, dtype):
-        labels = tf.cast(tf.reshape(Y, [-1]), tf.int32)
-        if tf.executing_eagerly():
-            check_class_labels(np.reshape(np.asarray(Y), [-1, 1]), self.num_classes)
-        return tf.one_hot(labels, self.num_classes, dtype=dtype)
+        return tf.one_hot(class_labels_to_index(Y, self.num_classes), self.num_classes, dtype=dtype)
 
     def _competitor_margin(self, Fmu, Fvar, Y):
         """μ_b, σ_b² of b = 1 + f_t - f_y for the competitor t = argmax_{j≠y} m_j (no gradient)."""

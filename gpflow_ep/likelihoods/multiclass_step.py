@@ -33,6 +33,7 @@ from gpflow.utilities import positive
 from ..ep.factors import SiteFactor
 from ..ep.tilted import TiltedMoments
 from ..validation import check_positive_int, register_multiclass_likelihood, require_float64
+from .labels import class_labels_to_index
 from .probit import probit_log_z
 
 __all__ = ["MultiClassStep", "DifferenceFactor", "argmax_probabilities"]
@@ -85,14 +86,15 @@ class MultiClassStep(Likelihood):
 
     def _log_prob(self, X, F, Y):
         p = self.class_probabilities(F, tf.zeros_like(F))
-        return tf.math.log(_pick(p, Y))
+        return tf.math.log(_pick(p, Y, self.num_classes))
 
     def _predict_mean_and_var(self, X, Fmu, Fvar):
         p = self.class_probabilities(Fmu, Fvar)
         return p, p - tf.square(p)
 
     def _predict_log_density(self, X, Fmu, Fvar, Y):
-        return tf.math.log(tf.maximum(_pick(self.class_probabilities(Fmu, Fvar), Y), np.finfo(np.float64).tiny))
+        p = _pick(self.class_probabilities(Fmu, Fvar), Y, self.num_classes)
+        return tf.math.log(tf.maximum(p, np.finfo(np.float64).tiny))
 
     def _variational_expectations(self, X, Fmu, Fvar, Y):
         raise NotImplementedError(
@@ -108,9 +110,9 @@ class MultiClassStep(Likelihood):
         return p - tf.square(p)
 
 
-def _pick(p, Y):
-    """p[n, Y_n] for integer labels Y [N, 1]."""
-    return tf.gather(p, tf.cast(tf.reshape(Y, [-1]), tf.int32), axis=1, batch_dims=1)
+def _pick(p, Y, num_classes: int):
+    """p[n, Y_n] for integer labels Y [N, 1] (checked: integers in [0, ``num_classes``))."""
+    return tf.gather(p, class_labels_to_index(Y, num_classes), axis=1, batch_dims=1)
 
 
 class DifferenceFactor(SiteFactor):
