@@ -25,12 +25,9 @@ def binary_labels_to_sign(Y: tf.Tensor) -> tf.Tensor:
         Y = tf.cast(Y, default_float())
     if tf.executing_eagerly():
         check_binary_labels(Y.numpy())
-    else:
-        tf.debugging.Assert(
-            tf.reduce_all(tf.logical_or(tf.equal(Y, 0), tf.equal(Y, 1))),
-            ["binary labels Y must be 0 or 1"],
-        )
-    return 2 * Y - 1
+        return 2 * Y - 1
+    valid = tf.reduce_all(tf.logical_or(tf.equal(Y, 0), tf.equal(Y, 1)))
+    return _after_check(valid, "binary labels Y must be 0 or 1", 2 * Y - 1)
 
 
 def class_labels_to_index(Y: tf.Tensor, num_classes: int) -> tf.Tensor:
@@ -41,12 +38,16 @@ def class_labels_to_index(Y: tf.Tensor, num_classes: int) -> tf.Tensor:
     ``tf.one_hot`` would silently turn a label outside [0, C) into a row of zeros.
     """
     Y = tf.convert_to_tensor(Y)
+    index = tf.cast(tf.reshape(Y, [-1]), tf.int32)
     if tf.executing_eagerly():
         check_class_labels(np.reshape(Y.numpy(), [-1, 1]), num_classes)
-    else:
-        Yf = tf.cast(Y, tf.float64)
-        tf.debugging.Assert(
-            tf.reduce_all((Yf >= 0) & (Yf < num_classes) & tf.equal(Yf, tf.round(Yf))),
-            [f"class labels Y must be integers in [0, {num_classes})"],
-        )
-    return tf.cast(tf.reshape(Y, [-1]), tf.int32)
+        return index
+    Yf = tf.cast(Y, tf.float64)
+    valid = tf.reduce_all((Yf >= 0) & (Yf < num_classes) & tf.equal(Yf, tf.round(Yf)))
+    return _after_check(valid, f"class labels Y must be integers in [0, {num_classes})", index)
+
+
+def _after_check(valid: tf.Tensor, message: str, value: tf.Tensor) -> tf.Tensor:
+    """``value``, computed only once the assertion ``valid`` has passed (so no op can use a bad label first)."""
+    with tf.control_dependencies([tf.debugging.Assert(valid, [message])]):
+        return tf.identity(value)

@@ -39,6 +39,7 @@ from gpflow.kernels import Kernel
 
 from ..ep import EPSettings, SitePairs
 from ..kernels.class_independent import ClassIndependent, ClassInducingPoints
+from ..likelihoods.labels import class_labels_to_index
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
 from ..validation import check_inputs, check_prediction_inputs
 from .sepgpc import SEPGPC, SiteBatch
@@ -178,7 +179,7 @@ class SEPMGPC(SEPGPC):
         """
         C, C1 = self.num_classes, self.num_classes - 1
         X = tf.convert_to_tensor(X, default_float())
-        y = tf.cast(tf.reshape(Y, [-1]), tf.int32)
+        y = class_labels_to_index(Y, C)  # checked inside a compiled graph too
         P = tf.shape(y)[0]
         slots = tf.range(C1)
         competitors = slots[None, :] + tf.cast(slots[None, :] >= y[:, None], tf.int32)  # k ≠ y, [P, C-1]

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from gpflow_ep.likelihoods import BinaryHinge, MultiClassHinge, MultiClassStep, Probit, class_labels_to_index
+from gpflow_ep.models import SEPGPC, SEPMGPC
 
 C = 3
 GOOD = np.array([[0.0], [2.0], [1.0], [2.0]])
@@ -60,16 +61,39 @@ def test_class_labels_to_index_accepts_integer_dtypes():
     np.testing.assert_array_equal(class_labels_to_index(tf.constant([[2], [0]], tf.int64), C).numpy(), [2, 0])
 
 
-def test_compiled_svgp_loss_with_the_multiclass_hinge_refuses_bad_labels():
-    """The drop-in path: GPflow's compiled training-loss closure of an SVGP with MultiClassHinge."""
+def _model(name, X):
+    kernel, Z = gpflow.kernels.SquaredExponential(), X[:3].copy()
+    if name == "SVGP + MultiClassHinge":
+        return gpflow.models.SVGP(kernel, MultiClassHinge(C), Z, num_latent_gps=C)
+    if name == "SEPMGPC":
+        return SEPMGPC(kernel, MultiClassStep(C), Z, num_data=len(X))
+    if name == "SEPGPC + BinaryHinge":
+        return SEPGPC(kernel, BinaryHinge(), Z, num_data=len(X))
+    return SEPGPC(kernel, Probit(), Z, num_data=len(X))
+
+
+@pytest.mark.parametrize("name", ["SVGP + MultiClassHinge", "SEPMGPC", "SEPGPC + BinaryHinge", "SEPGPC + Probit"])
+def test_compiled_training_losses_refuse_bad_labels(name):
+    """
+    The drop-in path, GPflow's compiled training-loss closure, with labels in a ``tf.Variable`` (the
+    graph cannot see their values when it is traced): a label out of range fails with the label
+    message before any op uses it (SEPMGPC's site gather had failed first with an index error).
+    """
     X = np.random.default_rng(1).normal(size=(4, 2))
-    svgp = gpflow.models.SVGP(gpflow.kernels.SquaredExponential(), MultiClassHinge(C), X.copy(), num_latent_gps=C)
-    labels = tf.Variable(GOOD)  # a variable, so the closure's graph cannot see the values when it is traced
-    loss = svgp.training_loss_closure((X, labels), compile=True)
+    binary = name.startswith("SEPGPC")
+    good = (GOOD > 1).astype(float) if binary else GOOD
+    model = _model(name, X)
+    labels = tf.Variable(good)
+    loss = model.training_loss_closure((X, labels), compile=True)
     assert np.isfinite(loss().numpy())
-    labels.assign(np.array(BAD_CLASS_LABELS["too large"]))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="class labels Y"):
+    labels.assign(np.array(BAD_CLASS_LABELS["too large"]) if not binary else good + 2)
+    message = "binary labels Y must be 0 or 1" if binary else r"class labels Y must be integers in \[0, 3\)"
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         loss()
+    if not binary:
+        labels.assign(np.array(BAD_CLASS_LABELS["fractional"]))  # cast to int32 it would be a valid class
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            loss()
 
 
 @pytest.mark.parametrize("likelihood", [BinaryHinge(), Probit()], ids=["BinaryHinge", "Probit"])
