@@ -178,9 +178,9 @@ def run_split_grid(
 ) -> int:
     """
     ``run_split(name, split)`` for every data set and each of its splits ``first_split`` …
-    ``first_split + splits - 1``; after each data set the report so far is written (a long run
-    leaves its finished sets behind, timed from the start of the run), at the end the whole one, as ``{config, runs, summary:
-    summarise(runs)}`` with :func:`timed_report`'s fields. ``describe(run)``, if given, is logged
+    ``first_split + splits - 1``; after each split the report so far is written (a stopped run
+    leaves its finished splits behind, timed from the start of the run), at the end the whole one,
+    as ``{config, runs, summary: summarise(runs)}`` with :func:`timed_report`'s fields. ``describe(run)``, if given, is logged
     after each split. Runs over different data sets or splits are joined by
     :func:`merge_split_reports`. Returns 0.
     """
@@ -194,8 +194,8 @@ def run_split_grid(
             runs.append(run_split(name, split))
             if describe is not None:
                 log(describe(runs[-1]))
-        partial = clock.stamp(body(runs), command)
-        write_report(prefix, partial, markdown(partial))
+            partial = clock.stamp(body(runs), command)
+            write_report(prefix, partial, markdown(partial))
     report = clock.stamp(body(runs), command)
     json_path, md_path = write_report(prefix, report, markdown(report))
     log(f"wrote {json_path} and {md_path}")

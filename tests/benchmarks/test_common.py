@@ -125,11 +125,11 @@ def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
         )
 
 
-def test_a_stopped_split_grid_leaves_its_finished_sets_timed_from_the_start(tmp_path):
-    """The partial report written after set "a" keeps a's runs, the run's start and the time since it."""
+def test_a_stopped_split_grid_leaves_its_finished_splits_timed_from_the_start(tmp_path):
+    """A run stopped in set "b"'s second split leaves a report of the three finished splits, timed from the start."""
 
     def run_split(dataset, split):
-        if dataset == "b":
+        if (dataset, split) == ("b", 1):
             raise KeyboardInterrupt
         time.sleep(0.05)
         return dict(dataset=dataset, split=split)
@@ -147,8 +147,8 @@ def test_a_stopped_split_grid_leaves_its_finished_sets_timed_from_the_start(tmp_
             log=lambda message: None,
         )
     partial = json.loads((tmp_path / "grid.json").read_text())
-    assert [(r["dataset"], r["split"]) for r in partial["runs"]] == [("a", 0), ("a", 1)]
-    assert partial["wall_time_s"] >= 0.1 and partial["started"] <= partial["finished"]
+    assert [(r["dataset"], r["split"]) for r in partial["runs"]] == [("a", 0), ("a", 1), ("b", 0)]
+    assert partial["wall_time_s"] >= 0.15 and partial["started"] <= partial["finished"]
 
 
 def test_split_ranges_name_the_runs_a_report_kept():
