@@ -251,13 +251,26 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
 
 class ProgressBar:
     """
-    A one-line text progress bar, redrawn at most every ``interval`` seconds: the fraction done is
-    steps/``total`` or elapsed/``time_budget``, whichever is larger.
+    A one-line text progress bar: the fraction done is steps/``total`` or elapsed/``time_budget``,
+    whichever is larger. On a terminal it is redrawn in place at most every ``interval`` seconds; on
+    any other stream (a log file, a batch job's output) it is written as a new line at most every
+    ``log_interval`` seconds, so logs hold lines, not one line of carriage returns.
     """
 
-    def __init__(self, total: float, time_budget: Optional[float], stream=None, width: int = 30, interval: float = 0.2):
-        self.total, self.time_budget, self.width, self.interval = total, time_budget, width, interval
+    def __init__(
+        self,
+        total: float,
+        time_budget: Optional[float],
+        stream=None,
+        width: int = 30,
+        interval: float = 0.2,
+        log_interval: float = 30.0,
+    ):
+        self.total, self.time_budget, self.width = total, time_budget, width
         self.stream = sys.stderr if stream is None else stream
+        isatty = getattr(self.stream, "isatty", None)
+        self.interactive = bool(isatty()) if callable(isatty) else False
+        self.interval = interval if self.interactive else log_interval
         self._last = -np.inf
 
     def _fraction(self, steps: int, elapsed: float) -> float:
@@ -275,15 +288,20 @@ class ProgressBar:
             f"  {elapsed:6.1f} s  loss {loss:.4g}"
         )
 
+    def _write(self, line: str, final: bool) -> None:
+        if self.interactive:
+            self.stream.write("\r" + line + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
     def update(self, steps: int, loss: float, elapsed: float) -> None:
         if elapsed - self._last >= self.interval:
             self._last = elapsed
-            self.stream.write("\r" + self.render(steps, loss, elapsed))
-            self.stream.flush()
+            self._write(self.render(steps, loss, elapsed), final=False)
 
     def close(self, steps: int, loss: float, elapsed: float) -> None:
-        self.stream.write("\r" + self.render(steps, loss, elapsed) + "\n")
-        self.stream.flush()
+        self._write(self.render(steps, loss, elapsed), final=True)
 
 
 def _check_dataset(model, dataset: tf.data.Dataset) -> None:
@@ -359,7 +377,8 @@ def fit(
     :param strategy: a ``tf.distribute`` strategy (``MirroredStrategy`` over local devices,
         ``MultiWorkerMirroredStrategy`` over processes or machines); the batch is split over its replicas.
     :param monitor: called as ``monitor(step)`` after every step (e.g. a ``gpflow.monitor.Monitor``).
-    :param progress: draw a progress bar (steps or time budget, elapsed time, last loss) on stderr.
+    :param progress: draw a progress bar (steps or time budget, elapsed time, last loss) on stderr:
+        redrawn in place on a terminal, a new line every 30 s when stderr is a file (:class:`ProgressBar`).
     :param seed: the seed of the minibatch shuffling: with the same seed two runs are identical.
     :param train_step: a step from :func:`make_train_step` for this model, optimiser and
         strategy, to reuse across ``fit`` calls (each call otherwise compiles a new one).

@@ -1,5 +1,6 @@
 """gpflow_ep.training: one loop for SEPGPC, SVGP and EPGPC; tf.distribute gives the same numbers."""
 
+import io
 import json
 import os
 import subprocess
@@ -226,10 +227,32 @@ def test_progress_bar_and_gpflow_monitor_tasks(data, tmp_path, capsys):
     m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:20].copy(), num_data=len(X))
     task = ScalarToTensorBoard(str(tmp_path), lambda: m.kernel.variance, "variance")
     fit(m, (X, Y), batch_size=20, iterations=6, progress=True, monitor=Monitor(MonitorTaskGroup([task], period=2)))
-    assert capsys.readouterr().err.rstrip("\n").split("\r")[-1].startswith("|" + "#" * 30 + "| 100% step 6/6")
+    assert capsys.readouterr().err.splitlines()[-1].startswith("|" + "#" * 30 + "| 100% step 6/6")
     events = [str(p) for p in tmp_path.rglob("events.out.tfevents*")]
     tags = [v.tag for path in events for e in tf.compat.v1.train.summary_iterator(path) for v in e.summary.value]
     assert tags.count("variance") == 3  # steps 2, 4, 6
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("stream", [_Terminal, io.StringIO], ids=["terminal", "log file"])
+def test_progress_bar_redraws_on_a_terminal_and_writes_lines_elsewhere(stream):
+    """A terminal gets one line redrawn with carriage returns; a file gets one line per log interval."""
+    out = stream()
+    bar = ProgressBar(total=100, time_budget=None, stream=out, width=4, interval=0.2, log_interval=30.0)
+    for step, elapsed in enumerate([0.0, 0.1, 0.3, 10.0, 31.0, 45.0], start=1):
+        bar.update(step, 1.0, elapsed)
+    bar.close(6, 1.0, 50.0)
+    text = out.getvalue()
+    if stream is _Terminal:
+        assert text.count("\r") == 6 and text.count("\n") == 1  # elapsed 0, 0.3, 10, 31, 45 and the close
+        assert text.split("\r")[-1] == "|....|   6% step 6/100    50.0 s  loss 1\n"
+    else:
+        assert "\r" not in text
+        assert [line.split()[3] for line in text.splitlines()] == ["1/100", "5/100", "6/100"]  # 0 s, 31 s, close
 
 
 def test_progress_bar_follows_the_larger_of_steps_and_time():
