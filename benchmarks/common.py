@@ -48,6 +48,7 @@ __all__ = [
     "load_average",
     "machine_info",
     "timed_report",
+    "RunClock",
     "benchmark_parser",
     "parse_list",
     "parse_command_line",
