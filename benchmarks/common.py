@@ -181,9 +181,9 @@ def run_split_grid(
     ``run_split(name, split)`` for every data set and each of its splits ``first_split`` …
     ``first_split + splits - 1``; after each split the report so far is written (a stopped run
     leaves its finished splits behind, timed from the start of the run), at the end the whole one,
-    as ``{config, runs, summary: summarise(runs)}`` with :func:`timed_report`'s fields. ``describe(run)``, if given, is logged
-    after each split. Runs over different data sets or splits are joined by
-    :func:`merge_split_reports`. Returns 0.
+    as ``{config, runs, summary: summarise(runs)}`` with :func:`timed_report`'s fields.
+    ``describe(run)``, if given, is logged after each split. Runs over different data sets or
+    splits are joined by :func:`merge_split_reports`. Returns 0.
     """
 
     def body(runs: List[Dict]) -> Dict:
