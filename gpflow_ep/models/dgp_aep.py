@@ -57,9 +57,11 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
     hyper-parameters (spec §3.1), a documented exception to the rest of ``gpflow_ep``, where EP sites
     are state updated by moment matching.
 
-    Works in float64 (GPflow's default, used in every test). In float32 the energy's two O(N) terms
-    are combined as Δ_post + N(Δ_cav - Δ_post) to limit cancellation, but Cholesky factors of K_uu
-    with the default jitter 1e-6 lose most of their precision; float32 is not tested.
+    float64 only (GPflow's default): the constructor raises a ``ValueError`` when
+    ``gpflow.config.default_float()`` is float32. The energy's two O(N) terms are combined as
+    Δ_post + N(Δ_cav - Δ_post) to limit cancellation, but in float32 that difference (the cavity
+    keeps (N - 1)/N of the tied factor) and the Cholesky factors of K_uu with the default jitter
+    1e-6 lose most of their precision.
     """
 
     def __init__(self, layers: Sequence[AEPLayer], likelihood: Likelihood, num_data: int):
