@@ -15,6 +15,9 @@ def test_quick_run_reports_every_method(tmp_path):
     table = (tmp_path / "dgp_uci_quick.md").read_text()
     assert "| yacht | 1 |" in table and "paper" not in table.split("**Test RMSE")[0]  # M = 5: no paper column
     assert "## Claims" in table
+    paired = table.split("**Paired test log-likelihood differences")[1].split("## Claims")[0]
+    d = run["results"]["DGP-AEP 2"]["test_ll"] - run["results"]["GPflux 2"]["test_ll"]
+    assert f"| yacht | {dgp_uci._signed(dict(mean=d, se=None))} | {int(d > 0)}/1 |" in paired
     # merged with a run of split 1 (here the same report relabelled) into dgp_uci_M5
     second = dict(report, runs=[dict(run, split=1)], command="second")
     (tmp_path / "second.json").write_text(json.dumps(second))
@@ -22,7 +25,23 @@ def test_quick_run_reports_every_method(tmp_path):
     assert dgp_uci.main(["--merge", paths, "--out-dir", str(tmp_path)]) == 0
     merged = (tmp_path / "dgp_uci_M5.md").read_text()
     assert "| yacht | 2 |" in merged and "merged runs" in merged
+    # --rerender redoes the tables of the stored JSON without running anything
+    (tmp_path / "dgp_uci_M5.md").write_text("stale")
+    assert dgp_uci.main(["--rerender", "--num-inducing", "5", "--out-dir", str(tmp_path)]) == 0
+    assert (tmp_path / "dgp_uci_M5.md").read_text().split("wall time")[1] == merged.split("wall time")[1]
 
 
 def test_paper_values_cover_the_eight_datasets():
     assert set(dgp_uci.PAPER["ll"]) == set(dgp_uci.NAMES.values()) == set(dgp_uci.PAPER["rmse"])
+
+
+def test_paired_ll_pairs_splits_both_methods_ran():
+    def run(split, **lls):
+        return dict(dataset="yacht", split=split, results={m: dict(test_ll=v) for m, v in lls.items()})
+
+    runs = [run(0, A=-1.0, B=-1.5), run(1, A=-2.0, B=-1.8), run(2, A=0.0), dict(run(0, A=9.0, B=0.0), dataset="boston")]
+    d = dgp_uci.paired_ll(runs, "yacht", "A", "B")  # differences +0.5 and -0.2; split 2 and boston left out
+    assert d["n"] == 2 and d["wins"] == 1 and d["losses"] == 1
+    assert abs(d["mean"] - 0.15) < 1e-12 and abs(d["se"] - 0.35) < 1e-12  # se = |0.5 + 0.2| / 2 for two values
+    assert dgp_uci._signed(d) == "+0.150 ± 0.350"
+    assert dgp_uci._signed(dgp_uci.paired_ll(runs, "yacht", "B", "A")) == "−0.150 ± 0.350"
