@@ -420,12 +420,15 @@ def mean_se(values: Iterable, missing=None) -> Dict:
     return {"mean": float(np.mean(x)), "se": se, "n": int(x.size)}
 
 
-def format_mean_se(stat: Mapping, digits: int = 2) -> str:
-    """A :func:`mean_se` result as "mean ± se" ("—" without values, no "± " with one value)."""
+def format_mean_se(stat: Mapping, digits: int = 2, signed: bool = False) -> str:
+    """
+    A :func:`mean_se` result as "mean ± se" ("—" without values, no "± " with one value); ``signed``
+    writes the mean's sign always, as for a difference ("+0.12 ± 0.03").
+    """
     if stat["mean"] is None:
         return "—"
     se = "" if stat["se"] is None else f" ± {stat['se']:.{digits}f}"
-    return f"{stat['mean']:.{digits}f}{se}"
+    return f"{stat['mean']:{'+' if signed else ''}.{digits}f}{se}"
 
 
 def paired_differences(a: Mapping, b: Mapping, tie: float = 1e-12) -> Dict:

@@ -434,11 +434,8 @@ def paired_ll(runs, name, a, b) -> Dict:
 
 
 def _signed(stat: Dict, digits: int = 3) -> str:
-    """A paired difference as "+mean ± se" ("—" without pairs)."""
-    if stat["mean"] is None:
-        return "—"
-    se = "" if stat["se"] is None else f" ± {stat['se']:.{digits}f}"
-    return f"{stat['mean']:+.{digits}f}{se}".replace("-", "−")
+    """A paired difference as "+mean ± se" ("—" without pairs), with a typographic minus."""
+    return common.format_mean_se(stat, digits, signed=True).replace("-", "−")
 
 
 def claims(report) -> List[str]:

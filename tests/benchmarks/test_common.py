@@ -166,3 +166,10 @@ def test_choice_and_dataset_checks_are_usage_errors_naming_the_option(capsys):
     with pytest.raises(SystemExit):
         common.check_datasets(parser, ["no-such-set"], "regression", None)
     assert "--datasets: not found ['no-such-set']" in capsys.readouterr().err
+
+
+def test_format_mean_se_signed_writes_the_sign():
+    assert common.format_mean_se({"mean": 0.125, "se": 0.5, "n": 2}, 2, signed=True) == "+0.12 ± 0.50"
+    assert common.format_mean_se({"mean": -0.5, "se": None, "n": 1}, 1, signed=True) == "-0.5"
+    assert common.format_mean_se({"mean": 0.5, "se": None, "n": 1}, 1) == "0.5"
+    assert common.format_mean_se({"mean": None, "se": None, "n": 0}, signed=True) == "—"
