@@ -420,15 +420,18 @@ def mean_se(values: Iterable, missing=None) -> Dict:
     return {"mean": float(np.mean(x)), "se": se, "n": int(x.size)}
 
 
-def format_mean_se(stat: Mapping, digits: int = 2, signed: bool = False) -> str:
+def format_mean_se(
+    stat: Optional[Mapping], digits: int = 2, signed: bool = False, scale: float = 1.0, missing: str = "—"
+) -> str:
     """
-    A :func:`mean_se` result as "mean ± se" ("—" without values, no "± " with one value); ``signed``
-    writes the mean's sign always, as for a difference ("+0.12 ± 0.03").
+    A :func:`mean_se` result as "mean ± se" (``missing`` without values, no "± " with one value);
+    ``signed`` writes the mean's sign always, as for a difference ("+0.12 ± 0.03"); mean and s.e. are
+    multiplied by ``scale`` (100 for percentages).
     """
-    if stat["mean"] is None:
-        return "—"
-    se = "" if stat["se"] is None else f" ± {stat['se']:.{digits}f}"
-    return f"{stat['mean']:{'+' if signed else ''}.{digits}f}{se}"
+    if not stat or stat.get("mean") is None:
+        return missing
+    se = "" if stat.get("se") is None else f" ± {stat['se'] * scale:.{digits}f}"
+    return f"{stat['mean'] * scale:{'+' if signed else ''}.{digits}f}{se}"
 
 
 def paired_differences(a: Mapping, b: Mapping, tie: float = 1e-12) -> Dict:
@@ -858,16 +861,19 @@ def claim_items(claims: Iterable[Mapping]) -> List[str]:
     return [f"**{c['claim']}: {c['verdict'].upper()}.** {c['evidence']}" for c in claims]
 
 
-def rerender_report(prefix: Path, reanalyse: Callable[[Dict], Dict], markdown: Callable[[Dict], str], log) -> int:
+def rerender_report(
+    prefix: Path, reanalyse: Callable[[Dict], Dict], markdown: Callable[[Dict], str], log, indent: int = 2
+) -> int:
     """
     Redo the analysis of a stored report without new runs: ``reanalyse`` the report of
-    ``<prefix>.json`` (summaries, claims), stamp it ``rerendered`` and rewrite ``<prefix>.json`` and
+    ``<prefix>.json`` (summaries, claims), stamp it ``rerendered`` and rewrite ``<prefix>.json`` (at
+    the ``indent`` its benchmark writes it with, so that the diff is the analysis only) and
     ``<prefix>.md``. For ``--rerender`` after a change of the analysis.
     """
     prefix = Path(prefix)
     report = reanalyse(json.loads(prefix.with_name(prefix.name + ".json").read_text()))
     report["rerendered"] = utc_now()
-    json_path, md_path = write_report(prefix, report, markdown(report), indent=1)
+    json_path, md_path = write_report(prefix, report, markdown(report), indent=indent)
     log(f"re-rendered {json_path} and {md_path}")
     return 0
 

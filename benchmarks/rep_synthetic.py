@@ -238,10 +238,7 @@ def paired(rows: List[Dict], a: str, b: str, fr: float, width: float, key: str) 
 
 
 def _pct(stat: Optional[Dict], digits=2) -> str:
-    if not stat or stat.get("mean") is None:
-        return "–"
-    se = f" ± {100 * stat['se']:.{digits}f}" if stat.get("se") is not None else ""
-    return f"{100 * stat['mean']:.{digits}f}{se}"
+    return common.format_mean_se(stat, digits, scale=100.0, missing="–")
 
 
 def _num(stat: Optional[Dict], digits=1) -> str:
@@ -364,8 +361,8 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
             f"{f}: {reading}; "
             + "mean test error (sites) "
             + ", ".join(f"{n} {100 * errs[n]:.2f}%" for n in methods)
-            + f"; best REP ({best_rep_e[1]}) − best other ({best_other[1]}) = {100 * d['mean']:+.2f}"
-            + (f" ± {100 * d['se']:.2f}" if d["se"] is not None else "")
+            + f"; best REP ({best_rep_e[1]}) − best other ({best_other[1]}) = "
+            + common.format_mean_se(d, 2, signed=True, scale=100.0)
             + f" pts (wins/ties/losses {d['wins']}/{d['ties']}/{d['losses']}); α predictor: "
             + ", ".join(f"{n} {100 * errs_a[n]:.2f}%" for n in methods)
         )
@@ -374,8 +371,8 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
             d = paired(rows, n, "EP", float(f), width, "test_error")
             if d["mean"] is not None:
                 pieces.append(
-                    f"{f}, {n} (first {d['n']} repetitions): − EP = {100 * d['mean']:+.2f}"
-                    + (f" ± {100 * d['se']:.2f}" if d["se"] is not None else "")
+                    f"{f}, {n} (first {d['n']} repetitions): − EP = "
+                    + common.format_mean_se(d, 2, signed=True, scale=100.0)
                     + f" pts (wins/ties/losses {d['wins']}/{d['ties']}/{d['losses']})"
                 )
     verdict = "reproduced" if ok_all else ("partly reproduced" if ok_any else "not reproduced")
@@ -609,7 +606,7 @@ def reanalyse(report: Dict) -> Dict:
 def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
     if args.rerender:
-        return common.rerender_report(Path(args.out_dir) / "C2", reanalyse, markdown, _log)
+        return common.rerender_report(Path(args.out_dir) / "C2", reanalyse, markdown, _log, indent=1)
     if args.quick:
         reps, n_per_class, test_points, c_values = (
             QUICK["repetitions"],

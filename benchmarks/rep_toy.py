@@ -673,7 +673,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
     out_dir = Path(args.out_dir)
     if args.rerender:
-        return common.rerender_report(out_dir / "C1", reanalyse, markdown, _log)
+        return common.rerender_report(out_dir / "C1", reanalyse, markdown, _log, indent=1)
     t0 = time.perf_counter()
     if args.quick:
         eps_values, u_values, c_values = QUICK["eps"], QUICK["u"], QUICK["c"]

@@ -375,22 +375,8 @@ def summarise(rows: List[Dict]) -> Dict:
 # ---------------------------------------------------------------- Markdown
 
 
-def _pm(stat: Optional[Dict], digits: int = 3, pct: bool = False) -> str:
-    if not stat or stat.get("mean") is None:
-        return "–"
-    scale = 100.0 if pct else 1.0
-    mean = stat["mean"] * scale
-    if stat.get("se") is None:
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {stat['se'] * scale:.{digits}f}"
-
-
-def _signed_pm(stat: Dict, digits: int, pct: bool) -> str:
-    if stat.get("mean") is None:
-        return "–"
-    scale = 100.0 if pct else 1.0
-    se = "" if stat.get("se") is None else f" ± {stat['se'] * scale:.{digits}f}"
-    return f"{stat['mean'] * scale:+.{digits}f}{se}"
+def _pm(stat: Optional[Dict], digits: int = 3, pct: bool = False, signed: bool = False) -> str:
+    return common.format_mean_se(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
 
 
 def _splits_text(report: Dict) -> str:
@@ -490,9 +476,9 @@ def markdown(report: Dict) -> str:
                     de = ds_diffs[f"{rep} - {other} / test_error"]
                     dn = ds_diffs[f"{rep} - {other} / test_nlpd"]
                     lines.append(
-                        f"| {ds} | {rep} − {other} | {_signed_pm(de, 2, True)} | "
+                        f"| {ds} | {rep} − {other} | {_pm(de, 2, pct=True, signed=True)} | "
                         f"{de['wins']}/{de['ties']}/{de['losses']} | {de['verdict']} | "
-                        f"{_signed_pm(dn, 4, False)} | {dn['verdict']} |"
+                        f"{_pm(dn, 4, signed=True)} | {dn['verdict']} |"
                     )
         lines += [
             "",
@@ -528,7 +514,7 @@ def claims_text(results: Dict, majority: Optional[Dict] = None) -> List[str]:
                 parts = []
                 for ds, d in per_ds.items():
                     de = d[f"{rep} - {other} / test_error"]
-                    parts.append(f"{ds} {_signed_pm(de, 2, True)} ({de['verdict']})")
+                    parts.append(f"{ds} {_pm(de, 2, pct=True, signed=True)} ({de['verdict']})")
                 out.append(f"  * {rep} − {other}, test error [pp]: " + "; ".join(parts) + ".")
         summ = results["summary"][s_key]
         div = {m: sum(summ[ds][m]["num_diverged"] for ds in summ if m in summ[ds]) for m in EP_METHODS}

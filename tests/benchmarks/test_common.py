@@ -54,6 +54,26 @@ def test_write_report_and_header(tmp_path):
     assert lines[0] == "# T" and lines[2] == "Command: `cmd`  " and lines[-2].endswith(" at end (a note).")
 
 
+@pytest.mark.parametrize("indent", [1, 2])
+def test_rerender_keeps_the_json_layout_so_its_diff_is_the_analysis(tmp_path, indent):
+    report = {"runs": [1.0, 2.0], "summary": {"mean": 1.5}}
+    common.write_report(tmp_path / "r", report, "old\n", indent=indent)
+    before = (tmp_path / "r.json").read_text().splitlines()
+
+    def reanalyse(rep):
+        rep["summary"]["mean"] = 2.5
+        return rep
+
+    assert common.rerender_report(tmp_path / "r", reanalyse, lambda rep: "new\n", lambda msg: None, indent=indent) == 0
+    after = (tmp_path / "r.json").read_text()
+    stamped = json.loads(after)
+    assert stamped.pop("rerendered") and stamped == {"runs": [1.0, 2.0], "summary": {"mean": 2.5}}
+    changed = [line for line in after.splitlines() if line not in before]
+    assert changed == [" " * 2 * indent + '"mean": 2.5', " " * indent + "},", changed[-1]]
+    assert changed[-1].startswith(" " * indent + '"rerendered": ')
+    assert (tmp_path / "r.md").read_text() == "new\n"
+
+
 def test_model_slot_equals_a_fresh_model():
     """Reusing a model on a second data set (reset + reload) gives the fresh model's EP fixed point."""
     X1, Y1 = two_dimensional(30, seed=1)
@@ -173,3 +193,9 @@ def test_format_mean_se_signed_writes_the_sign():
     assert common.format_mean_se({"mean": -0.5, "se": None, "n": 1}, 1, signed=True) == "-0.5"
     assert common.format_mean_se({"mean": 0.5, "se": None, "n": 1}, 1) == "0.5"
     assert common.format_mean_se({"mean": None, "se": None, "n": 0}, signed=True) == "—"
+
+
+def test_format_mean_se_scales_and_names_the_missing_value():
+    assert common.format_mean_se({"mean": 0.0125, "se": 0.005, "n": 3}, 2, scale=100.0) == "1.25 ± 0.50"
+    assert common.format_mean_se({"mean": -0.02, "se": None, "n": 1}, 1, signed=True, scale=100.0) == "-2.0"
+    assert common.format_mean_se(None, missing="–") == "–" and common.format_mean_se({}, missing="–") == "–"
