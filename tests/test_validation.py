@@ -82,6 +82,17 @@ def test_training_loss_closures_refuse_bad_data_for_scipy(data, model_name, case
         gpflow.optimizers.Scipy().minimize(model.training_loss_closure(case[1](X, Y)), model.trainable_variables)
 
 
+@pytest.mark.parametrize("case", BAD_DATA, ids=[c[0] for c in BAD_DATA])
+@pytest.mark.parametrize("model_name", ["SEPGPC", "DGPAEP"])
+def test_training_loss_called_directly_refuses_bad_data(data, model_name, case):
+    """Before GPflow's own shape check, whose ShapeMismatchError is not a ValueError (Y of shape [N])."""
+    X, Y = data
+    model = build(model_name, X, Y)
+    with pytest.raises(ValueError, match=case[2]):
+        model.training_loss(case[1](X, Y))
+    assert np.isfinite(model.training_loss((X, Y)).numpy())
+
+
 def test_a_closure_over_a_dataset_iterator_checks_each_batch(data):
     X, Y = data
     model = build("SEPGPC", X, Y)

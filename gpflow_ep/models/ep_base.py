@@ -142,23 +142,30 @@ class EPModel:
 class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
     """
     GPflow's ``ExternalDataTrainingLossMixin`` with the data validated eagerly, before anything is
-    compiled: ``training_loss_closure(data)`` checks array data once when the closure is made, and
-    each batch of a ``tf.data`` iterator as it is drawn (when the closure is called eagerly), so bad
-    labels, shapes or NaN give a ``ValueError`` naming the argument, never an error from inside a
-    compiled graph. Subclasses implement ``validate_training_data(data)`` (eager, raises ValueError).
+    compiled: ``training_loss(data)`` checks it when called eagerly (before GPflow's own shape check,
+    whose ``ShapeMismatchError`` is not a ``ValueError``), ``training_loss_closure(data)`` checks array
+    data once when the closure is made, and each batch of a ``tf.data`` iterator as it is drawn (when
+    the closure is called eagerly), so bad labels, shapes or NaN give a ``ValueError`` naming the
+    argument, never an error from inside a compiled graph. Subclasses implement
+    ``validate_training_data(data)`` (eager, raises ValueError).
     """
 
     @abc.abstractmethod
     def validate_training_data(self, data) -> None:
         """Raise a ValueError naming what is wrong with ``data`` (training data or a minibatch; call eagerly)."""
 
+    def training_loss(self, data) -> tf.Tensor:
+        if tf.executing_eagerly():
+            self.validate_training_data(data)
+        return super().training_loss(data)
+
     def training_loss_closure(self, data, *, compile: bool = True):
         if not isinstance(data, DatasetOwnedIterator):
             self.validate_training_data(data)
             return super().training_loss_closure(data, compile=compile)
-        loss = self.training_loss
+        loss = super().training_loss  # each batch is checked below, once
         if compile:
-            loss = tf.function(lambda batch: self.training_loss(batch), input_signature=[data.element_spec])
+            loss = tf.function(loss, input_signature=[data.element_spec])
 
         def closure() -> tf.Tensor:
             batch = next(data)
