@@ -27,6 +27,7 @@ import platform
 import shlex
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -234,9 +235,11 @@ def merge_split_reports(
     (data set, split), the first report's where two hold the same, summarised again
     (``summarise(runs, methods)``); ``splits`` becomes the most splits any data set has, and
     ``splits_per_dataset`` says how many each has. The merged ``command`` lists each report's
-    command with the splits kept from it (a stopped run lists data sets it never reached). ``paths`` may be ``--merge``'s comma-separated
-    text; ``prefix`` a function of the merged settings (when the file name depends on them).
-    Returns 0.
+    command with the splits kept from it (a stopped run lists data sets it never reached). Every
+    run keeps the CPU it ran on (``cpu_model``, from its report's ``machine`` unless it has one) and
+    ``cpu_models`` counts the runs per CPU: timings from different machines must not be pooled.
+    ``paths`` may be ``--merge``'s comma-separated text; ``prefix`` a function of the merged settings
+    (when the file name depends on them). Returns 0.
     """
     if isinstance(paths, str):
         paths = parse_list(paths)
@@ -248,6 +251,8 @@ def merge_split_reports(
     for r in reports:
         kept = [run for run in r["runs"] if (run["dataset"], run["split"]) not in seen]
         seen.update((run["dataset"], run["split"]) for run in kept)
+        for run in kept:
+            run.setdefault("cpu_model", r["machine"]["cpu_model"])
         runs += kept
         commands.append(f"{r['command']} [kept: {_split_ranges(kept) or 'nothing'}]")
     datasets = list(dict.fromkeys(run["dataset"] for run in runs))
@@ -264,6 +269,7 @@ def merge_split_reports(
         finished=max(r["finished"] or r["started"] for r in reports),
         wall_time_s=sum(r["wall_time_s"] for r in reports),
         machine=reports[0]["machine"],
+        cpu_models=dict(Counter(run["cpu_model"] for run in runs)),
     )
     json_path, md_path = write_report(prefix(config) if callable(prefix) else prefix, merged, markdown(merged))
     log(f"wrote {json_path} and {md_path}")
@@ -881,9 +887,11 @@ def rerender_report(
 def markdown_header(title: str, report: Dict, note: Optional[str] = None) -> List[str]:
     """
     The first lines of a report of :func:`timed_report`: title, command, timestamps, wall time and
-    machine (``note`` is added in brackets after the load averages).
+    machine (``note`` is added in brackets after the load averages); for a merged report whose runs
+    ran on several CPUs, the runs per CPU.
     """
     mach = report["machine"]
+    cpus = report.get("cpu_models") or {}
     return [
         f"# {title}",
         "",
@@ -893,6 +901,13 @@ def markdown_header(title: str, report: Dict, note: Optional[str] = None) -> Lis
         f"TensorFlow {mach['tensorflow']}, GPflow {mach['gpflow']}, NumPy {mach['numpy']}, Python {mach['python']}; "
         f"load average (1/5/15 min) {mach['load_average_start']} at start, {mach['load_average_end']} at end"
         + (f" ({note})" if note else "")
-        + ".",
+        + "."
+        + (
+            f"  \nThe merged runs ran on {len(cpus)} CPUs (the machine above is the first report's): "
+            + ", ".join(f"{cpu} {n} runs" for cpu, n in cpus.items())
+            + "."
+            if len(cpus) > 1
+            else ""
+        ),
         "",
     ]

@@ -136,6 +136,7 @@ def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
     assert merged["summary"] == {"a": [0, 1, 2], "b": [0, 1, 2]}
     assert merged["config"]["splits"] == 3 and merged["config"]["splits_per_dataset"] == {"a": 3, "b": 3}
     assert merged["command"] == "second [kept: a 2; b 2] + first [kept: a 0–1; b 0–1] (merged by `merge`)"
+    assert {r["cpu_model"] for r in merged["runs"]} == {common.machine_info()["cpu_model"]}
     other = json.loads((tmp_path / "first.json").read_text())
     other["config"]["steps"] = 6
     (tmp_path / "other.json").write_text(json.dumps(other))
@@ -143,6 +144,42 @@ def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
         common.merge_split_reports(
             [paths[0], str(tmp_path / "other.json")], tmp_path / "x", "m", summarise, markdown, print
         )
+
+
+def test_a_merge_keeps_the_cpu_of_every_run_and_says_when_they_differ(tmp_path):
+    """Runs keep the CPU of their own report (or the one they already carry, from an earlier merge)."""
+
+    def report(cpu, splits, command):
+        runs = [dict(dataset="a", split=s) for s in splits]
+        return dict(
+            config=dict(datasets=["a"], methods=["m"], splits=len(splits)),
+            runs=runs,
+            command=command,
+            started="t0",
+            finished="t1",
+            wall_time_s=1.0,
+            machine=dict(common.machine_info(), cpu_model=cpu, load_average_start=None, load_average_end=None),
+        )
+
+    earlier = report("old", [0, 1], "earlier")
+    earlier["runs"][1]["cpu_model"] = "older"  # stamped by an earlier merge
+    paths = []
+    for name, rep in (("earlier", earlier), ("later", report("new", [2], "later"))):
+        (tmp_path / f"{name}.json").write_text(json.dumps(rep))
+        paths.append(str(tmp_path / f"{name}.json"))
+
+    def markdown(rep):
+        return "\n".join(common.markdown_header("T", rep))
+
+    assert common.merge_split_reports(paths, tmp_path / "m", "merge", lambda r, m: {}, markdown, print) == 0
+    merged = json.loads((tmp_path / "m.json").read_text())
+    assert [r["cpu_model"] for r in merged["runs"]] == ["old", "older", "new"]
+    assert merged["cpu_models"] == {"old": 1, "older": 1, "new": 1}
+    assert (
+        "The merged runs ran on 3 CPUs (the machine above is the first report's): old 1 runs, older 1 runs"
+        in (tmp_path / "m.md").read_text()
+    )
+    assert "merged runs ran on" not in markdown(dict(merged, cpu_models={"old": 3}))
 
 
 def test_a_stopped_split_grid_leaves_its_finished_splits_timed_from_the_start(tmp_path):

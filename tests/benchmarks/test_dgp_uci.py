@@ -45,3 +45,25 @@ def test_paired_ll_pairs_splits_both_methods_ran():
     assert abs(d["mean"] - 0.15) < 1e-12 and abs(d["se"] - 0.35) < 1e-12  # se = |0.5 + 0.2| / 2 for two values
     assert dgp_uci._signed(d) == "+0.150 ± 0.350"
     assert dgp_uci._signed(dgp_uci.paired_ll(runs, "yacht", "B", "A")) == "−0.150 ± 0.350"
+
+
+def test_timing_is_never_pooled_across_cpus():
+    """Medians and DGP-AEP/GPflux ratios per (data set, CPU); a run without a CPU is the report machine's."""
+
+    def run(split, cpu, aep, flux):
+        results = {"DGP-AEP 2": dict(seconds_per_iteration=aep), "GPflux 2": dict(seconds_per_iteration=flux)}
+        for r in results.values():
+            r.update(test_ll=0.0, rmse=1.0, finite=True)
+        return dict(dataset="yacht", split=split, results=results, **({"cpu_model": cpu} if cpu else {}))
+
+    runs = [run(0, None, 0.010, 0.005), run(1, "A", 0.030, 0.010), run(2, "B", 0.012, 0.004), run(3, "B", 0.016, 0.004)]
+    methods = ["DGP-AEP 2", "GPflux 2"]
+    report = dict(runs=runs, summary=dgp_uci.summarise(runs, methods), machine=dict(cpu_model="A"))
+    report["config"] = dict(methods=methods)
+    groups = dgp_uci.timing_groups(report)
+    assert [(g[1], g[2]) for g in groups] == [("A", 2), ("B", 2)]
+    assert groups[0][3] == {"DGP-AEP 2": 0.020, "GPflux 2": 0.0075} and groups[1][3]["DGP-AEP 2"] == 0.014
+    (claim,) = dgp_uci.claims(report)  # (20 / 7.5 ms on A, 14 / 4 ms on B)
+    assert claim.endswith(
+        "Its time per iteration is 2.67–2.67× GPflux's on A and 3.50–3.50× GPflux's on B (goal ≤ 2×)."
+    )
