@@ -324,8 +324,15 @@ def check_choices(parser: argparse.ArgumentParser, option: str, values: Sequence
 
 
 def check_datasets(parser: argparse.ArgumentParser, datasets: Sequence[str], kind: str, data_dir) -> None:
-    """A usage error unless every one of ``datasets`` is a ``kind`` benchmark set found in ``data_dir``."""
-    missing = sorted(set(datasets) - set(available_benchmarks(kind, data_dir)))
+    """
+    A usage error unless every one of ``datasets`` is a ``kind`` benchmark set found in ``data_dir``
+    (also when there is no data directory: it names ``--data-dir``).
+    """
+    try:
+        found = available_benchmarks(kind, data_dir)
+    except ValueError as error:
+        parser.error(f"--data-dir: {error}")
+    missing = sorted(set(datasets) - set(found))
     if missing:
         parser.error(f"--datasets: not found {missing}")
 

@@ -4,6 +4,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from gpflow_ep.datasets import benchmark_dir
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``benchmark_data`` are skipped when the shared benchmark datasets are not found."""
+    marked = [item for item in items if "benchmark_data" in item.keywords]
+    if not marked:
+        return
+    try:
+        benchmark_dir()
+    except ValueError as error:
+        skip = pytest.mark.skip(reason=f"shared benchmark datasets not found: {error}")
+        for item in marked:
+            item.add_marker(skip)
+
 
 @pytest.fixture(autouse=True)
 def _seed():

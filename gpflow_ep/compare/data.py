@@ -77,7 +77,15 @@ def _sklearn_split(name: str, seed: int, test_fraction: float) -> Split:
 
 def _find_benchmark(name: str, data_dir) -> str:
     """The kind (binary, multiclass, regression) of benchmark ``name``; ValueError listing all."""
-    found = {kind: available_benchmarks(kind, data_dir) for kind in KINDS}
+    try:
+        found = {kind: available_benchmarks(kind, data_dir) for kind in KINDS}
+    except ValueError as error:
+        if data_dir is not None:  # an explicit directory that does not exist: that is the error
+            raise
+        raise ValueError(
+            f"dataset: unknown {name!r}; scikit-learn's bundled {', '.join(SKLEARN_SETS)}, and no benchmark "
+            f"directory to look in ({error})"
+        ) from None
     for kind, names in found.items():
         if name in names:
             return kind

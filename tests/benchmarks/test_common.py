@@ -214,15 +214,20 @@ def test_split_ranges_name_the_runs_a_report_kept():
     assert common._split_ranges([]) == ""
 
 
-def test_choice_and_dataset_checks_are_usage_errors_naming_the_option(capsys):
+def test_choice_and_dataset_checks_are_usage_errors_naming_the_option(capsys, tmp_path):
     parser = argparse.ArgumentParser(prog="bench")
     common.check_choices(parser, "--methods", ["a"], ["a", "b"])  # accepted
     with pytest.raises(SystemExit):
         common.check_choices(parser, "--methods", ["a", "c"], ["a", "b"])
     assert "--methods: unknown ['c']; choose among ['a', 'b']" in capsys.readouterr().err
+    (tmp_path / "regression" / "yacht").mkdir(parents=True)
+    common.check_datasets(parser, ["yacht"], "regression", tmp_path)  # accepted
     with pytest.raises(SystemExit):
-        common.check_datasets(parser, ["no-such-set"], "regression", None)
+        common.check_datasets(parser, ["no-such-set"], "regression", tmp_path)
     assert "--datasets: not found ['no-such-set']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        common.check_datasets(parser, ["yacht"], "regression", tmp_path / "missing")
+    assert "--data-dir: data_dir: " in capsys.readouterr().err
 
 
 def test_format_mean_se_signed_writes_the_sign():

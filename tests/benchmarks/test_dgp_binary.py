@@ -1,8 +1,11 @@
 import json
 
+import pytest
+
 from benchmarks import dgp_binary
 
 
+@pytest.mark.benchmark_data
 def test_quick_run_reports_every_method(tmp_path):
     assert dgp_binary.main(["--quick", "--out-dir", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "dgp_binary_quick.json").read_text())

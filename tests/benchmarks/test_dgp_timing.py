@@ -1,8 +1,11 @@
 import json
 
+import pytest
+
 from benchmarks import dgp_timing
 
 
+@pytest.mark.benchmark_data
 def test_quick_run_times_every_method_and_reports_the_ratios(tmp_path):
     assert dgp_timing.main(["--quick", "--out-dir", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "dgp_timing_quick.json").read_text())

@@ -1,8 +1,11 @@
 import json
 
+import pytest
+
 from benchmarks import dgp_uci
 
 
+@pytest.mark.benchmark_data
 def test_quick_run_reports_every_method(tmp_path):
     methods = "GP-AEP,DGP-AEP 2,GPflux 2,SVGP,SGPR"
     assert dgp_uci.main(["--quick", "--methods", methods, "--out-dir", str(tmp_path)]) == 0

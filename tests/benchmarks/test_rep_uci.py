@@ -6,18 +6,9 @@ import math
 import pytest
 
 from benchmarks.rep_uci import BASELINES, EP_METHODS, main
-from gpflow_ep.datasets import benchmark_dir
 
 
-def _data_available() -> bool:
-    try:
-        benchmark_dir()
-    except ValueError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _data_available(), reason="shared benchmark datasets not found")
+@pytest.mark.benchmark_data
 def test_rep_uci_quick_writes_finite_results(tmp_path):
     assert main(["--quick", "--out-dir", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "C3.json").read_text())

@@ -6,22 +6,13 @@ import math
 import pytest
 
 from benchmarks.sepgpc_table1 import METHODS, main
-from gpflow_ep.datasets import benchmark_dir
-
-
-def _shared_data_available():
-    try:
-        benchmark_dir()
-    except ValueError:
-        return False
-    return True
 
 
 def _finite(x):
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-@pytest.mark.skipif(not _shared_data_available(), reason="shared benchmark datasets not found")
+@pytest.mark.benchmark_data
 def test_sepgpc_table1_quick(tmp_path):
     assert main(["--quick", "--out-dir", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "table1.json").read_text())
