@@ -82,18 +82,15 @@ def _find_benchmark(name: str, data_dir) -> str:
     except ValueError as error:
         if data_dir is not None:  # an explicit directory that does not exist: that is the error
             raise
-        raise ValueError(
-            f"dataset: unknown {name!r}; scikit-learn's bundled {', '.join(SKLEARN_SETS)}, and no benchmark "
-            f"directory to look in ({error})"
-        ) from None
-    for kind, names in found.items():
-        if name in names:
-            return kind
-    listing = "; ".join(f"{kind}: {', '.join(names) or '–'}" for kind, names in found.items())
-    raise ValueError(
-        f"dataset: unknown {name!r}; scikit-learn's bundled {', '.join(SKLEARN_SETS)}, or the benchmark "
-        f"directory's {listing}"
-    )
+        others = f"and no benchmark directory to look in ({error})"
+    else:
+        for kind, names in found.items():
+            if name in names:
+                return kind
+        others = "or the benchmark directory's " + "; ".join(
+            f"{kind}: {', '.join(names) or '–'}" for kind, names in found.items()
+        )
+    raise ValueError(f"dataset: unknown {name!r}; scikit-learn's bundled {', '.join(SKLEARN_SETS)}, {others}")
 
 
 def infer_csv_task(values: np.ndarray) -> str:

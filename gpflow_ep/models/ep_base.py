@@ -163,9 +163,10 @@ class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
         if not isinstance(data, DatasetOwnedIterator):
             self.validate_training_data(data)
             return super().training_loss_closure(data, compile=compile)
-        loss = super().training_loss  # each batch is checked below, once
-        if compile:
-            loss = tf.function(loss, input_signature=[data.element_spec])
+        unchecked = super().training_loss  # each batch is checked below, once
+        loss = unchecked
+        if compile:  # through a lambda, as GPflow's own closure does (GPflow issue #1929)
+            loss = tf.function(lambda batch: unchecked(batch), input_signature=[data.element_spec])
 
         def closure() -> tf.Tensor:
             batch = next(data)
