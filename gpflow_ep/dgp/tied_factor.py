@@ -56,6 +56,11 @@ class TiedFactor(Module):
         t = np.asarray(factor_shift, dtype=default_float())
         if R.ndim != 2 or R.shape[0] != R.shape[1] or not np.all(np.diag(R) > 0):
             raise ValueError("factor_cholesky must be a square lower-triangular matrix with a positive diagonal")
+        if R.shape[0] == 0:
+            raise ValueError(
+                "factor_cholesky is empty: a tied factor needs at least one inducing point (a GP layer whose Z "
+                "has no rows keeps its prior and learns nothing from the data)"
+            )
         if t.shape != (R.shape[0], 1):
             raise ValueError(f"factor_shift must have shape [{R.shape[0]}, 1]; got {t.shape}")
         self.num_data = check_positive_int(num_data, "num_data")

@@ -36,7 +36,14 @@ from gpflow.models import BayesianModel
 
 from ..dgp import AEPLayer, initial_layers
 from ..ep import tilted_moments
-from ..validation import check_data, check_positive_int, check_prediction_inputs, check_training_data, require_float64
+from ..validation import (
+    check_data,
+    check_layer_inputs,
+    check_positive_int,
+    check_prediction_inputs,
+    check_training_data,
+    require_float64,
+)
 from .ep_base import CheckedExternalDataTrainingLossMixin
 
 __all__ = ["DGPAEP"]
@@ -75,6 +82,9 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
                     f"layers: layer {depth + 1} takes {above.input_dim} inputs "
                     f"but layer {depth} has {below.num_outputs} outputs"
                 )
+        for depth, layer in enumerate(layers[1:], start=1):  # the first layer meets X in training_loss / fit
+            below = f"layers[{depth - 1}]'s output"
+            check_layer_inputs(layer, layers[depth - 1].num_outputs, f"layers[{depth}]", below, gaussian_inputs=True)
         if layers[-1].num_outputs != 1:
             raise ValueError(f"layers: the last layer must have one output; got {layers[-1].num_outputs}")
         self.num_data = check_positive_int(num_data, "num_data")

@@ -31,7 +31,7 @@ from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
 from ..ep import EPRun, EPSettings, GPAlgebra, run_ep
-from ..validation import check_data
+from ..validation import check_data, check_kernel_inputs
 from .ep_base import EPModel, EPPosteriorBase, compiled_per_model
 
 
@@ -59,6 +59,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         **ep_options,
     ):
         X, Y = check_data(data, likelihood)
+        check_kernel_inputs(kernel, X.shape[1], "kernel", "data[0] (X)")
         settings = EPSettings().updated(**ep_options)
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.data = data_input_to_tensor((X, Y))

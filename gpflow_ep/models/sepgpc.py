@@ -67,7 +67,7 @@ from ..ep import (
     blocked,
     flat,
 )
-from ..validation import check_positive_int, check_training_data
+from ..validation import check_inducing_variable, check_positive_int, check_training_data
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
 from .sep_refresh import SEPRefresh
 from .sep_surrogate import PriorBlocks, SiteBatch, surrogate_objective
@@ -101,7 +101,7 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         num_data = check_positive_int(num_data, "num_data")
         settings = self._check_schedule(EPSettings().updated(**ep_options))
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
-        self.inducing_variable = inducingpoint_wrapper(inducing_variable)
+        self.inducing_variable = inducingpoint_wrapper(check_inducing_variable(inducing_variable))
         self.num_data = num_data
         #: one site per point here; a model whose points have several sites (SEPMGPC) says how many
         self.num_sites = self._num_sites(num_data)
