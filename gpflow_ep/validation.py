@@ -126,6 +126,14 @@ def _as_array(value) -> np.ndarray:
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
 
+def _held_data_dim(model) -> Optional[int]:
+    """The columns of the training inputs a model holds (``VGP``, ``EPGPC``), or None."""
+    data = getattr(model, "data", None)
+    if isinstance(data, (tuple, list)) and len(data) == 2 and getattr(data[0], "shape", None) is not None:
+        return data[0].shape[-1]
+    return None
+
+
 def model_input_dim(model) -> Optional[int]:
     """
     The number of input columns a model takes, or None when it cannot be read: a model's own
@@ -135,9 +143,8 @@ def model_input_dim(model) -> Optional[int]:
     dim = getattr(model, "input_dim", None)
     if isinstance(dim, (int, np.integer)):
         return int(dim)
-    data = getattr(model, "data", None)
-    if isinstance(data, (tuple, list)) and len(data) == 2 and getattr(data[0], "shape", None) is not None:
-        return data[0].shape[-1]
+    if _held_data_dim(model) is not None:
+        return _held_data_dim(model)
     kernel = getattr(model, "kernel", None)
     if kernel is not None and hasattr(kernel, "network"):  # inducing inputs may live in feature space
         shape = getattr(kernel.network, "input_shape", None)
@@ -159,7 +166,8 @@ def check_training_data(model, data, name: str = "data") -> Tuple[np.ndarray, np
     model: GPflow's or this package's): X a finite [N, D] array with the model's D columns, at least
     one row; Y with N rows, finite, and labels of the kind the likelihood takes ({0, 1} [N, 1] for a
     binary likelihood, integer classes in [0, C) [N, 1] for a multi-class one, [N, P] with
-    P = ``num_latent_gps`` otherwise).
+    P = ``num_latent_gps`` otherwise). The model's kernel and inducing inputs are checked against X
+    (:func:`check_model_inputs`): on the first batch, a kernel or Z that does not fit X is named.
 
     :return: (X, Y) as arrays (Y keeps an integer dtype when it has one).
     :raises ValueError: naming ``name`` and what was found.
@@ -180,14 +188,6 @@ def check_training_data(model, data, name: str = "data") -> Tuple[np.ndarray, np
     check_model_inputs(model, X.shape[1], f"{name}[0] (X)")  # else Z and the kernel against X, naming them
     _check_columns(X, model_input_dim(model), f"{name}[0] (X)")
     return X, Y
-
-
-def _held_data_dim(model) -> Optional[int]:
-    """The columns of the training inputs a model holds (``VGP``, ``EPGPC``), or None."""
-    data = getattr(model, "data", None)
-    if isinstance(data, (tuple, list)) and len(data) == 2 and getattr(data[0], "shape", None) is not None:
-        return data[0].shape[-1]
-    return None
 
 
 def _check_columns(X: np.ndarray, input_dim: Optional[int], name: str) -> None:
