@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from gpflow_ep.compare import columns, format_table, load_task_data, run_compare, train_one, write_results
+from gpflow_ep.compare import MODELS, columns, format_table, load_task_data, run_compare, train_one, write_results
+from gpflow_ep.compare.report import MIN_BIN_COUNT
 from gpflow_ep.monitor import EP_SCALAR_TAGS
 
 
@@ -86,3 +87,60 @@ def test_run_compare_checks_before_training():
         run_compare(models="epgpc,gpr")
     with pytest.raises(ValueError, match="data_dir"):
         run_compare(dataset="Pima", data_dir="/no/such/directory")
+
+
+DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes"}
+
+
+@pytest.mark.parametrize("task, name", [(t, n) for t, specs in MODELS.items() for n in specs])
+def test_every_offered_model_runs_through_compare(task, name):
+    """Every model ``compare`` offers trains, is evaluated and gets a row (a few iterations on 30 points)."""
+    (row,) = run_compare(DATA[task], models=name, max_train=30, num_inducing=5, maxiter=3)
+    metric = "test_rmse" if task == "regression" else "test_error"
+    assert row["model"] == name and row["task"] == task and row["num_train"] == 30
+    assert all(math.isfinite(row[key]) for key in (metric, "test_nlpd", "test_nlpd_se", "objective"))
+    assert row["test_nlpd_se"] > 0 and row["stop_reason"]
+
+
+def test_the_progress_bar_ends_with_the_stop_reason(binary, capsys):
+    """L-BFGS-B converging after a few iterations finishes the bar ("done", its reason), not at "2%"."""
+    row, _ = train_one("epgpc", binary, maxiter=1000, progress=True)
+    assert row["converged"] and row["iterations"] < 1000
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert row["stop_reason"].startswith("converged (L-BFGS-B: ")
+    assert f"| done step {row['iterations']}/1000 " in last and last.endswith(row["stop_reason"])
+    assert "#" * 20 in last
+
+
+@pytest.fixture
+def figure(monkeypatch):
+    """The figure ``plot_results`` draws, kept open (it closes it after saving)."""
+    import matplotlib.pyplot as plt
+
+    kept = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    yield kept
+    for fig in kept:
+        plt.figure(fig.number)
+        plt.clf()
+
+
+def test_plot_labels_counts_and_nlpd_scale(tmp_path, figure):
+    """Multi-class: the legend names the models (SVGP with RobustMax, not "svgp"); every test point is
+    counted in the reliability bins and bins below MIN_BIN_COUNT are hollow and off the line; the NLPD
+    axis spans each model's ± 2 s.e. bar, so NLPDs closer than that do not fill the axis."""
+    rows = run_compare("iris", models="svgp,svgp-softmax", maxiter=30, max_train=40, plot=tmp_path / "iris.png")
+    (fig,) = figure
+    reliability, nlpd = fig.axes
+    assert [t.get_text() for t in reliability.get_legend().get_texts()] == ["SVGP (RobustMax)", "SVGP (Softmax)"]
+    counts = [int(t.get_text()) for t in reliability.texts]
+    for line in reliability.get_lines()[:2]:  # each model's line passes through its well-filled bins only
+        own = [int(t.get_text()) for t in reliability.texts if t.get_color() == line.get_color()]
+        assert sum(own) == rows[0]["num_test"]
+        assert len(line.get_xdata()) == sum(1 for c in own if c >= MIN_BIN_COUNT)
+    hollow = [c for c in reliability.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
+    assert sum(len(c.get_offsets()) for c in hollow) == sum(1 for c in counts if c < MIN_BIN_COUNT)
+    low, high = nlpd.get_ylim()
+    for row in rows:
+        assert low < row["test_nlpd"] - 2 * row["test_nlpd_se"] and row["test_nlpd"] + 2 * row["test_nlpd_se"] < high
+    assert any("SVGP (RobustMax)" in t.get_text() for t in nlpd.texts)
