@@ -43,7 +43,8 @@ def test_rows_of_an_ep_model_and_a_variational_one(binary, tmp_path):
 
 def test_regression_metrics_are_in_the_targets_units():
     """RMSE and NLPD of the standardised problem, mapped back: RMSE·s and NLPD + log s (s the
-    target's training std), checked against predictions made by hand."""
+    target's training std), and the NLPD's standard error over the test points, checked against
+    predictions made by hand."""
     td = load_task_data("diabetes", max_train=60)
     row, model = train_one("gpr", td, maxiter=100)
     from sklearn.datasets import load_diabetes  # noqa: F401  (the raw targets come back through the scale)
@@ -52,8 +53,9 @@ def test_regression_metrics_are_in_the_targets_units():
     y = td.split.Y_test * td.y_scale + td.y_mean
     rmse = np.sqrt(np.mean((mean * td.y_scale + td.y_mean - y) ** 2))
     variance = var * td.y_scale**2
-    nlpd = np.mean(0.5 * np.log(2 * np.pi * variance) + 0.5 * (mean * td.y_scale + td.y_mean - y) ** 2 / variance)
-    np.testing.assert_allclose([row["test_rmse"], row["test_nlpd"]], [rmse, nlpd], rtol=1e-10)
+    per_point = 0.5 * np.log(2 * np.pi * variance) + 0.5 * (mean * td.y_scale + td.y_mean - y) ** 2 / variance
+    nlpd, se = per_point.mean(), per_point.std(ddof=1) / np.sqrt(per_point.size)  # the NLPD's standard error
+    np.testing.assert_allclose([row["test_rmse"], row["test_nlpd"], row["test_nlpd_se"]], [rmse, nlpd, se], rtol=1e-10)
 
 
 def test_table_json_and_plots(tmp_path):
@@ -141,6 +143,9 @@ def test_plot_labels_counts_and_nlpd_scale(tmp_path, figure):
     hollow = [c for c in reliability.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
     assert sum(len(c.get_offsets()) for c in hollow) == sum(1 for c in counts if c < MIN_BIN_COUNT)
     low, high = nlpd.get_ylim()
+    assert low >= 0.0  # a class label's NLPD is never negative
     for row in rows:
-        assert low < row["test_nlpd"] - 2 * row["test_nlpd_se"] and row["test_nlpd"] + 2 * row["test_nlpd_se"] < high
-    assert any("SVGP (RobustMax)" in t.get_text() for t in nlpd.texts)
+        bar = 2 * row["test_nlpd_se"]
+        assert low <= max(row["test_nlpd"] - bar, 0.0) and row["test_nlpd"] + bar < high
+    legend = [t.get_text() for t in nlpd.get_legend().get_texts()]
+    assert [text.split(":")[0] for text in legend] == ["SVGP (RobustMax)", "SVGP (Softmax)"]
