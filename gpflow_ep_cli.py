@@ -2,7 +2,9 @@
 The ``gpflow-ep`` console script: TensorFlow's start-up log lines ("failed call to cuInit" on a
 machine without a GPU, oneDNN and CUDA notices) look like errors to a user, so they are hidden
 while TensorFlow loads (``TF_CPP_MIN_LOG_LEVEL=3`` unless set, and stderr held back during the
-import; shown in full if the import fails). ``python -m gpflow_ep`` runs the same command without this.
+import; shown in full if the import fails). TensorFlow is loaded only for a command that trains
+(``compare``, ``bench NAME``): ``--help``, ``--version`` and the benchmark list do not load it.
+``python -m gpflow_ep`` runs the same commands without hiding the log.
 """
 
 import os
@@ -10,12 +12,8 @@ import sys
 import tempfile
 
 
-def main() -> int:
-    if sys.argv[1:] in (["--version"], ["-V"]):  # without loading TensorFlow
-        from importlib.metadata import version
-
-        print(f"gpflow-ep {version('gpflow-ep')}")
-        return 0
+def load_tensorflow_quietly() -> None:
+    """Import TensorFlow and initialise its device with stderr held back (shown if the import fails)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     sys.stderr.flush()
     with tempfile.TemporaryFile() as held:
@@ -23,8 +21,6 @@ def main() -> int:
         os.dup2(held.fileno(), 2)
         try:
             import tensorflow as tf
-
-            from gpflow_ep.cli import main as run
 
             tf.constant(0.0) + 0.0  # device initialisation logs here, not in the command's output
         except BaseException:
@@ -35,7 +31,12 @@ def main() -> int:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
-    return run()
+
+
+def main() -> int:
+    from gpflow_ep.cli import main as run
+
+    return run(prepare=load_tensorflow_quietly)
 
 
 if __name__ == "__main__":

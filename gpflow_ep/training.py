@@ -300,8 +300,18 @@ class ProgressBar:
             self._last = elapsed
             self._write(self.render(steps, loss, elapsed), final=False)
 
-    def close(self, steps: int, loss: float, elapsed: float) -> None:
-        self._write(self.render(steps, loss, elapsed), final=True)
+    def close(self, steps: int, loss: float, elapsed: float, reason: Optional[str] = None) -> None:
+        """
+        Write the final line. With ``reason`` (why the run stopped, e.g. an optimiser's convergence
+        message) the bar is drawn full and says "done" whatever the fraction of ``total``, so that a
+        run that stopped early does not end on "2% step 21/1000".
+        """
+        if reason is None:
+            self._write(self.render(steps, loss, elapsed), final=True)
+            return
+        total = f"/{int(self.total)}" if np.isfinite(self.total) else ""
+        line = f"|{'#' * self.width}| done step {steps}{total}  {elapsed:6.1f} s  loss {loss:.4g}  {reason}"
+        self._write(line, final=True)
 
 
 def _check_dataset(model, dataset: tf.data.Dataset) -> None:

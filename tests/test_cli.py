@@ -1,13 +1,15 @@
 """The gpflow-ep command line: compare's outputs, clean one-line errors, bench, version."""
 
 import json
+import os
 import runpy
+import subprocess
 import sys
 
 import pytest
 
 from gpflow_ep import __version__
-from gpflow_ep.cli import main
+from gpflow_ep.cli import BENCHMARKS, cli_wording, main
 
 
 def test_compare_json_has_a_record_per_model(tmp_path, capsys):
@@ -56,7 +58,7 @@ def test_a_bad_csv_is_a_one_line_error(tmp_path, capsys):
     path.write_text("a,b,y\n1,2,0\n3,oops,1\n")
     assert main(["compare", "--csv", str(path), "--target", "y"]) == 2
     assert (
-        capsys.readouterr().err == "gpflow-ep: error: csv: bad.csv line 3, column 'b': 'oops' is not a finite "
+        capsys.readouterr().err == "gpflow-ep: error: --csv: bad.csv line 3, column 'b': 'oops' is not a finite "
         "number (encode categories as numbers and drop or impute missing values first)\n"
     )
 
@@ -83,3 +85,73 @@ def test_module_entry_point_help(monkeypatch, capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "compare" in out and "bench" in out
+
+
+@pytest.mark.parametrize(
+    "argv, call, status",
+    [
+        (["gpflow_ep", "--help"], "runpy.run_module('gpflow_ep', run_name='__main__')", 0),  # python -m gpflow_ep
+        (["gpflow-ep", "--help"], "__import__('gpflow_ep_cli').main()", 0),  # the console script
+        (["gpflow-ep", "compare", "--help"], "__import__('gpflow_ep_cli').main()", 0),
+        (["gpflow-ep", "bench"], "__import__('gpflow_ep_cli').main()", 0),
+        (["gpflow-ep", "--version"], "__import__('gpflow_ep_cli').main()", 0),
+        (["gpflow-ep", "compare", "--maxiter", "0"], "__import__('gpflow_ep_cli').main()", 2),
+    ],
+)
+def test_help_and_listing_do_not_import_tensorflow(argv, call, status, request):
+    """``--help`` took 9 s because it imported TensorFlow; only a command that trains may."""
+    code = (
+        f"import runpy, sys\nsys.argv = {argv!r}\ntry:\n    status = {call}\nexcept SystemExit as exit_:\n"
+        "    status = exit_.code\nheavy = sorted(m for m in ('tensorflow', 'gpflow', 'sklearn') if m in sys.modules)\n"
+        "print('STATUS', status or 0, 'HEAVY', heavy)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(request.config.rootpath))
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=request.config.rootpath, env=env, capture_output=True, text=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == f"STATUS {status} HEAVY []", done.stderr
+
+
+def test_bench_describes_each_benchmark(capsys, monkeypatch, request):
+    """Every benchmark is listed with a one-line description (written for users: no spec sections)."""
+    monkeypatch.chdir(request.config.rootpath)
+    assert main(["bench"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    names = [line.split()[0] for line in lines]
+    assert names == sorted(BENCHMARKS) and "sepgpc_table1" in names
+    for line, name in zip(lines, names):
+        description = line.strip()[len(name) :].strip()
+        assert description == BENCHMARKS[name] and "spec" not in description
+
+
+def test_compare_errors_use_the_command_lines_words(capsys, monkeypatch, tmp_path):
+    """A missing benchmark directory: the command line says --data-dir, the Python API data_dir=."""
+    from gpflow_ep.compare import load_task_data
+    from gpflow_ep.datasets import benchmark
+
+    monkeypatch.delenv(benchmark.ENV_VAR, raising=False)
+    monkeypatch.setattr(benchmark, "__file__", str(tmp_path / "a" / "b" / "c" / "benchmark.py"))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")  # no ../shared/datasets either
+    with pytest.raises(ValueError, match="pass data_dir= or set"):
+        load_task_data("Pima")
+    assert main(["compare", "--dataset", "Pima"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --data-dir or set $GPFLOW_EP_DATA" in err and "data_dir" not in err
+    assert main(["compare", "--dataset", "Pima", "--data-dir", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.startswith(f"gpflow-ep: error: --data-dir: '{tmp_path / 'none'}' is not a directory")
+    assert main(["compare", "--max-train", "1"]) == 2
+    assert capsys.readouterr().err == "gpflow-ep: error: --max-train must be at least 2; got 1\n"
+    assert main(["compare", "--csv", "x.csv"]) == 2
+    assert "--target: a CSV file needs a target" in capsys.readouterr().err
+
+
+def test_cli_wording():
+    options = {"data_dir": "--data-dir", "max_train": "--max-train", "csv": "--csv", "dataset": "--dataset"}
+    assert cli_wording("max_train must be at least 2", options) == "--max-train must be at least 2"
+    assert (
+        cli_wording("csv_file: x; pass data_dir= or set $DATA_DIR", options)
+        == "--csv: x; pass --data-dir or set $DATA_DIR"
+    )
+    text = "dataset: unknown 'x'; the benchmark dataset is not there"  # only the subject is an option
+    assert cli_wording(text, options) == "--dataset: unknown 'x'; the benchmark dataset is not there"

@@ -2,19 +2,48 @@ r"""
 ``gpflow-ep compare``: the package's models against GPflow's on one train/test split, as a table,
 a JSON record per model, TensorBoard training curves and a PNG.
 
+* :mod:`.catalogue`: the data sets, models, defaults and priors it offers (plain data);
 * :mod:`.data`: the split and its task (scikit-learn's bundled sets, the benchmark layout, a CSV);
 * :mod:`.models`: the models of each task, their kernel, inducing inputs, hyper-priors;
 * :mod:`.run`: training (L-BFGS-B to each model's own convergence) and evaluation of one model;
 * :mod:`.report`: the table, JSON and PNG.
+
+Importing this package loads only :mod:`.catalogue`; the names of the other modules (which import
+TensorFlow and GPflow) are loaded on first use, so that ``gpflow-ep --help`` needs neither.
 """
 
+import importlib
 from typing import List, Optional, Sequence, Union
 
-from ..validation import check_choice, check_positive_int
-from .data import SKLEARN_SETS, TaskData, load_task_data, read_csv
-from .models import DEFAULT_MODELS, MODELS, PRIORS, check_models, inducing_inputs, make_kernel
-from .report import columns, format_table, plot_results, write_json, write_results
-from .run import train_one
+from .catalogue import DEFAULT_MODELS, MODEL_LABELS, PRIORS, SKLEARN_SETS, model_label
+
+#: the public names of the modules that import TensorFlow, loaded on first use (PEP 562)
+_LAZY = {
+    "TaskData": ".data",
+    "load_task_data": ".data",
+    "read_csv": ".data",
+    "MODELS": ".models",
+    "check_models": ".models",
+    "inducing_inputs": ".models",
+    "make_kernel": ".models",
+    "columns": ".report",
+    "format_table": ".report",
+    "plot_results": ".report",
+    "write_json": ".report",
+    "write_results": ".report",
+    "train_one": ".run",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "run_compare",
@@ -23,6 +52,8 @@ __all__ = [
     "TaskData",
     "SKLEARN_SETS",
     "MODELS",
+    "MODEL_LABELS",
+    "model_label",
     "DEFAULT_MODELS",
     "PRIORS",
     "check_models",
@@ -64,6 +95,12 @@ def run_compare(
 
     :raises ValueError: naming the argument at fault, before anything is trained.
     """
+    from ..validation import check_choice, check_positive_int
+    from .data import load_task_data
+    from .models import check_models
+    from .report import plot_results
+    from .run import train_one
+
     check_positive_int(maxiter, "maxiter")
     check_positive_int(num_inducing, "num_inducing")
     check_choice(prior, "prior", PRIORS)

@@ -28,17 +28,10 @@ from sklearn.model_selection import train_test_split
 from ..datasets import Split, available_benchmarks, breast_cancer_split, load_benchmark, sklearn_multiclass_split
 from ..datasets.benchmark import _standardise
 from ..validation import check_choice
+from .catalogue import SKLEARN_SETS
 
 __all__ = ["TaskData", "SKLEARN_SETS", "load_task_data", "read_csv", "infer_csv_task"]
 
-#: scikit-learn's bundled sets and their tasks
-SKLEARN_SETS = {
-    "breast_cancer": "binary",
-    "iris": "multiclass",
-    "wine": "multiclass",
-    "digits": "multiclass",
-    "diabetes": "regression",
-}
 KINDS = ("binary", "multiclass", "regression")
 #: an integer target with at most this many distinct values is a class label
 MAX_CSV_CLASSES = 20
@@ -202,7 +195,7 @@ def load_task_data(
         if dataset is not None:
             raise ValueError("dataset: give either a dataset or a CSV file, not both")
         if not target:
-            raise ValueError("target: a CSV file needs --target COLUMN, the column to predict")
+            raise ValueError("target: a CSV file needs a target, the column to predict")
         data, task = _csv_split(csv_file, target, task, split, test_fraction)
         source = "csv"
     else:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 import gpflow
+import numpy as np
 import scipy.optimize
 import tensorflow as tf
 
@@ -27,7 +28,7 @@ from ..training import ProgressBar
 from .data import TaskData
 from .models import MODELS, apply_prior, build_model, hyperparameters, kernel_summary, objective
 
-__all__ = ["train_one"]
+__all__ = ["train_one", "stop_reason"]
 
 
 class _Callback:
@@ -60,9 +61,15 @@ class _Callback:
             self.bar.update(self.step, self.last_loss, time.perf_counter() - self.start)
         self.seconds += time.perf_counter() - begin
 
-    def close(self) -> None:
+    def close(self, result: scipy.optimize.OptimizeResult) -> None:
+        """Finish the bar with L-BFGS-B's outcome (``stop_reason``), also when it stopped before ``maxiter``."""
         if self.bar is not None:
-            self.bar.close(self.step, self.last_loss, time.perf_counter() - self.start)
+            self.bar.close(self.step, self.last_loss, time.perf_counter() - self.start, stop_reason(result))
+
+
+def stop_reason(result: scipy.optimize.OptimizeResult) -> str:
+    """Why L-BFGS-B stopped, in words: "converged (L-BFGS-B: <scipy's message>)" or "stopped (…)"."""
+    return f"{'converged' if result.success else 'stopped'} (L-BFGS-B: {result.message})"
 
 
 def _minimise(loss, variables, maxiter: int, callback: _Callback):
@@ -107,7 +114,8 @@ def train_one(
     Build model ``name`` for ``td``, train it (module docstring) and evaluate it on the test part.
 
     :return: ``(row, model)``, the trained model and its result row: the model, task and data;
-        test metrics (``test_error`` or ``test_rmse``, in the target's units, and ``test_nlpd``);
+        test metrics (``test_error`` or ``test_rmse``, in the target's units, and ``test_nlpd``, with
+        ``test_nlpd_se`` the standard error of that mean over the test points);
         ``train_time_s`` (wall clock of the optimisation, tf.function compilation included,
         monitoring excluded); the objective and its kind; ``iterations``, ``converged`` and
         ``stop_reason`` of L-BFGS-B; ``ep_converged`` and ``ep_diagnostics`` for EP models; the
@@ -122,21 +130,25 @@ def train_one(
     start = time.perf_counter()
     result = _minimise(loss, model.trainable_variables, maxiter, callback)
     wall = time.perf_counter() - start
-    callback.close()
+    callback.close(result)
     ep_converged = _to_fixed_point(model, td)
-    metrics = held_out_metrics(model, td.split.X_test, td.labels(td.split.Y_test), td.task)
+    test = (td.split.X_test, td.labels(td.split.Y_test))
+    metrics = held_out_metrics(model, *test, td.task)
+    log_density = np.asarray(model.predict_log_density(test)).ravel()  # the units' shift is a constant
+    nlpd_se = float(np.std(log_density, ddof=1) / math.sqrt(log_density.size)) if log_density.size > 1 else math.nan
     if td.task == "regression":  # back to the target's units
         metrics = {"rmse": metrics["rmse"] * td.y_scale, "nlpd": metrics["nlpd"] + math.log(td.y_scale)}
     row = {
         "model": name,
         "task": td.task,
         **{f"test_{k}": float(v) for k, v in metrics.items()},
+        "test_nlpd_se": nlpd_se,
         "train_time_s": float(wall - callback.seconds),
         "objective": objective(model, td),
         "objective_kind": MODELS[td.task][name].objective_kind,
         "iterations": int(result.nit),
         "converged": bool(result.success),
-        "stop_reason": str(result.message),
+        "stop_reason": stop_reason(result),
         "ep_converged": ep_converged,
         "kernel": kernel_summary(model),
         "hyperparameters": hyperparameters(model),

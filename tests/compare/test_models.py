@@ -1,9 +1,18 @@
 """gpflow_ep.compare.models: every model of every task builds, with the shared kernel and hyper-priors."""
 
+import gpflow
 import numpy as np
 import pytest
 
-from gpflow_ep.compare import DEFAULT_MODELS, MODELS, check_models, inducing_inputs, load_task_data
+from gpflow_ep.compare import (
+    DEFAULT_MODELS,
+    MODEL_LABELS,
+    MODELS,
+    check_models,
+    inducing_inputs,
+    load_task_data,
+    model_label,
+)
 from gpflow_ep.compare.models import apply_prior, build_model, hyperparameters, kernel_summary
 
 DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes"}
@@ -56,3 +65,21 @@ def test_inducing_inputs():
     assert Z.shape == (5, 3)
     np.testing.assert_array_equal(Z, inducing_inputs(X, 5, seed=0))
     np.testing.assert_array_equal(inducing_inputs(X, 100), X)
+
+
+def test_the_catalogue_names_exactly_the_models_built():
+    """The command line's help and the figures' labels come from the catalogue, the models from MODELS."""
+    assert {task: list(specs) for task, specs in MODELS.items()} == {
+        task: list(labels) for task, labels in MODEL_LABELS.items()
+    }
+    assert model_label("multiclass", "svgp") == "SVGP (RobustMax)"
+    assert model_label("binary", "svgp") == "SVGP (probit)"
+
+
+def test_kernel_summary_says_what_its_range_is():
+    """30 lengthscales are summarised as a range with its count, not as a two-element list."""
+    kernel = gpflow.kernels.SquaredExponential(variance=2.0, lengthscales=np.linspace(1.96, 6.51, 30))
+    model = gpflow.models.GPR((np.zeros((3, 30)), np.zeros((3, 1))), kernel)
+    assert kernel_summary(model) == "σ² 2, ℓ 1.96–6.51 (30 dims)"
+    one = gpflow.models.GPR((np.zeros((3, 1)), np.zeros((3, 1))), gpflow.kernels.SquaredExponential(lengthscales=0.5))
+    assert kernel_summary(one) == "σ² 1, ℓ 0.5"

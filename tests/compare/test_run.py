@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from gpflow_ep.compare import columns, format_table, load_task_data, run_compare, train_one, write_results
+from gpflow_ep.compare import MODELS, columns, format_table, load_task_data, run_compare, train_one, write_results
+from gpflow_ep.compare.report import MIN_BIN_COUNT
 from gpflow_ep.monitor import EP_SCALAR_TAGS
 
 
@@ -42,7 +43,8 @@ def test_rows_of_an_ep_model_and_a_variational_one(binary, tmp_path):
 
 def test_regression_metrics_are_in_the_targets_units():
     """RMSE and NLPD of the standardised problem, mapped back: RMSE·s and NLPD + log s (s the
-    target's training std), checked against predictions made by hand."""
+    target's training std), and the NLPD's standard error over the test points, checked against
+    predictions made by hand."""
     td = load_task_data("diabetes", max_train=60)
     row, model = train_one("gpr", td, maxiter=100)
     from sklearn.datasets import load_diabetes  # noqa: F401  (the raw targets come back through the scale)
@@ -51,8 +53,9 @@ def test_regression_metrics_are_in_the_targets_units():
     y = td.split.Y_test * td.y_scale + td.y_mean
     rmse = np.sqrt(np.mean((mean * td.y_scale + td.y_mean - y) ** 2))
     variance = var * td.y_scale**2
-    nlpd = np.mean(0.5 * np.log(2 * np.pi * variance) + 0.5 * (mean * td.y_scale + td.y_mean - y) ** 2 / variance)
-    np.testing.assert_allclose([row["test_rmse"], row["test_nlpd"]], [rmse, nlpd], rtol=1e-10)
+    per_point = 0.5 * np.log(2 * np.pi * variance) + 0.5 * (mean * td.y_scale + td.y_mean - y) ** 2 / variance
+    nlpd, se = per_point.mean(), per_point.std(ddof=1) / np.sqrt(per_point.size)  # the NLPD's standard error
+    np.testing.assert_allclose([row["test_rmse"], row["test_nlpd"], row["test_nlpd_se"]], [rmse, nlpd, se], rtol=1e-10)
 
 
 def test_table_json_and_plots(tmp_path):
@@ -86,3 +89,63 @@ def test_run_compare_checks_before_training():
         run_compare(models="epgpc,gpr")
     with pytest.raises(ValueError, match="data_dir"):
         run_compare(dataset="Pima", data_dir="/no/such/directory")
+
+
+DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes"}
+
+
+@pytest.mark.parametrize("task, name", [(t, n) for t, specs in MODELS.items() for n in specs])
+def test_every_offered_model_runs_through_compare(task, name):
+    """Every model ``compare`` offers trains, is evaluated and gets a row (a few iterations on 30 points)."""
+    (row,) = run_compare(DATA[task], models=name, max_train=30, num_inducing=5, maxiter=3)
+    metric = "test_rmse" if task == "regression" else "test_error"
+    assert row["model"] == name and row["task"] == task and row["num_train"] == 30
+    assert all(math.isfinite(row[key]) for key in (metric, "test_nlpd", "test_nlpd_se", "objective"))
+    assert row["test_nlpd_se"] > 0 and row["stop_reason"]
+
+
+def test_the_progress_bar_ends_with_the_stop_reason(binary, capsys):
+    """L-BFGS-B converging after a few iterations finishes the bar ("done", its reason), not at "2%"."""
+    row, _ = train_one("epgpc", binary, maxiter=1000, progress=True)
+    assert row["converged"] and row["iterations"] < 1000
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert row["stop_reason"].startswith("converged (L-BFGS-B: ")
+    assert f"| done step {row['iterations']}/1000 " in last and last.endswith(row["stop_reason"])
+    assert "#" * 20 in last
+
+
+@pytest.fixture
+def figure(monkeypatch):
+    """The figure ``plot_results`` draws, kept open (it closes it after saving)."""
+    import matplotlib.pyplot as plt
+
+    kept = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    yield kept
+    for fig in kept:
+        plt.figure(fig.number)
+        plt.clf()
+
+
+def test_plot_labels_counts_and_nlpd_scale(tmp_path, figure):
+    """Multi-class: the legend names the models (SVGP with RobustMax, not "svgp"); every test point is
+    counted in the reliability bins and bins below MIN_BIN_COUNT are hollow and off the line; the NLPD
+    axis spans each model's ± 2 s.e. bar, so NLPDs closer than that do not fill the axis."""
+    rows = run_compare("iris", models="svgp,svgp-softmax", maxiter=30, max_train=40, plot=tmp_path / "iris.png")
+    (fig,) = figure
+    reliability, nlpd = fig.axes
+    assert [t.get_text() for t in reliability.get_legend().get_texts()] == ["SVGP (RobustMax)", "SVGP (Softmax)"]
+    counts = [int(t.get_text()) for t in reliability.texts]
+    for line in reliability.get_lines()[:2]:  # each model's line passes through its well-filled bins only
+        own = [int(t.get_text()) for t in reliability.texts if t.get_color() == line.get_color()]
+        assert sum(own) == rows[0]["num_test"]
+        assert len(line.get_xdata()) == sum(1 for c in own if c >= MIN_BIN_COUNT)
+    hollow = [c for c in reliability.collections if len(c.get_offsets()) and not c.get_facecolor().any()]
+    assert sum(len(c.get_offsets()) for c in hollow) == sum(1 for c in counts if c < MIN_BIN_COUNT)
+    low, high = nlpd.get_ylim()
+    assert low >= 0.0  # a class label's NLPD is never negative
+    for row in rows:
+        bar = 2 * row["test_nlpd_se"]
+        assert low <= max(row["test_nlpd"] - bar, 0.0) and row["test_nlpd"] + bar < high
+    legend = [t.get_text() for t in nlpd.get_legend().get_texts()]
+    assert [text.split(":")[0] for text in legend] == ["SVGP (RobustMax)", "SVGP (Softmax)"]
