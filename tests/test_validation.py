@@ -14,11 +14,11 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_ep.dgp import AEPLayer, TiedFactor
-from gpflow_ep.kernels import DeepKernel, FeatureInducingPoints
+from gpflow_ep.kernels import ClassIndependent, DeepKernel, FeatureInducingPoints
 from gpflow_ep.likelihoods import BinaryHinge, MultiClassHinge, MultiClassStep, NoisyStep, Probit
 from gpflow_ep.models import DGPAEP, EPGPC, SEPGPC, SEPMGPC, PowerEP, RelaxedEP
 from gpflow_ep.training import fit, make_dataset
-from gpflow_ep.validation import check_inducing_inputs, check_training_data, model_input_dim
+from gpflow_ep.validation import check_inducing_inputs, check_kernel_inputs, check_training_data, model_input_dim
 
 N = 30
 
@@ -424,3 +424,35 @@ def test_a_deep_kernel_is_checked_on_x_and_its_features(data):
         ValueError, match=r"inducing_variable: Z \(inducing points\) has 2 columns but the kernel network"
     ):
         fit(svgp(SE(), FeatureInducingPoints(np.zeros((4, 2)))), (X, Y), batch_size=10, iterations=1)
+
+
+@pytest.mark.parametrize(
+    "make_kernel, match",
+    [
+        (
+            lambda: gpflow.kernels.Linear(variance=[1.0, 2.0, 3.0]),
+            r"kernel: variance has 3 entries but X has 2 columns",
+        ),
+        (lambda: gpflow.kernels.ArcCosine(weight_variances=[1.0] * 3), r"kernel: weight_variances has 3 entries"),
+        (lambda: gpflow.kernels.Periodic(SE(), period=[1.0] * 3), r"kernel: period has 3 entries but X has 2 columns"),
+        (lambda: gpflow.kernels.Periodic(SE(lengthscales=[1.0] * 3)), r"kernel\.base_kernel: lengthscales has 3"),
+        (lambda: SE(active_dims=slice(-3, None)), r"kernel: active_dims slice\(-3, None, None\) out of range for X"),
+        (lambda: SE(active_dims=slice(2, None)), r"kernel: active_dims slice\(2, None, None\) out of range for X"),
+        (
+            lambda: SE() + SE() * Matern32(lengthscales=[1.0] * 3),
+            r"kernel\.kernels\[1\]\.kernels\[1\]: lengthscales has 3",
+        ),  # nested
+        (lambda: ClassIndependent([SE(), SE(lengthscales=[1.0] * 3)]), r"kernel\[1\]: lengthscales has 3 entries"),
+        (lambda: ClassIndependent([SE(active_dims=[2])] * 2), r"kernel: active_dims \[2\] out of range"),  # one shared
+        (lambda: DeepKernel(SE(lengthscales=[1.0] * 3), lambda X: X), None),  # features of unknown width: not checked
+        (lambda: gpflow.kernels.Periodic(SE(active_dims=[1]), period=[2.0]) + gpflow.kernels.Linear([1.0, 2.0]), None),
+        (lambda: SE(active_dims=slice(-2, None), lengthscales=[1.0, 2.0]) + gpflow.kernels.White(), None),
+        (lambda: gpflow.kernels.Coregion(output_dim=3, rank=1, active_dims=[1]), None),  # no per-column parameter
+    ],
+)
+def test_check_kernel_inputs_knows_gpflows_kernel_kinds(make_kernel, match):
+    if match is None:
+        check_kernel_inputs(make_kernel(), 2)
+    else:
+        with pytest.raises(ValueError, match=match):
+            check_kernel_inputs(make_kernel(), 2)
