@@ -28,9 +28,16 @@ EP fixed point -E is the EP log evidence. With ε = ``settings.min_precision`` (
 The limit is a KKT point of the *constrained* problem: where a site bound is active it need not be
 an EP fixed point (spec §7 item 4), which :class:`DoubleLoopResult` reports. It runs eagerly
 (scipy inside), so call it outside ``tf.function``; only α = 1.
+
+A run can be long (each outer step is a full L-BFGS-B solve): with ``progress=None`` (default) it
+shows its outer iteration, energy and last energy decrease on stderr when stderr is a terminal
+(redrawn in place), and is quiet otherwise (logs, CI); ``progress=True`` always shows it (a line every
+30 s when stderr is not a terminal), ``False`` never.
 """
 
-from typing import TYPE_CHECKING, List, NamedTuple
+import sys
+import time
+from typing import TYPE_CHECKING, List, NamedTuple, Optional
 
 import numpy as np
 import scipy.optimize
@@ -115,6 +122,37 @@ def _inner_solve(f_and_grad, nu, tau, v1, v2, eps, dtype):
     return x[:d, None], np.clip(x[d:], eps, v2[:, 0] - eps)[:, None], float(sol.fun), int(sol.nit)
 
 
+class _Progress:
+    """The outer loop's status on stderr (module docstring): in place on a terminal, else a line every 30 s."""
+
+    def __init__(self, progress: Optional[bool], max_outer: int, tol: float, stream=None):
+        self.stream = sys.stderr if stream is None else stream
+        isatty = getattr(self.stream, "isatty", None)
+        self.interactive = bool(isatty()) if callable(isatty) else False
+        self.enabled = self.interactive if progress is None else bool(progress)
+        self.interval = 0.2 if self.interactive else 30.0
+        self.max_outer, self.tol = max_outer, tol
+        self.start, self.last = time.perf_counter(), -float("inf")
+
+    def _line(self, energies, inner_iterations: int) -> str:
+        drop = f"{energies[-2] - energies[-1]:.3g}" if len(energies) > 1 else "-"
+        target = self.tol * max(1.0, abs(energies[-1]))
+        return (
+            f"PC-EP outer {len(energies)}/{self.max_outer}  E {energies[-1]:.6g}  last fall {drop} "
+            f"(stops below {target:.3g} three times)  inner L-BFGS-B steps {inner_iterations}  "
+            f"{time.perf_counter() - self.start:.1f} s"
+        )
+
+    def update(self, energies, inner_iterations: int, final: bool = False) -> None:
+        now = time.perf_counter() - self.start
+        if not self.enabled or not energies or (not final and now - self.last < self.interval):
+            return
+        self.last = now
+        line = self._line(energies, inner_iterations)
+        self.stream.write(("\r" + line + ("\n" if final else "")) if self.interactive else line + "\n")
+        self.stream.flush()
+
+
 def _selected_moments(algebra, factor, nu, tau, v1, v2, eps):
     """Mean and variance for the outer step (spec §3.4's selection rule), the active bounds, the KKT residual."""
     q = algebra.marginals(tau, nu)
@@ -132,9 +170,19 @@ def _selected_moments(algebra, factor, nu, tau, v1, v2, eps):
 
 
 def run_double_loop(
-    algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: "EPSettings"
+    algebra: SiteAlgebra,
+    factor: SiteFactor,
+    precision,
+    natural_mean,
+    settings: "EPSettings",
+    progress: Optional[bool] = None,
 ) -> DoubleLoopResult:
-    """PC-EP from the warm-start sites (module docstring)."""
+    """
+    PC-EP from the warm-start sites (module docstring).
+
+    :param progress: show the outer loop's progress on stderr: ``None`` (default) when stderr is a
+        terminal, ``True`` always, ``False`` never.
+    """
     if settings.power != 1.0:
         raise ValueError("power: the convergent double loop is written for EP (power=1)")
     if settings.relaxation is not None:
@@ -157,6 +205,7 @@ def run_double_loop(
     energies: List[float] = []
     small_steps, inner_iterations, converged = 0, 0, False
     non_finite, n_site, n_cavity, kkt, dual = False, 0, 0, float("nan"), np.zeros_like(nu)
+    bar = _Progress(progress, settings.max_sweeps, settings.tol)
     for outer in range(settings.max_sweeps):
         V1, V2 = tf.constant(v1, dtype), tf.constant(v2, dtype)
         new_nu, new_tau, value, nit = _inner_solve(f_and_grad, nu, tau, v1, v2, eps, dtype)
@@ -167,6 +216,7 @@ def run_double_loop(
         nu, tau = new_nu, new_tau
         log_site = float(tf.reduce_sum(site_log_normaliser(V1, V2)))
         energies.append(-value + log_site)
+        bar.update(energies, inner_iterations)
         if outer > 0 and energies[-2] - energies[-1] < settings.tol * max(1.0, abs(energies[-1])):
             small_steps += 1
         else:
@@ -183,6 +233,7 @@ def run_double_loop(
             break
         v1, v2 = new_v1, new_v2
         tau = np.minimum(tau, v2 - eps)  # warm start, projected into the new box
+    bar.update(energies, inner_iterations, final=True)
     history = np.zeros(settings.max_sweeps)
     history[: len(energies)] = energies
     zeros = tf.zeros_like(precision)
