@@ -44,8 +44,9 @@ def non_convergence_message(run, settings, where: str = "") -> str:
             f"The convergent double loop{where} stopped after {sweeps} outer iterations (max_sweeps="
             f"{settings.max_sweeps}) without converging: the energy fell by {change:.3g} in the last one; "
             f"it stops when it falls by less than tol·max(1, |E|) (tol={settings.tol:g}) three times running. "
-            "The double loop converges linearly (slowly where site precisions sit at their bound ε): "
-            "raise max_sweeps or tol, or use regular EP (damped parallel or sequential schedule) where it converges."
+            "Its energy can keep falling slowly (sublinearly) long after q's moments have settled, while the "
+            "marginal precisions of weights pinned at zero grow without bound: check whether q still moves, "
+            "raise max_sweeps or tol, or use regular EP (a damped parallel or sequential schedule) where it converges."
         )
     skipped = int(run.num_skipped.numpy())
     skipped_last = int(run.skipped_last_sweep.numpy())
