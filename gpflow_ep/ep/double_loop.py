@@ -1,12 +1,12 @@
 r"""
 Provably convergent double-loop EP (PC-EP; Hernández-Lobato & Hernández-Lobato 2011, the
-Opper–Winther expectation-consistent energy with positivity constraints; spike-and-slab spec §3),
+Opper–Winther expectation-consistent energy with positivity constraints; their Sec. 3),
 written for any model of the engine: a :class:`~gpflow_ep.ep.SiteAlgebra` with a
 ``log_normaliser`` and any :class:`~gpflow_ep.ep.SiteFactor`. Registered as the schedule
 ``"convergent"``.
 
 With site natural parameters ṽ = (ν, τ), marginal natural parameters v = (v₁, v₂) of the site
-variables h_i and cavities v̂ = v - ṽ, the energy (spec eq. 9) is
+variables h_i and cavities v̂ = v - ṽ, the energy (their eq. 9) is
 
     E(v, v̂, ṽ) = -log Z(ṽ) - Σ_i log Ẑ_i(v̂_i) + Σ_i log Z̃_i(v_i),
 
@@ -14,10 +14,11 @@ log Z(ṽ) the algebra's normaliser of q, log Ẑ_i(v̂) = log ∫ exp(v̂₁h -
 tilted normaliser of the unnormalised cavity, log Z̃_i(v) = ½ log 2π - ½ log v₂ + v₁²/(2v₂). At an
 EP fixed point -E is the EP log evidence. With ε = ``settings.min_precision`` (1e-6 when unset):
 
-* **inner loop** (spec §3.3): for fixed v, minimise the convex F_t(ṽ) = log Z(ṽ) + Σ log Ẑ_i(v - ṽ)
+* **inner loop** (their eq. 19; L-BFGS-B in rescaled variables is our choice): for fixed v,
+  minimise the convex F_t(ṽ) = log Z(ṽ) + Σ log Ẑ_i(v - ṽ)
   over ν free and ε ≤ τ_i ≤ v₂ᵢ - ε, by L-BFGS-B (scipy) in the rescaled variables ν/√v₂, τ/v₂,
   warm-started; then E(v) = -min F_t + Σ log Z̃_i(v_i);
-* **outer step** (spec §3.4–3.5): per site, the mean and variance of the tilted distribution, or of
+* **outer step** (their eqs. 20–28): per site, the mean and variance of the tilted distribution, or of
   q's marginal where the cavity bound τ_i = v₂ᵢ - ε is active; v₂ ← max(3ε, 1/variance) (≤ 10¹²),
   v₁ ← mean · v₂. E(v) never increases (up to the inner solver's accuracy), and is bounded below;
 * **stop** when E fell by less than ``settings.tol`` · max(1, |E|) in 3 consecutive outer steps,
@@ -26,7 +27,7 @@ EP fixed point -E is the EP log evidence. With ε = ``settings.min_precision`` (
   ``DoubleLoopResult.non_finite`` says so (``EPRun.converged`` False).
 
 The limit is a KKT point of the *constrained* problem: where a site bound is active it need not be
-an EP fixed point (spec §7 item 4), which :class:`DoubleLoopResult` reports.
+an EP fixed point, which :class:`DoubleLoopResult` reports.
 
 **How long it takes.** The paper proves that E never increases and is bounded below, so it
 converges, but gives no rate and no stopping rule. The energy can approach its limit only as some
@@ -107,7 +108,7 @@ def _objective(algebra: SiteAlgebra, factor: SiteFactor):
 
 def outer_step(mean, var, eps: float):
     """
-    The closed-form outer step (spec §3.5): argmin over v₂ ≥ 3ε, v₁ of λ₁v₁ + λ₂v₂ + log Z̃(v) with
+    The closed-form outer step (their eq. 28): argmin over v₂ ≥ 3ε, v₁ of λ₁v₁ + λ₂v₂ + log Z̃(v) with
     λ₁ = -mean, λ₂ = ½(var + mean²): v₂ = max(3ε, 1/var) (≤ 10¹²), v₁ = mean · v₂.
     """
     v2 = np.clip(1.0 / np.maximum(var, 1.0 / MAX_PRECISION), 3.0 * eps, MAX_PRECISION)
@@ -167,7 +168,7 @@ class _Progress:
 
 
 def _selected_moments(algebra, factor, nu, tau, v1, v2, eps):
-    """Mean and variance for the outer step (spec §3.4's selection rule), the active bounds, the KKT residual."""
+    """Mean and variance for the outer step (per the active multiplier of eq. 20), active bounds, KKT residual."""
     q = algebra.marginals(tau, nu)
     cav_v1, cav_v2 = v1 - nu, v2 - tau
     cav_var = 1.0 / cav_v2

@@ -1,6 +1,6 @@
 r"""
 SpikeSlabRegression: Bayesian linear regression with a spike-and-slab prior on every weight, by EP
-(Hernández-Lobato & Hernández-Lobato 2011; spike-and-slab spec).
+(Hernández-Lobato & Hernández-Lobato 2011).
 
     y = X w + ε,  ε ~ N(0, σ² I),   w_i ~ p_s N(0, v_s) + (1 - p_s) δ₀   independently.
 
@@ -9,15 +9,17 @@ EP keeps the Gaussian likelihood exact (the base factor of
 replaces each prior factor by a Gaussian site on w_i (:class:`SpikeSlabFactor`), so
 q(w) = N(m, Σ). The engine's schedules run it:
 
-* ``method="ep"`` — regular EP (R-EP, spec §2): ``schedule="parallel"`` (default) or
+* ``method="ep"`` — regular EP (R-EP, the paper's Sec. 2, damped): ``schedule="parallel"`` (default) or
   ``"sequential"``, damping τ (``damping``, the weight of the new site), site precisions clipped at
-  ε (``epsilon``: a precision below ε becomes ε and the site keeps the tilted mean, spec §2.3);
+  ε (``epsilon``: a precision below ε becomes ε and the site keeps the tilted mean: the paper's
+  constraints (13), the mean rule ours);
   converged when no marginal mean or variance of q moves by more than ``tol`` (1e-4) in a sweep
-  (the engine's ``criterion="moments"``, spec §2.4), at most ``max_sweeps`` (1000, the paper's) sweeps;
-* ``method="convergent"`` — PC-EP, the provably convergent double loop of spec §3
+  (the engine's ``criterion="moments"``; the paper states no criterion), at most ``max_sweeps``
+  (1000, the paper's) sweeps;
+* ``method="convergent"`` — PC-EP, the provably convergent double loop of the paper's Sec. 3
   (:mod:`gpflow_ep.ep.double_loop`): an energy that never increases, stopped when it falls by less
   than ``tol`` · max(1, |E|) three times running. Its limit is a KKT point of the constrained
-  problem, which need not be an EP fixed point (spec §7): see :attr:`double_loop_result`. Its
+  problem, which need not be an EP fixed point (sites pinned at ε): see :attr:`double_loop_result`. Its
   energy can fall sublinearly long after q has settled (at n = 100, d = 200: q still within 1e-4
   after 44 outer steps, the 1e-9 rule ~4000 steps away; numbers in :mod:`gpflow_ep.ep.double_loop`),
   so a run at ``max_sweeps`` warns (``EPConvergenceWarning``); its outer loop shows its progress on
@@ -26,12 +28,13 @@ q(w) = N(m, Σ). The engine's schedules run it:
 Every run is stored the same way (sites, :meth:`ep_state_is_current`, :attr:`ep_diagnostics`), and
 a run that does not converge warns with an ``EPConvergenceWarning``.
 
-Sites start at ν = 0, τ = 1/(p_s v_s) (spec §2.4). The EP evidence log Z_EP = -E (spec §2.6) is the
-training objective of σ², v_s and p_s (GPflow ``Parameter``\ s): its gradient with the sites held
-fixed is exact at a fixed point; in ``ep_mode="nested"`` (default, R-EP only) every evaluation of
-the loss first re-runs EP, warm-started. Posterior summaries: :meth:`inclusion_probabilities`
-(π_i = sig(ℓ_i) of the tilted distributions, spec §1.3), :meth:`weight_moments`, ``predict_f``/``predict_y``
-and ``predict_log_density`` (the exact Gaussian predictive, as GPflow's models have).
+Sites start at ν = 0, τ = 1/(p_s v_s) (our choice; the paper states none). The EP evidence
+log Z_EP = -E (the paper's energy, eq. 9) is the training objective of σ², v_s and p_s (GPflow
+``Parameter``\ s): its gradient with the sites held fixed is exact at a fixed point; in
+``ep_mode="nested"`` (default, R-EP only) every evaluation of the loss first re-runs EP,
+warm-started. Posterior summaries: :meth:`inclusion_probabilities` (π_i = sig(ℓ_i) of the tilted
+distributions), :meth:`weight_moments`, ``predict_f``/``predict_y`` and ``predict_log_density``
+(the exact Gaussian predictive, as GPflow's models have).
 """
 
 from typing import Optional
@@ -141,7 +144,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
     # ---------------------------------------------------------------- EP
 
     def reset_sites(self) -> None:
-        """The initial sites ν = 0, τ = 1/(p_s v_s) (spec §2.4)."""
+        """The initial sites ν = 0, τ = 1/(p_s v_s) (each site the prior's variance p_s v_s; not in the paper)."""
         d = self.sites.num_sites
         precision = tf.fill([d, 1], 1.0 / (self.prior_inclusion * self.slab_variance))
         self.sites.assign(precision, tf.zeros([d, 1], default_float()))
@@ -182,7 +185,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
 
     @check_shapes("return: []")
     def log_marginal_likelihood(self) -> tf.Tensor:
-        """log Z_EP = log Z(ṽ) + Σ_i z̃_i = -E at the stored sites (spec §2.6), differentiable in
+        """log Z_EP = log Z(ṽ) + Σ_i z̃_i = -E at the stored sites (the paper's eq. 9), differentiable in
         σ², v_s, p_s with the sites held fixed."""
         algebra = self._algebra()
         tau, nu = self.sites.read()
@@ -209,7 +212,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
 
     @check_shapes("return: [D, 1]")
     def inclusion_probabilities(self) -> tf.Tensor:
-        """π_i = P(w_i from the slab) under the tilted distribution of site i (spec §1.3)."""
+        """π_i = P(w_i from the slab) under the tilted distribution of site i."""
         tau, nu = self.sites.read()
         q = self._algebra().marginals(tau, nu)
         cav = cavity_distribution(q.mean, q.var, tau, nu)
@@ -221,20 +224,22 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
             if value:
                 raise ValueError(f"{name}: only marginal predictive variances are offered; leave {name}=False")
 
-    @check_shapes("Xnew: [N, D]", "return[0]: [N, 1]", "return[1]: [N, 1]")
     def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
         """f* = x*ᵀw under q(w) = N(m, Σ): mean x*ᵀm and variance x*ᵀΣx* (Hernández-Lobato &
-        Hernández-Lobato 2011, the EP posterior approximation of their eq. 4), at the stored sites."""
+        Hernández-Lobato 2011, the EP posterior approximation of their eq. 4), at the stored sites;
+        each [N, 1]. ``Xnew`` [N, D] is validated first (a ``ValueError`` naming it)."""
         self._marginal_only(full_cov, full_output_cov)
-        Xnew = check_prediction_inputs(Xnew, self.sites.num_sites)
+        return self._predict_f(check_prediction_inputs(Xnew, self.sites.num_sites))
+
+    @check_shapes("Xnew: [N, D]", "return[0]: [N, 1]", "return[1]: [N, 1]")
+    def _predict_f(self, Xnew):
         joint = self._algebra().joint(*self.sites.read())
         mean = tf.matmul(Xnew, joint.mean)
         var = tf.reduce_sum(tf.matmul(Xnew, joint.cov) * Xnew, axis=1, keepdims=True)
         return mean, var
 
-    @check_shapes("Xnew: [N, D]", "return[0]: [N, 1]", "return[1]: [N, 1]")
     def predict_y(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
-        """The Gaussian predictive N(y* | x*ᵀm, x*ᵀΣx* + σ²): its mean and variance."""
+        """The Gaussian predictive N(y* | x*ᵀm, x*ᵀΣx* + σ²): its mean and variance, each [N, 1]."""
         mean, var = self.predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
         return mean, var + self.noise_variance
 
@@ -249,12 +254,12 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise ValueError(f"data must be a tuple (X, Y) of arrays; got {type(data).__name__}")
         X = check_prediction_inputs(data[0], self.sites.num_sites, "data[0] (X)")
-        Y = data[1]
-        if tf.executing_eagerly() or not tf.is_tensor(Y):
-            Y = check_inputs(Y, "data[1] (Y)")
+        Y = data[1] if tf.is_tensor(data[1]) else np.asarray(data[1])
         shape, n = tuple(Y.shape), X.shape[0]
         if len(shape) != 2 or shape[1] != 1 or (None not in (shape[0], n) and shape[0] != n):
             raise ValueError(f"data[1] (Y) must have shape [{n}, 1] (one row per row of X); got {shape}")
+        if tf.executing_eagerly() or not tf.is_tensor(Y):
+            Y = check_inputs(Y, "data[1] (Y)")
         mean, var = self.predict_y(X)
         Y = tf.convert_to_tensor(Y, mean.dtype)
         log_density = -0.5 * (np.log(2.0 * np.pi) + tf.math.log(var) + tf.square(Y - mean) / var)

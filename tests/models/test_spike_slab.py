@@ -283,7 +283,8 @@ def test_predict_log_density_bad_input_is_a_value_error(orthogonal):
         (X, {}, "data must be a tuple"),
         ((X[:, :3], y), {}, r"data\[0\] \(X\) must have 4 columns"),
         ((X, y[:5]), {}, r"data\[1\] \(Y\) must have shape \[8, 1\]"),
-        ((X, np.hstack([y, y])), {}, r"data\[1\] \(Y\)"),
+        ((X, np.hstack([y, y])), {}, r"data\[1\] \(Y\) must have shape \[8, 1\]"),
+        ((X, y[:, 0]), {}, r"data\[1\] \(Y\) must have shape \[8, 1\]"),
         ((X, np.full_like(y, np.nan)), {}, r"data\[1\] \(Y\) contains NaN"),
         ((X, y), dict(full_cov=True), "full_cov"),
     ]:
@@ -291,6 +292,9 @@ def test_predict_log_density_bad_input_is_a_value_error(orthogonal):
             m.predict_log_density(data, **kwargs)
     with pytest.raises(ValueError, match="full_output_cov"):
         m.predict_y(X, full_output_cov=True)
+    for bad in (X[0], X[:, :3]):  # a ValueError naming Xnew, not check_shapes' ShapeMismatchError
+        with pytest.raises(ValueError, match="Xnew must have"):
+            m.predict_y(bad)
 
 
 # ------------------------------------------------------------------------------ bookkeeping and warnings
