@@ -1,4 +1,7 @@
-"""SpikeSlabRegression: R-EP and PC-EP (spike-and-slab spec §5.2-§5.3)."""
+"""
+SpikeSlabRegression: R-EP and PC-EP (Hernández-Lobato & Hernández-Lobato 2011): exact cases,
+algorithm properties, prediction, bookkeeping, warnings.
+"""
 
 import warnings
 
@@ -178,7 +181,7 @@ def test_parallel_and_sequential_agree_on_an_easy_problem(rng):
 
 def test_hyper_parameter_gradient_at_a_fixed_point(rng, assert_gradients_match_finite_differences):
     """log Z_EP's gradient with the sites fixed equals the derivative of the re-converged evidence
-    (envelope theorem, spec §6 item 5), for σ², v_s and p_s."""
+    (envelope theorem: the sites are stationary for the evidence), for σ², v_s and p_s."""
     X = rng.normal(size=(30, 4))
     y = X @ np.array([1.0, 0.0, -0.7, 0.0])[:, None] + 0.3 * rng.normal(size=(30, 1))
     m = SpikeSlabRegression((X, y), 0.1, 1.0, 0.4, damping=1.0, tol=1e-13, ep_mode="alternated")
