@@ -14,6 +14,7 @@ approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine do
   damped acceptance;
 * :mod:`~gpflow_ep.ep.schedules` — the schedule interface, parallel and sequential schedules;
 * :mod:`~gpflow_ep.ep.double_loop` — the provably convergent double loop (schedule "convergent");
+* :mod:`~gpflow_ep.ep.convergence` — :class:`EPConvergenceWarning` for a run that did not converge;
 * :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood;
 * :mod:`~gpflow_ep.ep.algebra` — the posterior-algebra interface; implemented by
   :mod:`~gpflow_ep.ep.gp_factorisation` (full GP), :mod:`~gpflow_ep.ep.whitened`
@@ -21,6 +22,7 @@ approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine do
 """
 
 from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+from .convergence import EPConvergenceWarning, non_convergence_message, warn_if_not_converged
 from .double_loop import DoubleLoopResult, DoubleLoopSchedule, run_double_loop
 from .energy import ep_log_marginal_likelihood, site_energy_terms
 from .factors import LikelihoodFactor, SiteFactor
@@ -50,6 +52,9 @@ from .update import SiteProposal, accept_proposal, propose_sites, site_means
 from .whitened import Projections, SitePairs, WhitenedAlgebra, WhitenedGaussian, blocked, flat
 
 __all__ = [
+    "EPConvergenceWarning",
+    "non_convergence_message",
+    "warn_if_not_converged",
     "DoubleLoopResult",
     "DoubleLoopSchedule",
     "run_double_loop",

@@ -93,14 +93,18 @@ class EPModel:
         return LikelihoodFactor(self.likelihood, X, Y, extra_var)
 
     def _run_schedule(self, algebra: SiteAlgebra, factor: LikelihoodFactor, settings: EPSettings) -> EPRun:
-        """
-        Run ``settings.schedule`` from the stored sites and store the outcome on the model. A run
-        at non-finite hyper-parameters, or that ends with any non-finite site state (overflowing
-        kernel matrices), is not stored: the model keeps its sites and the run is reported as not
-        converged.
-        """
+        """Run ``settings.schedule`` from the stored sites and store the outcome (:meth:`_store_run`)."""
         tau, nu = self.sites.read()
-        run = run_ep(algebra, factor, tau, nu, settings)
+        return self._store_run(run_ep(algebra, factor, tau, nu, settings))
+
+    def _store_run(self, run: EPRun) -> EPRun:
+        """
+        The bookkeeping of every full EP run, whichever schedule made it: store the sites, mark
+        them fitted for the current hyper-parameters (:meth:`ep_state_is_current`) and record
+        :attr:`ep_diagnostics`. A run at non-finite hyper-parameters, or that ends with any
+        non-finite site state (overflowing kernel matrices), is not stored: the model keeps its
+        sites and the run is reported as not converged.
+        """
         state = (run.precision, run.natural_mean, run.dual, run.relaxation)
         hyperparameters = self._hyperparameter_values()
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in state + (hyperparameters,)])

@@ -30,7 +30,7 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
-from ..ep import EPRun, EPSettings, GPAlgebra, run_ep
+from ..ep import EPRun, EPSettings, GPAlgebra, run_ep, warn_if_not_converged
 from ..validation import check_data, check_kernel_inputs
 from .ep_base import EPModel, EPPosteriorBase, compiled_per_model
 
@@ -89,11 +89,16 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         gives the sites of a model built with ``power=0.5``.
 
         :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
+        :warns EPConvergenceWarning: when the run did not converge (eagerly; inside a compiled loss
+            the outcome is in :attr:`ep_diagnostics`).
         """
         settings = self.ep_settings.updated(**overrides)
         if settings.schedule == "convergent":  # the double loop runs eagerly (scipy inside)
-            return self._run_schedule(self._algebra(), self._factor(*self.data), settings)
-        return self._run_ep_compiled(settings)
+            run = self._run_schedule(self._algebra(), self._factor(*self.data), settings)
+        else:
+            run = self._run_ep_compiled(settings)
+        warn_if_not_converged(run, settings, f"{type(self).__name__}.run_ep")
+        return run
 
     @compiled_per_model
     def _run_ep_compiled(self, settings: EPSettings) -> EPRun:

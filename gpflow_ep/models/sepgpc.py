@@ -66,6 +66,7 @@ from ..ep import (
     WhitenedGaussian,
     blocked,
     flat,
+    warn_if_not_converged,
 )
 from ..validation import check_inducing_variable, check_positive_int, check_training_data
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
@@ -228,16 +229,20 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         """
         Run EP to convergence on ``data = (X, Y)`` (all n points) with the hyper-parameters held
         fixed; store the sites, q(u) and :attr:`ep_diagnostics`. Keyword arguments override options
-        of :attr:`ep_settings` for this run only.
+        of :attr:`ep_settings` for this run only. Warns (``EPConvergenceWarning``) when EP did not
+        converge (eagerly; inside a compiled loss the outcome is in :attr:`ep_diagnostics`).
         """
         sites = self._check_full_data(data)
-        return self._run_ep_compiled(
-            sites.X, sites.Y, sites.pairs.index, self._check_schedule(self.ep_settings.updated(**overrides))
-        )
+        settings = self._check_schedule(self.ep_settings.updated(**overrides))
+        run = self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, settings)
+        warn_if_not_converged(run, settings, f"{type(self).__name__}.run_ep")
+        return run
 
     def _run_ep_sites(self, sites: "SiteBatch") -> EPRun:
-        """``run_ep`` on validated site data (the model's settings)."""
-        return self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, self.ep_settings)
+        """``run_ep`` on validated site data (the model's settings): the nested loss's run."""
+        run = self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, self.ep_settings)
+        warn_if_not_converged(run, self.ep_settings, f"{type(self).__name__} nested training loss")
+        return run
 
     def _pairs(self, X, site_pair) -> SitePairs:
         """The :class:`SitePairs` of the points X from the pair index of their sites (None: plain)."""

@@ -1,27 +1,27 @@
 r"""
 The spike-and-slab prior factors f_i(w_i) = p_s N(w_i | 0, v_s) + (1 - p_s) δ(w_i) as EP site
-factors of the engine (:class:`~gpflow_ep.ep.SiteFactor`; spike-and-slab spec §2.2).
+factors of the engine (:class:`~gpflow_ep.ep.SiteFactor`; Hernández-Lobato & Hernández-Lobato 2011, eqs. 38–41).
 
 With the normalised cavity N(w; m̂, ŝ) the tilted normaliser is the two-component mixture
 
     Z = ∫ N(w; m̂, ŝ) f(w) dw = (1 - p_s) N(0 | m̂, ŝ) + p_s N(0 | m̂, ŝ + v_s),
 
-(spec (T6) up to the cavity's normaliser), whose slab responsibility is π = sig(ℓ) with the
-inclusion log-odds (spec (T3)-(T4))
+(the paper's Ẑ of eq. 11 up to the cavity's normaliser), whose slab responsibility is π = sig(ℓ) with the
+inclusion log-odds (the paper's p_i of eq. 38 plus ρ_s)
 
     ℓ = ρ_s + log N(0 | m̂, ŝ + v_s) - log N(0 | m̂, ŝ),   ρ_s = log p_s - log(1 - p_s),
 
 and whose moments are (T1, T2, T5) with the slab-branch posterior N(M_s, V_s),
 V_s = ŝ v_s/(ŝ + v_s), M_s = m̂ v_s/(ŝ + v_s):
 
-    E[w] = π M_s,     Var[w] = π V_s + π (1 - π) M_s²      (floored at 1e-12, spec §2.3 item 2).
+    E[w] = π M_s,     Var[w] = π V_s + π (1 - π) M_s²      (floored at 1e-12, our guard).
 
 The engine takes them as ∂log Z/∂m̂ = (E[w] - m̂)/ŝ and ∂²log Z/∂m̂² = (Var[w] - ŝ)/ŝ². The tilted
 distribution is often wider than the cavity, so the site precision it asks for is negative: the
-model clips it at ε (``min_precision``, spec §2.3 item 4). A δ has no power, so only α = 1.
+model clips it at ε (``min_precision``, the paper's constraints 13). A δ has no power, so only α = 1.
 
 The energy of the convergent double loop needs the normaliser of the *unnormalised* cavity
-exp(v̂₁w - ½v̂₂w²) (spec (T6)), here in closed form without the cancellation of the generic
+exp(v̂₁w - ½v̂₂w²) (the paper's eq. 11), here in closed form without the cancellation of the generic
 log Z + log ∫ exp(v̂₁w - ½v̂₂w²) dw (both grow like v̂₁²/(2v̂₂) when the cavity is wide):
 
     log Ẑ(v̂) = logaddexp(log(1 - p_s), log p_s - ½ log(1 + v_s v̂₂) + v_s v̂₁² / (2(1 + v_s v̂₂))).
@@ -33,7 +33,7 @@ from ..ep import SiteFactor, TiltedMoments
 
 __all__ = ["SpikeSlabFactor", "MIN_TILTED_VARIANCE"]
 
-#: floor of the tilted variance (π → 0 makes it underflow), spec §2.3 item 2
+#: floor of the tilted variance (π → 0 makes it underflow); a guard of ours, not in the paper
 MIN_TILTED_VARIANCE = 1e-12
 
 

@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from typing import List
 
 from ..ep import EPSettings
+from ..ep.convergence import EPConvergenceWarning, non_convergence_message
 from ..validation import check_positive_int
 
-
-class EPConvergenceWarning(UserWarning):
-    """EP stopped at ``max_sweeps`` without meeting its tolerance."""
+__all__ = ["EP", "EPResult", "EPConvergenceWarning"]  # the warning lives in gpflow_ep.ep.convergence
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,8 @@ class EP:
     :param ep_options: options of :class:`~gpflow_ep.ep.EPSettings` that override the model's
         ``ep_settings`` for these runs (e.g. ``damping``, ``max_sweeps``, ``tol``, ``schedule``,
         ``criterion``); omitted or ``None`` options are the model's. Validated here, at once.
-    :param warn: emit an :class:`EPConvergenceWarning` when EP does not converge.
+    :param warn: emit one :class:`~gpflow_ep.ep.EPConvergenceWarning` when EP does not converge
+        (the model's ``run_ep`` warnings of each attempt are replaced by it).
     :param backoff: automatic damping back-off: when a run does not converge, put the model's EP
         state back as it was before the run and run again with half the damping, up to this many
         times (0: off). The result reports the damping of the last run and the number of runs.
@@ -75,7 +75,9 @@ class EP:
         state = [v for v in model.variables if not v.trainable]  # sites, q and diagnostics
         before = [v.numpy() for v in state] if self.backoff else []
         for attempt in range(1, self.backoff + 2):
-            run = model.run_ep(*args, **options, damping=damping)
+            with warnings.catch_warnings():  # one warning below, for the last attempt
+                warnings.simplefilter("ignore", EPConvergenceWarning)
+                run = model.run_ep(*args, **options, damping=damping)
             if bool(run.converged.numpy()) or attempt > self.backoff:
                 break
             for variable, value in zip(state, before):
@@ -94,11 +96,8 @@ class EP:
             attempts=attempt,
         )
         if self.warn and not result.converged:
-            tried = f" after {attempt} runs with damping down to {damping:.3g}" if attempt > 1 else ""
-            warnings.warn(
-                f"EP did not converge in {result.sweeps} sweeps{tried} (last change "
-                f"{result.max_change:.3g}, {result.num_skipped} skipped updates)",
-                EPConvergenceWarning,
-                stacklevel=2,
-            )
+            tried = f", after {attempt} runs with damping down to {damping:.3g}" if attempt > 1 else ""
+            settings = model.ep_settings.updated(**options, damping=damping)
+            message = non_convergence_message(run, settings, f"optimizers.EP{tried}")
+            warnings.warn(message, EPConvergenceWarning, stacklevel=2)
         return result

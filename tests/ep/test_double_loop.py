@@ -1,4 +1,4 @@
-"""The convergent double loop (spike-and-slab spec §3; tests 5-8 of §5.1)."""
+"""The convergent double loop (Hernández-Lobato & Hernández-Lobato 2011, Sec. 3: eqs. 9, 19, 28, bound of 3.1)."""
 
 import numpy as np
 import pytest
@@ -72,7 +72,7 @@ def test_outer_step_is_the_minimiser():
 
 
 def test_energy_lower_bound(paper_model, rng):
-    """Test 8: E(v, v/2, v/2) ≥ n/2 log 2πσ² - d/2 log 2 for random feasible v (spec §3.2)."""
+    """Test 8: E(v, v/2, v/2) ≥ n/2 log 2πσ² - d/2 log 2 for random feasible v (the paper's Sec. 3.1)."""
     n, d = paper_model.data[0].shape
     bound = 0.5 * n * np.log(2 * np.pi * paper_model.noise_variance.numpy()) - 0.5 * d * np.log(2.0)
     for _ in range(5):

@@ -1,5 +1,7 @@
 """EPGPC: exactness, EP fixed-point identities, gradients, schedules, GPflow integration, input errors."""
 
+import warnings
+
 import gpflow
 import numpy as np
 import pytest
@@ -294,6 +296,25 @@ def test_hard_problem_reports_non_convergence_with_finite_values(schedule):
         loss = m.training_loss()
     assert np.isfinite(loss)
     assert all(np.all(np.isfinite(g)) for g in tape.gradient(loss, m.trainable_variables))
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "convergent"])
+def test_run_ep_and_the_eager_nested_loss_warn_when_ep_does_not_converge(classification_data, schedule):
+    """Every eager path that runs EP to convergence warns with the sweeps, the measure and tol;
+    a compiled nested loss cannot warn per call and reports in ep_diagnostics instead."""
+    X, Y = classification_data
+    m = EPGPC((X, Y), _kernel(), Probit(), schedule=schedule, max_sweeps=2, tol=1e-15)
+    counted = "2 outer iterations" if schedule == "convergent" else "2 sweeps"
+    with pytest.warns(EPConvergenceWarning, match=rf"EPGPC.run_ep\).* {counted} .*tol=1e-15"):
+        assert not bool(m.run_ep().converged)
+    with pytest.warns(EPConvergenceWarning, match=counted):
+        m.training_loss()
+    if schedule == "parallel":
+        m.ep_diagnostics.converged.assign(1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", EPConvergenceWarning)
+            tf.function(m.training_loss)()
+        assert m.ep_diagnostics.converged.numpy() == 0 and m.ep_diagnostics.sweeps.numpy() == 2
 
 
 # ------------------------------------------------------------------------------ prediction is read-only

@@ -9,7 +9,7 @@ from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.ep import tilted_moments
 from gpflow_ep.likelihoods import NoisyStep, Probit
 from gpflow_ep.models import EPGPC, SEPGPC
-from gpflow_ep.optimizers import EP
+from gpflow_ep.optimizers import EP, EPConvergenceWarning
 
 
 class PrecomputedKernel(gpflow.kernels.Kernel):
@@ -134,6 +134,14 @@ def test_nested_training_with_scipy(data):
     before = loss().numpy()
     result = gpflow.optimizers.Scipy().minimize(loss, m.trainable_variables, options=dict(maxiter=20))
     assert result.fun < before and int(m.ep_diagnostics.converged.numpy()) == 1
+
+
+def test_run_ep_and_the_eager_nested_loss_warn_when_ep_does_not_converge(data):
+    m = SEPGPC(_kernel(), Probit(), data[0][::5].copy(), num_data=len(data[0]), max_sweeps=1, tol=1e-15)
+    with pytest.warns(EPConvergenceWarning, match=r"SEPGPC.run_ep\) did not converge in 1 sweeps .*tol=1e-15"):
+        m.run_ep(data)
+    with pytest.warns(EPConvergenceWarning, match=r"SEPGPC nested training loss\) did not converge in 1 sweeps"):
+        m.training_loss(data)
 
 
 def test_batch_ep_needs_all_points(data):

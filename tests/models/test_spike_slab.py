@@ -1,10 +1,16 @@
-"""SpikeSlabRegression: R-EP and PC-EP (spike-and-slab spec §5.2-§5.3)."""
+"""
+SpikeSlabRegression: R-EP and PC-EP (Hernández-Lobato & Hernández-Lobato 2011): exact cases,
+algorithm properties, prediction, bookkeeping, warnings.
+"""
+
+import warnings
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from gpflow_ep.datasets import spike_slab_problem
+from gpflow_ep.ep import EPConvergenceWarning
 from gpflow_ep.ep.double_loop import site_log_normaliser
 from gpflow_ep.models import SpikeSlabRegression, exact_spike_slab_posterior
 
@@ -101,7 +107,8 @@ def test_r_ep_stays_feasible_and_fails_on_hard_data():
     without converging, yet every site precision stays ≥ ε and q stays proper (finite evidence)."""
     X, y, *_ = spike_slab_problem(0)
     m = SpikeSlabRegression((X, y), **PAPER, damping=0.9)
-    run = m.run_ep()
+    with pytest.warns(EPConvergenceWarning, match="did not converge in 1000 sweeps"):
+        run = m.run_ep()
     assert not bool(run.converged) and int(run.sweeps) == 1000
     assert np.all(m.sites.precision.numpy() >= 1e-6)
     assert np.isfinite(m.log_marginal_likelihood().numpy())
@@ -174,7 +181,7 @@ def test_parallel_and_sequential_agree_on_an_easy_problem(rng):
 
 def test_hyper_parameter_gradient_at_a_fixed_point(rng, assert_gradients_match_finite_differences):
     """log Z_EP's gradient with the sites fixed equals the derivative of the re-converged evidence
-    (envelope theorem, spec §6 item 5), for σ², v_s and p_s."""
+    (envelope theorem: the sites are stationary for the evidence), for σ², v_s and p_s."""
     X = rng.normal(size=(30, 4))
     y = X @ np.array([1.0, 0.0, -0.7, 0.0])[:, None] + 0.3 * rng.normal(size=(30, 1))
     m = SpikeSlabRegression((X, y), 0.1, 1.0, 0.4, damping=1.0, tol=1e-13, ep_mode="alternated")
@@ -223,3 +230,146 @@ def test_bad_input_is_a_value_error(rng):
         m.run_ep(power=0.5)
     with pytest.raises(ValueError, match="ep_mode"):
         SpikeSlabRegression((X, y), method="convergent").training_loss()
+
+
+# ------------------------------------------------------------------------------ predictive density
+
+
+def test_predict_log_density_is_the_exact_gaussian_predictive(orthogonal, rng):
+    """On the orthogonal design EP is exact and q's covariance is diagonal, so predict_y's moments
+    are the exact posterior's, x*ᵀE[w] and Σ_i x*_i² Var[w_i] + σ² (enumeration of the 2⁴ patterns,
+    float64: 1e-9), and predict_log_density is log N(y* | those moments) per point (scipy)."""
+    from scipy.stats import norm
+
+    X, y, hyper = orthogonal
+    m = SpikeSlabRegression((X, y), **hyper, damping=1.0, tol=1e-12)
+    m.run_ep()
+    _, mean, var, _ = exact_spike_slab_posterior(X, y, **hyper)
+    Xs = rng.normal(size=(6, 4))
+    ys = rng.normal(size=(6, 1))
+    exact_mean = Xs @ mean
+    exact_var = np.square(Xs) @ var + hyper["noise_variance"]
+    pred_mean, pred_var = m.predict_y(Xs)
+    np.testing.assert_allclose(pred_mean.numpy()[:, 0], exact_mean, rtol=0, atol=1e-9 * np.abs(exact_mean).max())
+    np.testing.assert_allclose(pred_var.numpy()[:, 0], exact_var, rtol=1e-9)
+    log_density = m.predict_log_density((Xs, ys))
+    assert log_density.shape == (6,)
+    np.testing.assert_allclose(
+        log_density.numpy(), norm.logpdf(ys[:, 0], exact_mean, np.sqrt(exact_var)), rtol=1e-8, atol=1e-8
+    )
+
+
+def test_predict_log_density_matches_q_on_a_wide_problem(rng):
+    """d > n (the n-dimensional algebra): predict_log_density is log N(y* | x*ᵀm, x*ᵀA⁻¹x* + σ²)
+    with q's precision A = XᵀX/σ² + diag(τ) and mean m = A⁻¹(ν + Xᵀy/σ²) formed here in numpy
+    from the stored sites (float64 with cond(A) ≲ 1e6: 1e-8)."""
+    from scipy.stats import norm
+
+    X, y, Xt, yt, _ = spike_slab_problem(2, n_train=15, d=30, noise_std=0.1)
+    m = SpikeSlabRegression((X, y), 0.01, 1.0, 0.2, form="woodbury")
+    m.run_ep()
+    tau, nu = (t.numpy() for t in m.sites.read())
+    A = X.T @ X / 0.01 + np.diag(tau[:, 0])
+    mean = np.linalg.solve(A, nu[:, 0] + X.T @ y[:, 0] / 0.01)
+    var = np.einsum("nd,nd->n", Xt, np.linalg.solve(A, Xt.T).T) + 0.01
+    np.testing.assert_allclose(
+        m.predict_log_density((Xt[:50], yt[:50])).numpy(),
+        norm.logpdf(yt[:50, 0], Xt[:50] @ mean, np.sqrt(var[:50])),
+        rtol=1e-8,
+    )
+
+
+def test_predict_log_density_bad_input_is_a_value_error(orthogonal):
+    X, y, hyper = orthogonal
+    m = SpikeSlabRegression((X, y), **hyper)
+    for data, kwargs, name in [
+        (X, {}, "data must be a tuple"),
+        ((X[:, :3], y), {}, r"data\[0\] \(X\) must have 4 columns"),
+        ((X, y[:5]), {}, r"data\[1\] \(Y\) must have shape \[8, 1\]"),
+        ((X, np.hstack([y, y])), {}, r"data\[1\] \(Y\) must have shape \[8, 1\]"),
+        ((X, y[:, 0]), {}, r"data\[1\] \(Y\) must have shape \[8, 1\]"),
+        ((X, np.full_like(y, np.nan)), {}, r"data\[1\] \(Y\) contains NaN"),
+        ((X, y), dict(full_cov=True), "full_cov"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            m.predict_log_density(data, **kwargs)
+    with pytest.raises(ValueError, match="full_output_cov"):
+        m.predict_y(X, full_output_cov=True)
+    for bad in (X[0], X[:, :3]):  # a ValueError naming Xnew, not check_shapes' ShapeMismatchError
+        with pytest.raises(ValueError, match="Xnew must have"):
+            m.predict_y(bad)
+
+
+# ------------------------------------------------------------------------------ bookkeeping and warnings
+
+
+def _model(orthogonal, method, **kwargs):
+    """A model on the orthogonal design; PC-EP starts at R-EP's (exact) fixed point, where it stops
+    after 4 outer steps (3 energy changes below tol): from the default start its linear convergence
+    takes ~80 outer steps (minutes on a shared machine)."""
+    X, y, hyper = orthogonal
+    m = SpikeSlabRegression((X, y), **hyper, method=method, ep_mode="alternated", **kwargs)
+    if method == "convergent":
+        fixed_point = SpikeSlabRegression((X, y), **hyper, damping=1.0, tol=1e-12)
+        assert bool(fixed_point.run_ep().converged)
+        m.sites.assign(*fixed_point.sites.read())
+    return m
+
+
+@pytest.mark.parametrize("method", ["ep", "convergent"])
+def test_a_converged_run_marks_the_sites_current(orthogonal, method):
+    """Every method stores its run the same way: current sites (until a hyper-parameter moves),
+    sites_fitted = 1, and the run's outcome in ep_diagnostics."""
+    m = _model(orthogonal, method)
+    assert not bool(m.ep_state_is_current()) and int(m.sites_fitted.numpy()) == 0
+    run = m.run_ep()
+    assert bool(run.converged)
+    assert bool(m.ep_state_is_current()) and int(m.sites_fitted.numpy()) == 1
+    assert m.ep_diagnostics.converged.numpy() == 1 and m.ep_diagnostics.sweeps.numpy() == int(run.sweeps)
+    m.noise_variance.assign(0.1)
+    assert not bool(m.ep_state_is_current())
+
+
+@pytest.mark.parametrize(
+    "method, match",
+    [
+        ("ep", r"SpikeSlabRegression.run_ep\) did not converge in 2 sweeps .*criterion='moments'.* tol=1e-15"),
+        ("convergent", r"stopped after 2 outer iterations .*tol=1e-15.* raise max_sweeps or tol"),
+    ],
+)
+def test_run_ep_warns_when_it_does_not_converge(orthogonal, method, match):
+    """run_ep warns with the sweeps, the measure, the tolerance and what to try; a converged run is silent."""
+    m = _model(orthogonal, method)
+    with pytest.warns(EPConvergenceWarning, match=match):
+        run = m.run_ep(max_sweeps=2, tol=1e-15)
+    assert not bool(run.converged) and int(run.sweeps) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EPConvergenceWarning)
+        assert bool(m.run_ep().converged)
+
+
+def test_the_nested_loss_warns_eagerly_and_reports_in_diagnostics_when_compiled(orthogonal):
+    """Evaluated eagerly, the nested loss warns like run_ep; compiled, Python warnings cannot be
+    issued per call, and the outcome is in ep_diagnostics (converged 0, sweeps 1)."""
+    X, y, hyper = orthogonal
+    m = SpikeSlabRegression((X, y), **hyper, max_sweeps=1, tol=1e-12)
+    with pytest.warns(EPConvergenceWarning, match="did not converge in 1 sweeps"):
+        m.training_loss()
+    m.ep_diagnostics.converged.assign(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EPConvergenceWarning)
+        tf.function(m.training_loss)()
+    assert m.ep_diagnostics.converged.numpy() == 0 and m.ep_diagnostics.sweeps.numpy() == 1
+
+
+def test_pc_ep_shows_progress_only_when_asked_or_on_a_terminal(orthogonal, capsys):
+    """progress=None (default) is quiet when stderr is not a terminal (as under pytest); progress=True
+    writes the outer iteration, energy and the last energy fall."""
+    m = _model(orthogonal, "convergent", max_sweeps=3, tol=1e-15)
+    with pytest.warns(EPConvergenceWarning):
+        m.run_ep()
+    assert capsys.readouterr().err == ""
+    with pytest.warns(EPConvergenceWarning):
+        m.run_ep(progress=True)
+    err = capsys.readouterr().err
+    assert "PC-EP outer 3/3" in err and "last fall" in err

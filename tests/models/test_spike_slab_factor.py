@@ -1,4 +1,7 @@
-"""SpikeSlabFactor: the tilted moments of spike-and-slab spec §2.2 (tests 1-3 of §5.1)."""
+"""
+SpikeSlabFactor: tilted moments of the spike-and-slab prior (Hernández-Lobato & Hernández-Lobato
+2011, eqs. 38-41).
+"""
 
 import numpy as np
 import pytest

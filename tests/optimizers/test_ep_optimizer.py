@@ -1,5 +1,7 @@
 """The EP optimiser: result object, overrides and argument checks."""
 
+import warnings
+
 import gpflow
 import numpy as np
 import pytest
@@ -26,7 +28,9 @@ def test_minimize_returns_result_and_updates_sites():
 def test_sweep_cap_is_honoured_and_reported():
     X, Y = two_dimensional(30, seed=1)
     m = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), ep_mode="alternated")
-    result = EP(max_sweeps=2, tol=1e-14, warn=False).minimize(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EPConvergenceWarning)  # warn=False silences the model's run_ep too
+        result = EP(max_sweeps=2, tol=1e-14, warn=False).minimize(m)
     assert result.sweeps == 2 and not result.converged
 
 
@@ -54,8 +58,11 @@ def test_damping_backoff_reruns_from_the_state_before_the_run():
         return EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), ep_mode="alternated", damping=0.8)
 
     m = model()
-    with pytest.warns(EPConvergenceWarning, match="after 3 runs with damping down to 0.2"):
+    with pytest.warns(EPConvergenceWarning, match="after 3 runs with damping down to 0.2") as record:
         result = EP(max_sweeps=2, tol=1e-14, backoff=2).minimize(m)
+    # one warning, for the last run, naming the sweeps, the measure and its tolerance
+    (warning,) = [w for w in record if issubclass(w.category, EPConvergenceWarning)]
+    assert "did not converge in 2 sweeps" in str(warning.message) and "tol=1e-14" in str(warning.message)
     assert result.attempts == 3 and result.damping == 0.2 and not result.converged
     reference = model()
     EP(max_sweeps=2, tol=1e-14, damping=0.2, warn=False).minimize(reference)
