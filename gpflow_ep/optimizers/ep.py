@@ -4,10 +4,11 @@ The EP optimiser: updates a model's sites the way ``gpflow.optimizers.NaturalGra
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import List
 
 from ..ep import EPSettings
+from ..summaries import summary_repr
 from ..validation import check_positive_int
 
 
@@ -40,6 +41,9 @@ class EPResult:
     damping: float = 1.0
     attempts: int = 1
 
+    def __repr__(self) -> str:  # one line: the values, and the history's length (it stays ``.history``)
+        return summary_repr(self, [f.name for f in fields(self)])
+
 
 class EP:
     """
@@ -70,7 +74,7 @@ class EP:
         """
         args = () if data is None else (data,)
         options = dict(self.ep_options)
-        damping = model.ep_settings.updated(**options).resolved_damping
+        damping = model.ep_settings.updated(**options).damping
         options.pop("damping", None)
         state = [v for v in model.variables if not v.trainable]  # sites, q and diagnostics
         before = [v.numpy() for v in state] if self.backoff else []
