@@ -27,4 +27,5 @@ for name, model in models.items():
     nlpd = -np.mean(model.predict_log_density((split.X_test, split.Y_test)))
     print(f"| {name} | {error:.4f} | {nlpd:.4f} |")
 
-gpflow.utilities.print_summary(models["EPGPC"])  # sites are visible, not trainable
+gpflow.utilities.print_summary(models["EPGPC"])  # the parameters, as for VGP
+gpflow.utilities.print_summary(models["EPGPC"].ep_state)  # the EP state: sites and diagnostics, not trainable

@@ -5,29 +5,32 @@ TensorBoard monitoring of EP models: ``gpflow.monitor`` tasks, so they compose w
 ``gpflow.optimizers.Scipy().minimize``.
 
 * :class:`EPDiagnosticsToTensorBoard` writes, for any model with EP sites (``EPGPC``, ``PowerEP``,
-  ``RelaxedEP``, ``SEPGPC``, ``SpikeSlabRegression``), the scalars
+  ``RelaxedEP``, ``SEPGPC``, ``SEPMGPC``, ``SpikeSlabRegression``), the scalars
 
-  ========================== ===========================================================
+  ============================== =======================================================
   ``ep/log_marginal_likelihood`` log Z_EP (the negative EP energy): in ``ep_mode="nested"``
-                             the last loss evaluation's (at its EP fixed point), else
-                             at the stored sites; for ``SEPGPC`` only when the task
-                             is given ``data``
-  ``ep/converged``           1 if the last full EP run met its tolerance, else 0
-  ``ep/sweeps``              sweeps (or outer iterations) of the last full run
-  ``ep/max_change``          the schedule's convergence measure at its last sweep
-  ``ep/skipped``             site updates skipped in the last run (improper cavity/tilted)
-  ``ep/rejected``            site updates undone in the last run (q became improper)
-  ``ep/damping``             the damping in force (1 when undamped); ``SEPGPC`` adds
-                             ``ep/minibatch_damping``
-  ``ep/power``               α (1 for EP)
-  ``ep/refreshes``           minibatch refreshes so far (models trained by minibatch EP),
-  ``ep/refresh_skipped``     with the last refresh's skipped updates, whether it was
-  ``ep/refresh_rejected``    rejected (1) and its largest site change
+                                 the last loss evaluation's (at its EP fixed point), else
+                                 at the stored sites; for ``SEPGPC`` only when the task
+                                 is given ``data``
+  ``ep/damping``                 the damping of a batch EP run in force (the schedule's
+                                 default, 0.8 parallel or 1 sequential, when not given);
+                                 minibatch models add ``ep/minibatch_damping``
+  ``ep/power``                   α (1 for EP)
+  ``ep/converged``               once a full EP run happened (``run_ep``, the nested loss,
+  ``ep/sweeps``                  ``optimizers.EP``): whether the last one met its tolerance
+  ``ep/max_change``              (1/0), its sweeps (or outer iterations), the schedule's
+  ``ep/skipped``                 convergence measure at its last sweep, its site updates
+  ``ep/rejected``                skipped (improper cavity/tilted) and undone (q improper)
+  ``ep/refreshes``               once a minibatch refresh happened: refreshes so far, and
+  ``ep/refresh_skipped``         the last refresh's skipped updates, whether it was
+  ``ep/refresh_rejected``        rejected (1) and its largest site change
   ``ep/refresh_max_change``
-  ========================== ===========================================================
+  ============================== =======================================================
 
-  and the histograms ``ep/site_precision`` and ``ep/site_natural_mean`` (τ and ν of every site),
-  plus ``ep/relaxation`` for relaxed EP (the per-site b).
+  Nothing is written for what did not happen: a model trained only by minibatch refreshes has no
+  ``ep/converged`` (no full run was attempted, so none failed), and a model never refreshed has no
+  ``ep/refresh_…``. Also the histograms ``ep/site_precision`` and ``ep/site_natural_mean`` (τ and ν
+  of every site), plus ``ep/relaxation`` for relaxed EP (the per-site b).
 * :class:`HeldOutToTensorBoard` writes ``<name>/error`` and ``<name>/nlpd`` (classification) or
   ``<name>/rmse`` and ``<name>/nlpd`` (regression) of any GPflow model on held-out data
   (:func:`gpflow_ep.evaluation.held_out_metrics`).
@@ -48,20 +51,32 @@ from gpflow.monitor import ModelToTensorBoard, Monitor, MonitorTaskGroup, ToTens
 from .evaluation import held_out_metrics
 from .models.minibatch import MinibatchEP
 
-__all__ = ["EPDiagnosticsToTensorBoard", "HeldOutToTensorBoard", "ep_monitor", "EP_SCALAR_TAGS"]
+__all__ = [
+    "EPDiagnosticsToTensorBoard",
+    "HeldOutToTensorBoard",
+    "ep_monitor",
+    "EP_SCALAR_TAGS",
+    "EP_RUN_TAGS",
+    "EP_REFRESH_TAGS",
+]
 
-#: the scalar tags :class:`EPDiagnosticsToTensorBoard` writes for every EP model
-EP_SCALAR_TAGS = (
-    "ep/log_marginal_likelihood",
-    "ep/converged",
-    "ep/sweeps",
-    "ep/max_change",
-    "ep/skipped",
-    "ep/rejected",
-    "ep/damping",
-    "ep/power",
-)
-_REFRESH_TAGS = ("refreshes", "refresh_skipped", "refresh_rejected", "refresh_max_change")
+#: the scalar tags of the last full EP run, written once a model had one, and their diagnostics
+EP_RUN_TAGS = {
+    "ep/converged": "converged",
+    "ep/sweeps": "sweeps",
+    "ep/max_change": "max_change",
+    "ep/skipped": "num_skipped",
+    "ep/rejected": "num_rejected",
+}
+#: the scalar tags of minibatch refreshes, written once a model had one, and their diagnostics
+EP_REFRESH_TAGS = {
+    "ep/refreshes": "refreshes",
+    "ep/refresh_skipped": "refresh_skipped",
+    "ep/refresh_rejected": "refresh_rejected",
+    "ep/refresh_max_change": "refresh_max_change",
+}
+#: the scalar tags :class:`EPDiagnosticsToTensorBoard` writes for a batch EP model after a full run
+EP_SCALAR_TAGS = ("ep/log_marginal_likelihood", *EP_RUN_TAGS, "ep/damping", "ep/power")
 
 
 def _is_minibatch_ep(model) -> bool:
@@ -88,10 +103,11 @@ class EPDiagnosticsToTensorBoard(ToTensorBoard):
         super().__init__(log_dir)
         self.model, self.data, self.histograms = model, data, histograms
 
-    def _log_marginal_likelihood(self) -> Optional[float]:
+    def _log_marginal_likelihood(self, values) -> Optional[float]:
         model = self.model
-        recorded = float(model.ep_diagnostics.log_marginal_likelihood.numpy())
-        if model.ep_settings.ep_mode == "nested" and np.isfinite(recorded) and not _is_minibatch_ep(model):
+        recorded = values["log_marginal_likelihood"]  # None before the first loss evaluation
+        nested = model.ep_settings.ep_mode == "nested"
+        if nested and recorded is not None and np.isfinite(recorded) and not _is_minibatch_ep(model):
             return recorded  # the last loss evaluation's, at its EP fixed point
         if _is_minibatch_ep(model):
             return None if self.data is None else float(model.log_marginal_likelihood(self.data))
@@ -100,21 +116,18 @@ class EPDiagnosticsToTensorBoard(ToTensorBoard):
     def run(self, **unused_kwargs) -> None:
         model, step = self.model, self.current_step
         diagnostics, settings = model.ep_diagnostics, model.ep_settings
-        values = diagnostics.as_dict()
-        log_z = self._log_marginal_likelihood()
+        values = diagnostics.as_dict()  # None for what did not happen (no full run, no refresh)
+        log_z = self._log_marginal_likelihood(values)
         if log_z is not None:
             tf.summary.scalar("ep/log_marginal_likelihood", log_z, step=step)
-        tf.summary.scalar("ep/converged", float(values["converged"]), step=step)
-        tf.summary.scalar("ep/sweeps", values["sweeps"], step=step)
-        tf.summary.scalar("ep/max_change", values["max_change"], step=step)
-        tf.summary.scalar("ep/skipped", values["num_skipped"], step=step)
-        tf.summary.scalar("ep/rejected", values["num_rejected"], step=step)
-        tf.summary.scalar("ep/damping", 1.0 if settings.damping is None else float(settings.damping), step=step)
+        tf.summary.scalar("ep/damping", float(settings.damping), step=step)
         tf.summary.scalar("ep/power", float(settings.power), step=step)
         if _is_minibatch_ep(model):
             tf.summary.scalar("ep/minibatch_damping", float(settings.minibatch_damping), step=step)
-            for key in _REFRESH_TAGS:
-                tf.summary.scalar(f"ep/{key}", values[key], step=step)
+        for tags, count in ((EP_RUN_TAGS, "runs"), (EP_REFRESH_TAGS, "refreshes")):
+            if values[count]:
+                for tag, key in tags.items():
+                    tf.summary.scalar(tag, float(values[key]), step=step)
         if self.histograms:
             tau, nu = (t.numpy() for t in model.sites.read())
             tf.summary.histogram("ep/site_precision", tau, step=step)

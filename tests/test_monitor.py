@@ -19,8 +19,15 @@ from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.evaluation import held_out_metrics
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC, RelaxedEP, SpikeSlabRegression
-from gpflow_ep.monitor import EP_SCALAR_TAGS, EPDiagnosticsToTensorBoard, HeldOutToTensorBoard, ep_monitor
-from gpflow_ep.training import fit
+from gpflow_ep.monitor import (
+    EP_REFRESH_TAGS,
+    EP_RUN_TAGS,
+    EP_SCALAR_TAGS,
+    EPDiagnosticsToTensorBoard,
+    HeldOutToTensorBoard,
+    ep_monitor,
+)
+from gpflow_ep.training import fit, make_dataset
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +83,44 @@ def test_sepgpc_minibatch_records_refreshes(tmp_path, data):
     assert written["ep/refresh_max_change"][0][1] > 0.0  # the first refresh moves the sites from 0
     assert written["ep/minibatch_damping"][-1][1] == pytest.approx(0.99)
     assert model.ep_diagnostics.as_dict()["refreshes"] == 6
+
+
+def test_minibatch_training_writes_no_full_run_tags_until_a_run_happens(tmp_path, data):
+    """The README's minibatch loop (training_loss_closure over make_dataset batches, Adam): no full EP
+    run was attempted, so ep/converged, ep/sweeps, ... are not written (not 0, not NaN) and the refresh
+    tags are; once run_ep happened, its outcome is written at the next call."""
+    (X, Y), _ = data
+    model = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:8].copy(), num_data=len(X))
+    task = EPDiagnosticsToTensorBoard(str(tmp_path), model, data=(X, Y))
+    loss = model.training_loss_closure(iter(make_dataset((X, Y), batch_size=20, seed=0)))
+    optimizer = gpflow.keras.tf_keras.optimizers.Adam(0.01)
+    task(0)  # before training: neither a run nor a refresh
+    for step in range(1, 4):
+        optimizer.minimize(loss, model.trainable_variables)
+        task(step)
+    written = _read(tmp_path)
+    assert not set(EP_RUN_TAGS) & written["_tags"]
+    assert [s for s, _ in written["ep/refreshes"]] == [1, 2, 3] and set(EP_REFRESH_TAGS) <= written["_tags"]
+    assert all(np.isfinite(v) for _, v in written["ep/log_marginal_likelihood"])
+    model.run_ep((X, Y))
+    task(4)
+    written = _read(tmp_path)
+    assert written["ep/converged"] == [(4, 1.0)] and [s for s, _ in written["ep/sweeps"]] == [4]
+
+
+def test_ep_damping_is_the_damping_in_force(tmp_path, data):
+    """damping=None is the schedule's default: 0.8 for the parallel schedule, 1 for the sequential one."""
+    (X, Y), _ = data
+    for name, options, expected in [
+        ("default", {}, 0.8),
+        ("sequential", dict(schedule="sequential"), 1.0),
+        ("given", dict(damping=0.3), 0.3),
+    ]:
+        model = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), **options)
+        EPDiagnosticsToTensorBoard(str(tmp_path / name), model)(0)
+        written = _read(tmp_path / name)
+        assert written["ep/damping"] == [(0, pytest.approx(expected, rel=1e-7))], name  # float32 summaries
+        assert not set(EP_RUN_TAGS) & written["_tags"]  # no run yet
 
 
 def test_relaxed_ep_writes_its_relaxation_histogram_and_spike_slab_its_evidence(tmp_path, data):

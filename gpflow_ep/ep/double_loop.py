@@ -57,6 +57,7 @@ import numpy as np
 import scipy.optimize
 import tensorflow as tf
 
+from ..summaries import summary_repr
 from .algebra import SiteAlgebra
 from .factors import SiteFactor, gaussian_log_normaliser
 from .schedules import EPRun, Schedule, register_schedule
@@ -92,6 +93,9 @@ class DoubleLoopResult(NamedTuple):
     kkt_residual: float  # max_i |E_q[h_i] - E_p̂[h_i]| at the last inner optimum (first moments match there)
     inner_iterations: int  # L-BFGS-B iterations, summed
     non_finite: bool  # stopped because a step was not finite; the last finite state was kept
+
+    def __repr__(self) -> str:  # the run's summary, the counts and the arrays' shapes
+        return summary_repr(self)
 
 
 def _objective(algebra: SiteAlgebra, factor: SiteFactor):

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Dict, NamedTuple
 import tensorflow as tf
 from check_shapes import check_shapes
 
+from ..summaries import summary_repr
 from .algebra import JointPosterior, SiteAlgebra
 from .factors import SiteFactor
 from .sites import cavity_distribution
@@ -56,7 +57,10 @@ __all__ = [
 
 
 class EPRun(NamedTuple):
-    """Outcome of one EP run (tensors; see :class:`gpflow_ep.optimizers.EPResult`)."""
+    """
+    Outcome of one EP run (tensors; see :class:`gpflow_ep.optimizers.EPResult`). Its ``repr`` is a
+    one-line summary (the scalars, and the shapes of the per-site arrays, which stay attributes).
+    """
 
     precision: tf.Tensor
     natural_mean: tf.Tensor
@@ -69,6 +73,9 @@ class EPRun(NamedTuple):
     dual: tf.Tensor  # [N, 1] per-site ∂log Z_i/∂(cavity mean) of the latest visits
     relaxation: tf.Tensor  # [N, 1] relaxation precisions b of the latest visits (relaxed EP)
     history: tf.Tensor  # [max_sweeps] convergence statistic per sweep
+
+    def __repr__(self) -> str:
+        return summary_repr(self)
 
 
 class Schedule(abc.ABC):
@@ -257,7 +264,7 @@ class ParallelSchedule(Schedule):
             var=q.var,
             dual=zeros,
             relaxation=zeros,
-            damping=tf.constant(settings.resolved_damping, dtype),
+            damping=tf.constant(settings.damping, dtype),
             change=inf,
             skipped=tf.constant(0),
             rejected=tf.constant(0),
@@ -293,7 +300,7 @@ class SequentialSchedule(Schedule):
         n = tf.shape(precision)[0]
         prior = algebra.prior_joint(precision)
         zeros = tf.zeros_like(precision)
-        damping = settings.resolved_damping
+        damping = settings.damping
 
         def visit(i, s: _SweepState) -> _SweepState:
             current = JointPosterior(s.joint_cov, s.joint_mean, tf.constant(True))

@@ -7,8 +7,8 @@ passed explicitly to everything that is compiled, and a ``tf.function`` traces t
 equal settings share one trace), so no compiled path reads options from anywhere else.
 """
 
-from dataclasses import asdict, dataclass, replace
-from typing import Optional
+from dataclasses import dataclass, field, fields
+from typing import Optional, Tuple
 
 from tensorflow.core.function.trace_type import default_types
 
@@ -26,7 +26,7 @@ CRITERIA = ("sites", "alpha", "moments")
 #: "nested": the training loss re-runs EP to convergence; "alternated": it uses the stored sites
 EP_MODES = ("nested", "alternated")
 #: the damping of a batch EP run when ``damping=None``: parallel updates need some (0.8 as in
-#: GPstuff), sequential EP is classically undamped.
+#: GPstuff), sequential EP is classically undamped; a schedule not listed here is undamped (1).
 DEFAULT_DAMPING = {"parallel": 0.8, "sequential": 1.0}
 
 
@@ -40,7 +40,10 @@ class EPSettings:
     :param schedule: the name of a registered schedule (:func:`gpflow_ep.ep.get_schedule`):
         "parallel" (default) or "sequential", or one registered by the user.
     :param damping: ρ ∈ (0, 1], the weight of the new site in a batch EP run; ``None`` (default)
-        takes the schedule's :data:`DEFAULT_DAMPING` (0.8 parallel, 1 sequential).
+        takes the schedule's :data:`DEFAULT_DAMPING` (0.8 parallel, 1 sequential). The settings hold
+        the number in force (``EPSettings().damping == 0.8``), and a defaulted damping follows the
+        schedule: ``EPSettings().updated(schedule="sequential").damping == 1.0``, while a damping
+        given by the user is kept.
     :param minibatch_damping: ρ of a minibatch site refresh (default 0.99, the SEP paper's).
     :param max_sweeps: the cap on sweeps of one EP run (default 100).
     :param tol: the tolerance of ``criterion`` (default 1e-6).
@@ -70,13 +73,19 @@ class EPSettings:
     ep_mode: str = "nested"
     relaxation: Optional[Relaxation] = None
     min_precision: Optional[float] = None
+    #: True when ``damping`` was not given and holds the schedule's default (followed by :meth:`updated`);
+    #: not an option: two settings that run the same EP compare (and trace) equal.
+    _damping_is_default: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         set_ = object.__setattr__
         set_(self, "power", check_range(self.power, "power", 0.0, 1.0))
         check_choice(self.cavity, "cavity", CAVITY_CHOICES)
         check_choice(self.schedule, "schedule", schedule_names())
-        if self.damping is not None:
+        if self.damping is None:
+            set_(self, "damping", DEFAULT_DAMPING.get(self.schedule, 1.0))
+            set_(self, "_damping_is_default", True)
+        else:
             set_(self, "damping", check_range(self.damping, "damping", 0.0, 1.0))
         set_(self, "minibatch_damping", check_range(self.minibatch_damping, "minibatch_damping", 0.0, 1.0))
         set_(self, "max_sweeps", check_positive_int(self.max_sweeps, "max_sweeps"))
@@ -97,10 +106,10 @@ class EPSettings:
                 check_range(self.min_precision, "min_precision", 0.0, float("inf"), high_open=True),
             )
 
-    @property
-    def resolved_damping(self) -> float:
-        """``damping``, or the schedule's default when it is ``None``."""
-        return DEFAULT_DAMPING.get(self.schedule, 1.0) if self.damping is None else self.damping
+    @classmethod
+    def option_names(cls) -> Tuple[str, ...]:
+        """The names of the options (the constructor's keywords)."""
+        return tuple(f.name for f in fields(cls) if f.init)
 
     @property
     def removed_fraction(self) -> float:
@@ -108,11 +117,19 @@ class EPSettings:
         return self.power if self.cavity == "fractional" else 1.0
 
     def updated(self, **changes) -> "EPSettings":
-        """A validated copy with the given options changed; ``None`` values leave an option as it is."""
-        unknown = set(changes) - set(asdict(self))
+        """
+        A validated copy with the given options changed; ``None`` values leave an option as it is.
+        A damping that was defaulted stays defaulted, so it follows a changed ``schedule``.
+        """
+        names = self.option_names()
+        unknown = set(changes) - set(names)
         if unknown:
-            raise ValueError(f"unknown EP option(s) {sorted(unknown)}; the options are {sorted(asdict(self))}")
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+            raise ValueError(f"unknown EP option(s) {sorted(unknown)}; the options are {sorted(names)}")
+        options = {name: getattr(self, name) for name in names}
+        if self._damping_is_default:
+            options["damping"] = None
+        options.update({k: v for k, v in changes.items() if v is not None})
+        return type(self)(**options)
 
     def __tf_tracing_type__(self, context):
         # a tf.function traces settings by value: equal settings share one concrete function

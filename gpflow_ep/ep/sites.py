@@ -50,12 +50,12 @@ class SiteParameters(tf.Module):
     """
     Site natural parameters τ (``precision``) and ν (``natural_mean``), each [N, 1].
 
-    They are EP *state*, not hyper-parameters: non-trainable ``tf.Variable``s, so they show in
-    ``print_summary``, are saved by ``tf.train.Checkpoint`` and never appear in
-    ``trainable_variables`` (DESIGN principle 3). Also kept per site, from its latest visit:
-    ``dual`` = ∂log Z_i/∂(cavity mean) (Minka's per-site "α" in his kernel-EP toolbox, the
-    quantity of Qi & Guo's convergence test; renamed here because α is the EP power) and
-    ``relaxation`` = the relaxation precision b_i of relaxed EP.
+    They are EP *state*, not hyper-parameters: non-trainable ``tf.Variable``s, so they are saved by
+    ``tf.train.Checkpoint`` and never appear in ``trainable_variables``; a model keeps them in its
+    ``ep_state`` (:mod:`gpflow_ep.models.ep_state`), which ``print_summary(model)`` leaves out.
+    Also kept per site, from its latest visit: ``dual`` = ∂log Z_i/∂(cavity mean) (Minka's per-site
+    "α" in his kernel-EP toolbox, the quantity of Qi & Guo's convergence test; renamed here because
+    α is the EP power) and ``relaxation`` = the relaxation precision b_i of relaxed EP.
     """
 
     def __init__(self, num_sites: int, name: str = "sites"):

@@ -1,6 +1,6 @@
 """EP run diagnostics kept on a model, readable after a compiled loss and by monitor tasks."""
 
-from typing import Dict
+from typing import Dict, Optional
 
 import tensorflow as tf
 from gpflow.config import default_float
@@ -8,17 +8,25 @@ from gpflow.config import default_float
 
 class EPDiagnostics(tf.Module):
     """
-    Outcome of the model's most recent EP run, and of its minibatch site refreshes, as
-    non-trainable variables (so a compiled loss can write them and a monitor task read them).
+    What EP did on a model: its full EP runs, its minibatch site refreshes and the evidence of its
+    training objective, as non-trainable variables (so a compiled loss can write them and a monitor
+    task read them). Each group comes with a count, and its other values mean something only when
+    that count is positive: :meth:`as_dict` gives ``None`` for them, ``repr`` leaves them out, and
+    the monitor writes no TensorBoard scalar for them (nothing that was not attempted is reported as
+    a failure or a NaN).
 
-    A full run (``run_ep``, or the nested loss) records ``converged``, ``sweeps``, ``max_change``
-    (the schedule's convergence measure at its last sweep), ``num_skipped`` (site updates skipped
-    for an improper cavity or tilted distribution, summed over the run) and ``num_rejected``
-    (updates undone because q became improper). A minibatch refresh (``SEPGPC``'s minibatch loss
-    or :func:`~gpflow_ep.training.fit`) records ``refreshes`` (a running count), and for the last
-    refresh ``refresh_skipped``, ``refresh_rejected`` (1 when the whole refresh was not applied
-    because q would have been improper) and ``refresh_max_change``, the largest change of a
-    refreshed site's natural parameters (τ, ν).
+    * **Full runs** (``run_ep``, :class:`~gpflow_ep.optimizers.EP`, the nested loss): ``runs`` counts
+      them; of the last one ``converged``, ``sweeps``, ``max_change`` (the schedule's convergence
+      measure at its last sweep), ``num_skipped`` (site updates skipped for an improper cavity or
+      tilted distribution, summed over the run) and ``num_rejected`` (updates undone because q
+      became improper).
+    * **Minibatch refreshes** (``SEPGPC``'s minibatch loss, :func:`~gpflow_ep.training.fit`):
+      ``refreshes`` counts them; of the last one ``refresh_skipped``, ``refresh_rejected`` (1 when the
+      whole refresh was not applied because q would have been improper or a value was not finite)
+      and ``refresh_max_change``, the largest change of a refreshed site's natural parameters (τ, ν);
+      over all of them ``refresh_skipped_total`` and ``refreshes_rejected``.
+    * **Evidence**: ``evaluations`` counts the training-objective evaluations of a batch model, and
+      ``log_marginal_likelihood`` is log Z_EP at the last one.
     """
 
     def __init__(self, name: str = "ep_diagnostics"):
@@ -27,6 +35,7 @@ class EPDiagnostics(tf.Module):
         def variable(dtype, name):
             return tf.Variable(tf.zeros([], dtype), trainable=False, name=name)
 
+        self.runs = variable(tf.int64, "runs")
         self.converged = variable(tf.int32, "converged")  # 0/1
         self.sweeps = variable(tf.int32, "sweeps")
         self.max_change = variable(default_float(), "max_change")
@@ -36,12 +45,14 @@ class EPDiagnostics(tf.Module):
         self.refresh_skipped = variable(tf.int32, "refresh_skipped")
         self.refresh_rejected = variable(tf.int32, "refresh_rejected")
         self.refresh_max_change = variable(default_float(), "refresh_max_change")
-        self.log_marginal_likelihood = tf.Variable(
-            tf.constant(float("nan"), default_float()), trainable=False, name="log_marginal_likelihood"
-        )
+        self.refresh_skipped_total = variable(tf.int64, "refresh_skipped_total")
+        self.refreshes_rejected = variable(tf.int64, "refreshes_rejected")
+        self.evaluations = variable(tf.int64, "evaluations")
+        self.log_marginal_likelihood = variable(default_float(), "log_marginal_likelihood")
 
     def record(self, run) -> None:
-        """Store an :class:`~gpflow_ep.ep.EPRun`."""
+        """Store an :class:`~gpflow_ep.ep.EPRun` (one more full run)."""
+        self.runs.assign_add(1)
         self.converged.assign(tf.cast(run.converged, tf.int32))
         self.sweeps.assign(run.sweeps)
         self.max_change.assign(run.max_change)
@@ -49,7 +60,8 @@ class EPDiagnostics(tf.Module):
         self.num_rejected.assign(run.num_rejected)
 
     def record_evidence(self, log_marginal_likelihood) -> None:
-        """Store the evidence of the last evaluation of the model's training objective."""
+        """Store the evidence of one more evaluation of the model's training objective."""
+        self.evaluations.assign_add(1)
         self.log_marginal_likelihood.assign(log_marginal_likelihood)
 
     def record_refresh(self, num_skipped, max_change, rejected) -> None:
@@ -58,27 +70,56 @@ class EPDiagnostics(tf.Module):
         self.refresh_skipped.assign(tf.cast(num_skipped, tf.int32))
         self.refresh_rejected.assign(tf.cast(rejected, tf.int32))
         self.refresh_max_change.assign(tf.cast(max_change, self.refresh_max_change.dtype))
+        self.refresh_skipped_total.assign_add(tf.cast(num_skipped, tf.int64))
+        self.refreshes_rejected.assign_add(tf.cast(rejected, tf.int64))
 
-    #: the recorded quantities, in the order they are reported
-    FIELDS = (
-        "converged",
-        "sweeps",
-        "max_change",
-        "num_skipped",
-        "num_rejected",
-        "refreshes",
-        "refresh_skipped",
-        "refresh_rejected",
-        "refresh_max_change",
-        "log_marginal_likelihood",
-    )
+    #: the recorded quantities in the order they are reported, by group: the group's count first
+    GROUPS = {
+        "runs": ("runs", "converged", "sweeps", "max_change", "num_skipped", "num_rejected"),
+        "refreshes": (
+            "refreshes",
+            "refresh_skipped",
+            "refresh_rejected",
+            "refresh_max_change",
+            "refresh_skipped_total",
+            "refreshes_rejected",
+        ),
+        "evaluations": ("evaluations", "log_marginal_likelihood"),
+    }
+    FIELDS = tuple(name for group in GROUPS.values() for name in group)
 
-    def as_dict(self) -> Dict[str, object]:
-        """The values as Python numbers (``converged`` a bool), e.g. for JSON."""
-        values = {name: getattr(self, name).numpy().item() for name in self.FIELDS}
-        values["converged"] = bool(values["converged"])
+    def as_dict(self) -> Dict[str, Optional[object]]:
+        """
+        The values as Python numbers (``converged`` a bool), e.g. for JSON; the values of a group
+        whose count is 0 (nothing was attempted) are ``None``. The counts are always numbers.
+        """
+        values: Dict[str, Optional[object]] = {}
+        for count, names in self.GROUPS.items():
+            attempted = int(getattr(self, count).numpy()) > 0
+            for name in names:
+                values[name] = getattr(self, name).numpy().item() if attempted or name == count else None
+        if values["converged"] is not None:
+            values["converged"] = bool(values["converged"])
         return values
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.as_dict().items())
-        return f"EPDiagnostics({fields})"
+        d = self.as_dict()
+        if not (d["runs"] or d["refreshes"] or d["evaluations"]):
+            return "EPDiagnostics(nothing yet: no full EP run, no minibatch refresh)"
+        parts = []
+        if d["refreshes"]:
+            parts.append(
+                f"minibatch refreshes={d['refreshes']}, last refresh: max site change {d['refresh_max_change']:.3g}, "
+                f"skipped {d['refresh_skipped']}, rejected={bool(d['refresh_rejected'])}; all refreshes: skipped "
+                f"{d['refresh_skipped_total']} updates, rejected {d['refreshes_rejected']}"
+            )
+        if d["runs"]:
+            parts.append(
+                f"full EP runs={d['runs']}, last run: converged={d['converged']}, sweeps={d['sweeps']}, "
+                f"max_change={d['max_change']:.3g}, skipped {d['num_skipped']}, rejected {d['num_rejected']}"
+            )
+        else:
+            parts.append("no full EP run")
+        if d["evaluations"]:
+            parts.append(f"log Z_EP at the last loss evaluation={d['log_marginal_likelihood']:.6g}")
+        return f"EPDiagnostics({'; '.join(parts)})"

@@ -7,16 +7,18 @@ engine (schedule dispatch, evidence). A model adds only its posterior algebra
 import abc
 import functools
 import weakref
+from typing import Optional
 
+import gpflow
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.config import default_float
 from gpflow.models import ExternalDataTrainingLossMixin
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
-from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, SiteParameters, ep_log_marginal_likelihood, run_ep
+from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, ep_log_marginal_likelihood, run_ep
 from ..validation import check_prediction_inputs, model_input_dim, require_float64
-from .diagnostics import EPDiagnostics
+from .ep_state import EPState, OutOfSummary, ep_state_attribute
 
 
 class compiled_per_model:
@@ -55,23 +57,43 @@ class EPModel:
     Base (mixin) of the GPflow models whose likelihood terms are EP sites (``self.likelihood`` is
     a GPflow likelihood): they have ``sites``, ``ep_settings`` (:class:`~gpflow_ep.ep.EPSettings`),
     ``ep_diagnostics`` and ``run_ep``. Subclasses call :meth:`_init_ep` from ``__init__``.
+
+    The EP state (sites, diagnostics, and a model's own, e.g. SEPGPC's q(u)) lives in one module,
+    :attr:`ep_state`, that checkpoints and ``model.variables`` include and GPflow's
+    ``print_summary(model)`` leaves out, so the summary lists the model's parameters as for any
+    GPflow model; ``print_summary(model.ep_state)`` or :meth:`ep_state_summary` shows the state
+    (:mod:`gpflow_ep.models.ep_state`).
     """
 
     #: "sites": predict from q; "dual": mean from the per-site statistics (see ``PowerEP``)
     predict_with = "sites"
 
+    sites = ep_state_attribute("sites", "The EP sites (:class:`~gpflow_ep.ep.SiteParameters`): τ, ν, dual, relaxation.")
+    ep_diagnostics = ep_state_attribute("diagnostics", "What EP did on this model (:class:`EPDiagnostics`).")
+    sites_fitted_for = ep_state_attribute(
+        "sites_fitted_for",
+        "The hyper-parameters (every ``Parameter``'s unconstrained value, flattened) of the last full EP run: "
+        "the sites are EP's fixed point for these values (:meth:`ep_state_is_current`).",
+    )
+    sites_fitted = ep_state_attribute("sites_fitted", "1 once a full EP run stored its sites, else 0.")
+
     def _init_ep(self, num_sites: int, settings: EPSettings) -> None:
         require_float64(type(self).__name__)
         self.ep_settings = settings
-        self.sites = SiteParameters(num_sites)
-        self.ep_diagnostics = EPDiagnostics()
-        #: the hyper-parameters (every ``Parameter``'s unconstrained value, flattened) of the last
-        #: full EP run: the sites are EP's fixed point for these values (:meth:`ep_state_is_current`)
-        self.sites_fitted_for = tf.Variable(
-            tf.zeros_like(self._hyperparameter_values()), trainable=False, name="sites_fitted_for"
-        )
-        # 1 once a full run was stored (an int, as GPflow's print_summary formats no booleans)
-        self.sites_fitted = tf.Variable(0, dtype=tf.int32, trainable=False, name="sites_fitted")
+        state = EPState(num_sites, int(self._hyperparameter_values().shape[0]))
+        self._ep_state = OutOfSummary(state=state)
+
+    @property
+    def ep_state(self) -> EPState:
+        """The model's EP state (:class:`~gpflow_ep.models.ep_state.EPState`): ``print_summary(model.ep_state)``."""
+        return self._ep_state["state"]
+
+    def ep_state_summary(self, fmt: Optional[str] = None) -> str:
+        """
+        The table of the EP state's variables (GPflow's ``tabulate_module_summary`` of :attr:`ep_state`),
+        which ``print_summary(model)`` leaves out; ``fmt`` as there (e.g. "simple", "html").
+        """
+        return gpflow.utilities.tabulate_module_summary(self.ep_state, fmt)
 
     def _hyperparameter_values(self) -> tf.Tensor:
         """Every ``Parameter``'s unconstrained value, flattened into one vector (what EP's fixed point depends on)."""

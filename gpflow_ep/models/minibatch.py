@@ -15,6 +15,8 @@ from typing import NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 
+from ..summaries import summary_repr
+
 __all__ = ["SiteRefresh", "MinibatchEP"]
 
 
@@ -29,6 +31,9 @@ class SiteRefresh(NamedTuple):
     #: (class, point) pair in SEPMGPC, where several sites share a pair), and those rows
     pair_index: Optional[tf.Tensor] = None
     pair_state: Tuple[tf.Tensor, ...] = ()
+
+    def __repr__(self) -> str:  # the counts and the arrays' shapes, not every row
+        return summary_repr(self)
 
     def is_finite(self) -> tf.Tensor:
         """True (a boolean tensor) when every row and every change of q is finite."""

@@ -70,6 +70,7 @@ from ..ep import (
 )
 from ..validation import check_inducing_variable, check_positive_int, check_training_data
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
+from .ep_state import ep_state_attribute
 from .sep_refresh import SEPRefresh
 from .sep_surrogate import PriorBlocks, SiteBatch, surrogate_objective
 
@@ -110,16 +111,22 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         self._init_ep(self.num_sites, settings)
         C, M = self.num_blocks, self.inducing_variable.num_inducing // self.num_blocks
         blocks = () if C == 1 else (C,)  # one GP: Λ_u [M, M], η_u [M, 1] as SVGP users expect
-        self.posterior_precision = tf.Variable(
+        self.ep_state.posterior_precision = tf.Variable(
             np.zeros(blocks + (M, M)), dtype=default_float(), trainable=False, name="posterior_precision"
         )
-        self.posterior_shift = tf.Variable(
+        self.ep_state.posterior_shift = tf.Variable(
             np.zeros(blocks + (M, 1)), dtype=default_float(), trainable=False, name="posterior_shift"
         )
         #: the direction υ = K_uu⁻¹k each (block, point) pair's sites were last updated with, row c·n + i
-        self.site_directions = tf.Variable(
+        self.ep_state.site_directions = tf.Variable(
             np.zeros((C * num_data, M)), dtype=default_float(), trainable=False, name="site_directions"
         )
+
+    posterior_precision = ep_state_attribute("posterior_precision", "Λ_u, q(u)'s precision (EP state).")
+    posterior_shift = ep_state_attribute("posterior_shift", "η_u, q(u)'s precision times mean (EP state).")
+    site_directions = ep_state_attribute(
+        "site_directions", "υ = K_uu⁻¹k of each (block, point) pair's last update, row c·n + i (EP state)."
+    )
 
     # ---------------------------------------------------------------- data
 

@@ -4,11 +4,12 @@ The EP optimiser: updates a model's sites the way ``gpflow.optimizers.NaturalGra
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import List
 
 from ..ep import EPSettings
 from ..ep.convergence import EPConvergenceWarning, non_convergence_message
+from ..summaries import summary_repr
 from ..validation import check_positive_int
 
 __all__ = ["EP", "EPResult", "EPConvergenceWarning"]  # the warning lives in gpflow_ep.ep.convergence
@@ -38,6 +39,9 @@ class EPResult:
     history: List[float] = field(default_factory=list)
     damping: float = 1.0
     attempts: int = 1
+
+    def __repr__(self) -> str:  # one line: the values, and the history's length (it stays ``.history``)
+        return summary_repr(self, [f.name for f in fields(self)])
 
 
 class EP:
@@ -70,7 +74,7 @@ class EP:
         """
         args = () if data is None else (data,)
         options = dict(self.ep_options)
-        damping = model.ep_settings.updated(**options).resolved_damping
+        damping = model.ep_settings.updated(**options).damping
         options.pop("damping", None)
         state = [v for v in model.variables if not v.trainable]  # sites, q and diagnostics
         before = [v.numpy() for v in state] if self.backoff else []

@@ -6,7 +6,7 @@ import tensorflow as tf
 from scipy.optimize import minimize_scalar
 
 from gpflow_ep.datasets import spike_slab_problem
-from gpflow_ep.ep import EPSettings, run_ep
+from gpflow_ep.ep import EPRun, EPSettings, run_ep
 from gpflow_ep.ep.double_loop import _objective, outer_step, site_log_normaliser
 from gpflow_ep.models import SpikeSlabRegression
 
@@ -151,3 +151,20 @@ def test_a_non_finite_step_keeps_the_last_finite_state(paper_model):
     assert res.non_finite and not bool(res.run.converged)
     assert np.all(np.isfinite(res.run.precision.numpy())) and np.all(np.isfinite(res.run.natural_mean.numpy()))
     assert np.all(np.isfinite(res.energies)) and 0 < len(res.energies) < 50
+
+
+def test_a_double_loop_result_prints_as_one_short_line():
+    """Its run's summary, the counts, and the arrays' shapes (the energies of every inner solve stay ``.energies``)."""
+    from gpflow_ep.ep.double_loop import DoubleLoopResult
+
+    d = 200
+    column = tf.zeros([d, 1], tf.float64)
+    zero, history = tf.constant(0), tf.zeros([1000], tf.float64)
+    change = tf.constant(0.1, tf.float64)
+    stopped, sweeps = tf.constant(False), tf.constant(1000)
+    run = EPRun(column, column, stopped, sweeps, change, zero, zero, zero, column, column, history)
+    result = DoubleLoopResult(run, np.zeros(1000), (np.ones((d, 1)), np.ones((d, 1))), 3, 0, 1e-9, 5000, False)
+    text = repr(result)
+    assert "\n" not in text and len(text) < 600
+    assert "active_site_bounds=3" in text and "energies=<float64 [1000]>" in text
+    assert "run=EPRun(converged=False, sweeps=1000" in text

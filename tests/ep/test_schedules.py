@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from gpflow_ep.ep import (
+    EPRun,
     EPSettings,
     JointPosterior,
     LikelihoodFactor,
@@ -76,3 +77,41 @@ def test_a_registered_schedule_is_an_ep_settings_choice():
     assert int(run.sweeps) == 1
     with pytest.raises(ValueError, match="schedule"):
         register_schedule("bad", object())
+
+
+def _run_of(num_sites):
+    column = tf.zeros([num_sites, 1], tf.float64)
+    scalar = tf.constant(0)
+    return EPRun(
+        precision=column + 1.0,
+        natural_mean=column,
+        converged=tf.constant(True),
+        sweeps=tf.constant(7),
+        max_change=tf.constant(3.2e-7, tf.float64),
+        num_skipped=scalar,
+        num_rejected=scalar,
+        skipped_last_sweep=scalar,
+        dual=column,
+        relaxation=column,
+        history=tf.zeros([100], tf.float64),
+    )
+
+
+def test_an_ep_run_prints_as_one_short_line():
+    """print(model.run_ep()) is a summary (the scalars, then the arrays' dtypes and shapes), the same
+    length for 1,000 sites as for 10; the arrays stay attributes. Inside a tf.function it still prints."""
+    text = repr(_run_of(1000))
+    assert "\n" not in text and len(text) == len(repr(_run_of(10))) + 8  # "1000" vs "10" in four shapes
+    assert text.startswith("EPRun(converged=True, sweeps=7, max_change=3.2e-07, num_skipped=0,")
+    assert "precision=<float64 [1000, 1]>" in text and "history=<float64 [100]>" in text
+    assert str(_run_of(3)) == repr(_run_of(3))
+    np.testing.assert_array_equal(_run_of(1000).precision.numpy(), np.ones((1000, 1)))
+    texts = []
+
+    @tf.function(autograph=False)
+    def inside(precision):
+        texts.append(repr(_run_of(4)._replace(precision=precision)))
+        return precision
+
+    inside(tf.ones([4, 1], tf.float64))
+    assert "precision=<symbolic float64 [4, 1]>" in texts[0]

@@ -182,8 +182,9 @@ def test_print_summary_checkpoint_and_deepcopy(classification_data, tmp_path):
     X, Y = classification_data
     m = EPGPC((X, Y), _kernel(), Probit())
     EP().minimize(m)
-    summary = gpflow.utilities.tabulate_module_summary(m)
-    assert "sites.precision" in summary and "sites.natural_mean" in summary
+    summary = gpflow.utilities.tabulate_module_summary(m)  # the parameters; the EP state has its own table
+    assert "kernel.lengthscales" in summary and "sites" not in summary
+    assert "sites.precision" in m.ep_state_summary() and "sites.natural_mean" in m.ep_state_summary()
     saved = [v.numpy() for v in m.sites.read()]
     path = tf.train.Checkpoint(model=m).save(str(tmp_path / "ckpt"))
     m.sites.reset()

@@ -381,6 +381,16 @@ def test_a_refresh_with_non_finite_values_is_not_written(data):
     assert int(m.apply_refresh(refresh)) == 0 and int(m.ep_diagnostics.refresh_rejected.numpy()) == 0
 
 
+def test_a_refresh_prints_as_one_short_line(data):
+    """A SiteRefresh's repr: the count of skipped updates and the arrays' shapes, not their rows."""
+    X, Y = data
+    m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))
+    refresh = m.propose_refresh((X[:20], Y[:20], np.arange(20, dtype=np.int32)))
+    text = repr(refresh)
+    assert "\n" not in text and text.startswith("SiteRefresh(num_skipped=0, index=<int32 [20]>")
+    assert "pair_state=(<float64 [20, 10]>)" in text
+
+
 def test_a_batch_ep_run_at_non_finite_hyperparameters_writes_nothing(data):
     X, Y = data
     m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))

@@ -25,6 +25,17 @@ def test_minimize_returns_result_and_updates_sites():
     assert EP(tol=1e-9).minimize(m).sweeps == 1
 
 
+def test_a_result_prints_as_one_short_line():
+    """print(EP().minimize(m)) gives the values and the history's length; the history stays an attribute."""
+    X, Y = two_dimensional(30, seed=1)
+    m = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), ep_mode="alternated")
+    result = EP(damping=0.7, tol=1e-12, max_sweeps=500).minimize(m)
+    text = repr(result)
+    assert "\n" not in text and len(text) < 250, text
+    assert text.startswith(f"EPResult(converged=True, sweeps={result.sweeps}, ") and "damping=0.7" in text
+    assert f"history=<float64 [{result.sweeps}]>" in text and len(result.history) == result.sweeps > 10
+
+
 def test_sweep_cap_is_honoured_and_reported():
     X, Y = two_dimensional(30, seed=1)
     m = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), ep_mode="alternated")
