@@ -376,6 +376,17 @@ def _stderr_is_a_terminal() -> bool:
     return bool(isatty()) if callable(isatty) else False
 
 
+def _positive_number(value, name: str) -> float:
+    """A finite number > 0 (``epochs``, ``time_budget``), else a ``ValueError`` naming it."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not np.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a positive number; got {value!r}")
+    return number
+
+
 def _check_ep_every(model, ep_every: Optional[int]) -> int:
     """``ep_every`` applies to EP models that hold their data in ``ep_mode="alternated"`` (default 50)."""
     if ep_every is None:
@@ -477,7 +488,16 @@ def fit(
     ``ep_mode``, ...) are the model's ``ep_settings``.
     """
     optimizer = optimizer or tf_keras.optimizers.Adam(0.01)
+    if not callable(getattr(optimizer, "apply_gradients", None)):
+        raise ValueError(
+            f"optimizer must be an optimiser object with apply_gradients (e.g. tf_keras.optimizers.Adam(0.01)); "
+            f"got {optimizer!r}"
+        )
+    if monitor is not None and not callable(monitor):
+        raise ValueError(f"monitor must be callable as monitor(step), e.g. a gpflow.monitor.Monitor; got {monitor!r}")
     ep_every = _check_ep_every(model, ep_every)
+    epochs = None if epochs is None else _positive_number(epochs, "epochs")
+    time_budget = None if time_budget is None else _positive_number(time_budget, "time_budget")
     user_dataset = isinstance(data, tf.data.Dataset)
     if user_dataset:
         _check_dataset(model, data)
@@ -490,9 +510,9 @@ def fit(
         whole_batches = strategy is not None  # every replica gets its equal share of every batch
         if whole_batches and n % batch_size:
             warnings.warn(
-                f"fit: with strategy= every batch is whole, so each epoch of {n // batch_size} steps leaves out "
-                f"{n % batch_size} of the {n} points (a different random set each epoch); choose a batch_size that "
-                f"divides {n} to use every point",
+                f"fit: with strategy= every batch is whole, so each epoch ({n // batch_size} x {batch_size} points) "
+                f"leaves out {n % batch_size} of the {n} points (a different random set each epoch); choose a "
+                f"batch_size that divides {n} to use every point",
                 UserWarning,
                 stacklevel=2,
             )
@@ -506,7 +526,7 @@ def fit(
     if epochs is not None:
         if steps_per_epoch is None:
             raise ValueError("epochs needs array data (X, Y); with a Dataset give iterations or time_budget")
-        limit = min(limit, int(np.ceil(float(epochs) * steps_per_epoch)))
+        limit = min(limit, int(np.ceil(epochs * steps_per_epoch)))
     if checkpoint_every is not None:
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
     step = train_step or make_train_step(model, optimizer, strategy=strategy)
