@@ -101,7 +101,7 @@ def run_split(name, split, methods, M, steps, lr, chunk, data_dir) -> Dict:
         m: [
             common.TimedSteps(
                 make_train_step(model, tf_keras.optimizers.Adam(lr)),
-                iter(make_dataset((X, Yc), batch, seed=split)),
+                iter(make_dataset((X, Yc), batch, seed=split, drop_remainder=True)),
             )
             for model, Yc in pairs
         ]

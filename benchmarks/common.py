@@ -704,7 +704,7 @@ class MinibatchRunner:
         self.method, self.n, self.batch_size = method, n, batch_size
         self.optimizer = make_optimizer(optimizer)
         self.step = make_train_step(self.model, self.optimizer)
-        self.iterator = iter(make_dataset((X, Y), batch_size, seed=seed))
+        self.iterator = iter(make_dataset((X, Y), batch_size, seed=seed, drop_remainder=True))
         self.steps, self.train_seconds, self.skipped = 0, 0.0, 0
         self.chunk_times = []  # (steps, seconds)
 

@@ -158,7 +158,9 @@ def _gaussian_predictor(model):
 def minibatch_trainer(model, X, Y, lr, batch_size, seed):
     """A GPflow-style model (any with training_loss) with its compiled Adam step and batches."""
     step = make_train_step(model, tf_keras.optimizers.Adam(lr))
-    return _Trainer(step, iter(make_dataset((X, Y), batch_size, seed=seed)), _gaussian_predictor(model))
+    return _Trainer(
+        step, iter(make_dataset((X, Y), batch_size, seed=seed, drop_remainder=True)), _gaussian_predictor(model)
+    )
 
 
 def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, batch_size, seed, samples):
@@ -221,7 +223,7 @@ def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, batch_size, seed, samples):
         log_density = np.logaddexp.reduce(np.stack(log_densities), axis=0)[:, 0] - np.log(samples)
         return log_density, np.mean(means, axis=0)[:, 0]
 
-    return _Trainer(step, iter(make_dataset((X, Y), batch_size, seed=seed)), predict)
+    return _Trainer(step, iter(make_dataset((X, Y), batch_size, seed=seed, drop_remainder=True)), predict)
 
 
 def _start(X, Y, widths, M, seed) -> DGPAEP:

@@ -161,7 +161,7 @@ class Table1Slot(common.ModelSlot):
                 steps, it = self.maxiter, iter(make_dataset((X, Y), self.n, shuffle=False))
             else:
                 steps = int(math.ceil(self.epochs * max(self.n // self.batch_size, 1)))
-                it = iter(make_dataset((X, Y), self.batch_size, seed=seed))
+                it = iter(make_dataset((X, Y), self.batch_size, seed=seed, drop_remainder=True))
             first = None
             skipped = 0
             for k in range(steps):

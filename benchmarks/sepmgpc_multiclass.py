@@ -67,7 +67,8 @@ def run_split(name, split, methods, M, steps, lr, batch, chunk, data_dir) -> Dic
     models = {m: build(m, X, C, M, seed=split) for m in methods}
     trainers = {
         m: common.TimedSteps(
-            make_train_step(model, tf_keras.optimizers.Adam(lr)), iter(make_dataset((X, Y), size, seed=split))
+            make_train_step(model, tf_keras.optimizers.Adam(lr)),
+            iter(make_dataset((X, Y), size, seed=split, drop_remainder=True)),
         )
         for m, model in models.items()
     }

@@ -50,10 +50,12 @@ from gpflow.monitor import ModelToTensorBoard, Monitor, MonitorTaskGroup, ToTens
 
 from .evaluation import held_out_metrics
 from .models.minibatch import MinibatchEP
+from .validation import check_positive_int
 
 __all__ = [
     "EPDiagnosticsToTensorBoard",
     "HeldOutToTensorBoard",
+    "PeriodicMonitor",
     "ep_monitor",
     "EP_SCALAR_TAGS",
     "EP_RUN_TAGS",
@@ -155,6 +157,18 @@ class HeldOutToTensorBoard(ToTensorBoard):
             tf.summary.scalar(f"{self.name}/{key}", value, step=self.current_step)
 
 
+class PeriodicMonitor(Monitor):
+    """
+    A ``gpflow.monitor.Monitor`` of one ``MonitorTaskGroup``: ``tasks`` run at every step that is a
+    multiple of ``period`` (step 0 included), and ``period`` is public, so
+    :func:`gpflow_ep.training.fit` can warn when a run is shorter than it.
+    """
+
+    def __init__(self, tasks: Sequence, period: int):
+        self.period = check_positive_int(period, "period")
+        super().__init__(MonitorTaskGroup(list(tasks), period=self.period))
+
+
 def ep_monitor(
     log_dir: str,
     model,
@@ -170,7 +184,8 @@ def ep_monitor(
     diagnostics (if ``model`` has EP sites; ``train_data`` gives ``SEPGPC`` its evidence),
     held-out metrics on ``test_data`` (as ``test/…``) and ``train_data`` (as ``train/…``), the
     model's parameters (``ModelToTensorBoard``, when ``parameters``), and ``extra_tasks``.
-    Pass it as ``fit(..., monitor=...)`` or ``Scipy().minimize(..., step_callback=...)``.
+    Pass it as ``fit(..., monitor=...)`` or ``Scipy().minimize(..., step_callback=...)``; both
+    write steps 0, ``period``, 2 ``period``, ... (``fit`` warns when ``period`` exceeds its steps).
     """
     tasks = list(extra_tasks)
     if hasattr(model, "ep_diagnostics"):
@@ -183,4 +198,4 @@ def ep_monitor(
         tasks.append(ModelToTensorBoard(log_dir, model))
     if not tasks:
         raise ValueError("ep_monitor: nothing to write (give test_data or train_data, or parameters=True)")
-    return Monitor(MonitorTaskGroup(tasks, period=period))
+    return PeriodicMonitor(tasks, period)

@@ -1,20 +1,26 @@
 r"""
-One training loop for every model: EP models and GPflow's own SVGP/VGP alike (SEP spec §11.3).
+One training loop for every model: EP models and GPflow's own SVGP/VGP alike.
 
     result = gpflow_ep.training.fit(model, (X, Y), batch_size=200, epochs=10)
 
-Per step, for a minibatch M:
+An epoch is one pass over a fresh permutation of the data in batches of ``batch_size``; the last
+batch of an epoch holds the remainder (as in Keras and ``tf.data``), so every point is seen once
+per epoch and no batch holds a site twice. Per step, for a minibatch M:
 
 * models with minibatch EP (:class:`~gpflow_ep.models.MinibatchEP`, e.g.
   :class:`~gpflow_ep.models.SEPGPC`) first refresh the sites of M (damped by the model's
-  ``EPSettings.minibatch_damping``), then take a gradient step on the surrogate -F_M of SEP spec
-  §2.6 at the refreshed q (``refresh_and_objective``). With the full batch,
-  ``minibatch_damping=0.5`` and :class:`~gpflow_ep.optimizers.SignAdaptive` this is the paper's
-  batch SEP ("inner" updates, SEP spec §2.7); with minibatches it is the paper's stochastic SEP
-  (spec §3);
+  ``EPSettings.minibatch_damping``), then take a gradient step on the minibatch surrogate -F_M at
+  the refreshed q (``refresh_and_objective``) of Hernández-Lobato & Hernández-Lobato (2016),
+  "Scalable Gaussian process classification via expectation propagation", AISTATS. With the full
+  batch, ``minibatch_damping=0.5`` and :class:`~gpflow_ep.optimizers.SignAdaptive` this is that
+  paper's batch SEP with "inner" updates; with minibatches it is its stochastic SEP;
 * EP models that hold their data (:class:`~gpflow_ep.models.EPModel` with GPflow's internal-data
-  loss: :class:`~gpflow_ep.models.EPGPC` and subclasses) are trained in alternated mode: EP to
-  convergence (``run_ep``) every ``ep_every`` steps, gradient steps on ``training_loss()`` between;
+  loss: :class:`~gpflow_ep.models.EPGPC` and subclasses, ``SpikeSlabRegression``) follow their
+  ``ep_mode``: in ``"nested"`` (the default) every gradient step is on ``training_loss()``, which
+  itself runs EP to convergence warm-started from the stored sites, so ``fit`` never calls
+  ``run_ep`` (``ep_every`` does not apply and is refused); in ``"alternated"`` the loss uses the
+  stored sites and ``fit`` runs EP to convergence (``run_ep``) every ``ep_every`` steps (default
+  50, and before the first step), with gradient steps on ``training_loss()`` between;
 * any other GPflow model takes the gradient step only: ``training_loss()`` for models that hold
   their data (``VGP``), ``training_loss((X, Y))`` otherwise (``SVGP``).
 
@@ -49,6 +55,7 @@ from gpflow.keras import tf_keras
 from gpflow.models import InternalDataTrainingLossMixin
 
 from .models import CheckedExternalDataTrainingLossMixin, EPModel, MinibatchEP, SiteRefresh
+from .monitor import PeriodicMonitor
 from .validation import check_positive_int, check_training_data
 
 __all__ = [
@@ -64,14 +71,16 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(repr=False)
 class FitResult:
     """
     What :func:`fit` did: steps (counted from the start of training, so a run resumed from
     ``checkpoint_dir`` includes the restored ``initial_step``), epochs, wall time of this call, the
-    loss of every step of this call, site updates skipped, and ``rejected_steps``: steps not
-    applied because their loss, gradient or new parameters were not finite (the model kept its
-    last finite state; :func:`fit` warns when there are any).
+    loss of every step of this call (``losses``, one float per step), site updates skipped, and
+    ``rejected_steps``: steps not applied because their loss, gradient or new parameters were not
+    finite (the model kept its last finite state; :func:`fit` warns when there are any).
+
+    Its ``repr`` is a one-line summary (the final loss and the number of losses, not the list).
     """
 
     steps: int = 0
@@ -81,6 +90,19 @@ class FitResult:
     skipped_site_updates: int = 0
     rejected_steps: int = 0
     initial_step: int = 0
+
+    @property
+    def final_loss(self) -> float:
+        """The loss of the last step of this call (NaN if it took none)."""
+        return self.losses[-1] if self.losses else float("nan")
+
+    def __repr__(self) -> str:
+        resumed = f", initial_step={self.initial_step}" if self.initial_step else ""
+        return (
+            f"FitResult(steps={self.steps}, epochs={self.epochs:.4g}, seconds={self.seconds:.3g}, "
+            f"final_loss={self.final_loss:.6g}, losses=<{len(self.losses)} values>, "
+            f"skipped_site_updates={self.skipped_site_updates}, rejected_steps={self.rejected_steps}{resumed})"
+        )
 
 
 class StepResult(NamedTuple):
@@ -120,12 +142,17 @@ def _runs_batch_ep(model) -> bool:
     return isinstance(model, EPModel) and _holds_data(model)
 
 
-def make_dataset(data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True) -> tf.data.Dataset:
+def make_dataset(
+    data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True, drop_remainder: bool = False
+) -> tf.data.Dataset:
     """
     ``tf.data.Dataset`` of minibatches ``(X, Y, index)`` from arrays ``(X, Y)`` (X in GPflow's default float, Y too
     unless it holds integers, which are kept for GPflow's ``Softmax``); the index tells a
     minibatch-EP model which sites the rows belong to (other models ignore it). Every epoch is a
-    fresh permutation cut into whole batches (the remainder is dropped), so no batch repeats a site.
+    fresh permutation cut into batches of ``batch_size``; its last batch holds the remaining
+    n mod ``batch_size`` rows (as ``tf.data`` and Keras; a ``batch_size`` larger than n gives one
+    batch of all n), unless ``drop_remainder``, which drops them (every batch then has the same
+    shape). Batches are cut within an epoch, so no batch holds the same site twice.
     """
     X, Y = np.asarray(data[0], dtype=default_float()), np.asarray(data[1])
     if not np.issubdtype(Y.dtype, np.integer):  # integer class labels stay integers (GPflow's Softmax needs them)
@@ -136,7 +163,7 @@ def make_dataset(data, batch_size: int, *, shuffle: bool = True, seed: int = 0, 
         ds = ds.shuffle(X.shape[0], seed=seed, reshuffle_each_iteration=True)
     # batch within an epoch, then repeat: a batch never holds the same site twice (a minibatch
     # site refresh would remove that site's old contribution twice)
-    ds = ds.batch(batch_size, drop_remainder=True)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
     return ds.repeat() if repeat else ds
 
 
@@ -354,6 +381,52 @@ def _is_chief(strategy) -> bool:
     return strategy is None or bool(getattr(strategy.extended, "should_checkpoint", True))
 
 
+def _stderr_is_a_terminal() -> bool:
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty()) if callable(isatty) else False
+
+
+def _positive_number(value, name: str) -> float:
+    """A finite number > 0 (``epochs``, ``time_budget``), else a ``ValueError`` naming it."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not np.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a positive number; got {value!r}")
+    return number
+
+
+def _check_ep_every(model, ep_every: Optional[int]) -> int:
+    """``ep_every`` applies to EP models that hold their data in ``ep_mode="alternated"`` (default 50)."""
+    if ep_every is None:
+        return 50
+    ep_every = check_positive_int(ep_every, "ep_every")
+    if _runs_batch_ep(model) and model.ep_settings.ep_mode != "alternated":
+        raise ValueError(
+            f"ep_every: {type(model).__name__} is in ep_mode={model.ep_settings.ep_mode!r}: its training loss runs EP "
+            "to convergence (warm-started) at every step, so fit runs no separate EP and ep_every has no effect; "
+            "leave ep_every out, or build the model with ep_mode='alternated' to run EP every ep_every steps"
+        )
+    return ep_every
+
+
+def _warn_if_monitor_never_runs(monitor, first_step: int, last_step: float) -> None:
+    """A :class:`~gpflow_ep.monitor.PeriodicMonitor` that runs at no step of ``(first_step, last_step]``."""
+    if not isinstance(monitor, PeriodicMonitor) or not np.isfinite(last_step):
+        return
+    period = monitor.period
+    if int(last_step) // period > first_step // period:
+        return
+    writes = "only step 0 (the model before training)" if first_step == 0 else "nothing"
+    warnings.warn(
+        f"monitor: its period ({period} steps) is longer than this run (steps {first_step + 1} to {int(last_step)}), "
+        f"so it writes {writes}; give a smaller period or more iterations/epochs",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def fit(
     model,
     data,
@@ -363,35 +436,52 @@ def fit(
     epochs: Optional[float] = None,
     iterations: Optional[int] = None,
     time_budget: Optional[float] = None,
-    ep_every: int = 50,
+    ep_every: Optional[int] = None,
     strategy: Optional[tf.distribute.Strategy] = None,
     monitor: Optional[Callable] = None,
-    progress: bool = False,
+    progress: Optional[bool] = None,
     seed: int = 0,
     train_step: Optional[Callable] = None,
     checkpoint_dir: Optional[str] = None,
     checkpoint_every: Optional[int] = None,
 ) -> FitResult:
     """
-    Train ``model`` on ``data``.
+    Train ``model`` on ``data`` (module docstring: what a step does for each kind of model).
 
     :param data: arrays ``(X, Y)`` (minibatches are drawn with indices) or a ``tf.data.Dataset``
         of ``(X, Y, index)`` batches (``(X, Y)`` for models without minibatch EP).
     :param optimizer: a ``tf_keras`` optimiser (default Adam(0.01); :func:`paper_adadelta` is the
         SEP paper's); create it under ``strategy.scope()`` when distributing.
-    :param batch_size: minibatch size (default: all data, i.e. batch gradient steps).
+    :param batch_size: minibatch size (default: all data, i.e. batch gradient steps). A
+        ``batch_size`` larger than the data uses all of it, as ``tf.data`` and Keras do.
     :param epochs, iterations, time_budget: stop at whichever comes first (default 1 epoch);
         ``epochs`` and ``iterations`` count from the start of training, including steps restored
-        from ``checkpoint_dir``.
-    :param ep_every: for models that hold their data: run EP to convergence every this many steps.
+        from ``checkpoint_dir``. An epoch is ceil(n / ``batch_size``) steps: every point once,
+        the last batch holding the remainder (with a ``strategy``: n // ``batch_size`` steps of
+        whole batches, see below). Fractional epochs are rounded up to whole steps.
+    :param ep_every: for EP models that hold their data in ``ep_mode="alternated"``: run EP to
+        convergence before the first step and then every this many steps (default 50). A model in
+        ``ep_mode="nested"`` runs EP inside its loss at every step, so giving ``ep_every`` for it is
+        a ``ValueError``; other models ignore it.
     :param strategy: a ``tf.distribute`` strategy (``MirroredStrategy`` over local devices,
-        ``MultiWorkerMirroredStrategy`` over processes or machines); the batch is split over its replicas.
-    :param monitor: called as ``monitor(step)`` after every step (e.g. a ``gpflow.monitor.Monitor``).
+        ``MultiWorkerMirroredStrategy`` over processes or machines); the batch is split over its
+        replicas. Every batch is then whole (``make_dataset(drop_remainder=True)``), so each
+        replica's share and the summed gradient are those of the single-device step; an epoch
+        leaves out n mod ``batch_size`` points (a different random set each epoch) and ``fit``
+        warns when it does.
+    :param monitor: called as ``monitor(0)`` before the first step of a fresh run (the model
+        before training) and ``monitor(step)`` after every step, e.g. a ``gpflow.monitor.Monitor``:
+        a ``MonitorTaskGroup`` with period p then writes steps 0, p, 2p, ..., the step numbers
+        GPflow's ``Scipy().minimize(..., step_callback=monitor)`` writes. ``fit`` warns when the
+        period of a :func:`~gpflow_ep.monitor.ep_monitor` is longer than the run.
     :param progress: draw a progress bar (steps or time budget, elapsed time, last loss) on stderr:
-        redrawn in place on a terminal, a new line every 30 s when stderr is a file (:class:`ProgressBar`).
+        redrawn in place on a terminal, a new line every 30 s otherwise (:class:`ProgressBar`).
+        ``None`` (default): only when stderr is a terminal (as Keras), so logs and CI stay quiet;
+        ``True``/``False`` force it on or off.
     :param seed: the seed of the minibatch shuffling: with the same seed two runs are identical.
     :param train_step: a step from :func:`make_train_step` for this model, optimiser and
-        strategy, to reuse across ``fit`` calls (each call otherwise compiles a new one).
+        strategy, to reuse across ``fit`` calls (each call otherwise compiles a new one). It is
+        traced once per batch shape: at most twice (whole batches and an epoch's last batch).
     :param checkpoint_dir: save the model (parameters, sites and all EP state), the optimiser and
         the step count there with a ``tf.train.CheckpointManager`` every ``checkpoint_every``
         steps (default: every epoch, or 100 steps with a Dataset) and at the end; if the directory
@@ -405,10 +495,19 @@ def fit(
     drawn. A step whose loss or new parameters are not finite is not applied: the model keeps its
     last finite state, the step is counted in ``FitResult.rejected_steps`` and a
     :class:`NonFiniteStepWarning` is issued. EP options (damping of the minibatch refresh, power,
-    ...) are the model's ``ep_settings``.
+    ``ep_mode``, ...) are the model's ``ep_settings``.
     """
     optimizer = optimizer or tf_keras.optimizers.Adam(0.01)
-    ep_every = check_positive_int(ep_every, "ep_every")
+    if not callable(getattr(optimizer, "apply_gradients", None)):
+        raise ValueError(
+            f"optimizer must be an optimiser object with apply_gradients (e.g. tf_keras.optimizers.Adam(0.01)); "
+            f"got {optimizer!r}"
+        )
+    if monitor is not None and not callable(monitor):
+        raise ValueError(f"monitor must be callable as monitor(step), e.g. a gpflow.monitor.Monitor; got {monitor!r}")
+    ep_every = _check_ep_every(model, ep_every)
+    epochs = None if epochs is None else _positive_number(epochs, "epochs")
+    time_budget = None if time_budget is None else _positive_number(time_budget, "time_budget")
     user_dataset = isinstance(data, tf.data.Dataset)
     if user_dataset:
         _check_dataset(model, data)
@@ -417,11 +516,18 @@ def fit(
     else:
         X, Y = check_training_data(model, data)
         n = X.shape[0]
-        batch_size = n if batch_size is None else check_positive_int(batch_size, "batch_size")
-        if batch_size > n:
-            raise ValueError(f"batch_size must be at most the number of data points ({n}); got {batch_size}")
-        dataset = make_dataset((X, Y), batch_size, seed=seed, shuffle=batch_size < n)
-        steps_per_epoch = max(n // batch_size, 1)
+        batch_size = n if batch_size is None else min(check_positive_int(batch_size, "batch_size"), n)
+        whole_batches = strategy is not None  # every replica gets its equal share of every batch
+        if whole_batches and n % batch_size:
+            warnings.warn(
+                f"fit: with strategy= every batch is whole, so each epoch ({n // batch_size} x {batch_size} points) "
+                f"leaves out {n % batch_size} of the {n} points (a different random set each epoch); choose a "
+                f"batch_size that divides {n} to use every point",
+                UserWarning,
+                stacklevel=2,
+            )
+        dataset = make_dataset((X, Y), batch_size, seed=seed, shuffle=batch_size < n, drop_remainder=whole_batches)
+        steps_per_epoch = n // batch_size if whole_batches else -(-n // batch_size)
     if iterations is None and epochs is None and time_budget is None:
         epochs = 1
     limit = np.inf
@@ -430,7 +536,7 @@ def fit(
     if epochs is not None:
         if steps_per_epoch is None:
             raise ValueError("epochs needs array data (X, Y); with a Dataset give iterations or time_budget")
-        limit = min(limit, int(np.ceil(float(epochs) * steps_per_epoch)))
+        limit = min(limit, int(np.ceil(epochs * steps_per_epoch)))
     if checkpoint_every is not None:
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
     step = train_step or make_train_step(model, optimizer, strategy=strategy)
@@ -446,10 +552,16 @@ def fit(
         dataset = dataset.skip(result.initial_step)
     if strategy is not None:
         dataset = strategy.experimental_distribute_dataset(dataset)
+    alternated_ep = _runs_batch_ep(model) and model.ep_settings.ep_mode == "alternated"
+    if monitor is not None:
+        _warn_if_monitor_never_runs(monitor, result.initial_step, limit)
 
+    progress = _stderr_is_a_terminal() if progress is None else bool(progress)
     bar = ProgressBar(limit, time_budget) if progress else None
     start = time.perf_counter()
     iterator = iter(dataset)
+    if monitor is not None and result.initial_step == 0:
+        monitor(0)  # the model before training, as Scipy's step_callback writes a step 0
     while result.steps < limit and (time_budget is None or time.perf_counter() - start < time_budget):
         try:
             batch = next(iterator)
@@ -459,7 +571,7 @@ def fit(
             break
         if user_dataset and strategy is None:
             _check_batch(model, batch)
-        if _runs_batch_ep(model) and result.steps % ep_every == 0:
+        if alternated_ep and result.steps % ep_every == 0:
             model.run_ep()
         try:
             outcome = step(batch)
@@ -478,6 +590,8 @@ def fit(
         if bar is not None:
             bar.update(result.steps, result.losses[-1], time.perf_counter() - start)
     result.seconds = time.perf_counter() - start
+    if monitor is not None and not np.isfinite(limit):  # a time budget: the run's length is known now
+        _warn_if_monitor_never_runs(monitor, result.initial_step, result.steps)
     if checkpoint is not None and result.steps % checkpoint_every != 0:
         checkpoint.save(result.steps)
     if bar is not None:

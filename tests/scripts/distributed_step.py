@@ -1,8 +1,12 @@
 """
 Run by tests/test_training.py in a subprocess: TensorFlow must see 2 logical CPU devices before it
-initialises. Prints one JSON line: the largest differences between one training step under
-MirroredStrategy over 2 devices and the same step on one device, for each model named on the
-command line (one process for all: TensorFlow's start-up is paid once).
+initialises. Prints one JSON line per model named on the command line (one process for all:
+TensorFlow's start-up is paid once): the largest differences between two training steps under
+MirroredStrategy over 2 devices and the same steps on one device (losses, parameter updates, all
+variables), the scale of each of these quantities on one device, and what the round-off of a
+float64 computation over these quantities is amplified by: the largest condition number κ of the
+matrices the steps factorise (K_uu and q(u)'s covariance, at the start of either step) and
+their size M (see the test's docstring).
 """
 
 import json
@@ -33,8 +37,10 @@ VARIANTS = {
 
 
 #: SGD learning rates: lr 1 makes the optimiser's update the summed gradient; DGP-AEP's energy is
-#: O(N) in the tied factors, so its step is scaled down to stay in the region where F is finite
-LEARNING_RATE = {"DGPAEP": 1e-3}
+#: O(N) in the tied factors, so its step is scaled down to stay in the region where F is finite; the
+#: hinge's first step at lr 1 shrinks a lengthscale 20-fold (0.9 to 0.04), where the kernel's
+#: exponents r²/2 reach 4.7e3 and its entries lose r²/2 ulps, beyond the test's round-off bound
+LEARNING_RATE = {"DGPAEP": 1e-3, "SEPGPC-hinge": 0.1}
 
 
 #: one strategy for every model of the process (a second MirroredStrategy reuses collective instance
@@ -65,6 +71,23 @@ def state(model):
     return [v.numpy().copy() for v in model.variables]
 
 
+def factorised_matrices(model):
+    """Every K_uu the model factorises (with GPflow's jitter, as the models do) and q(u)'s covariance."""
+    jitter = gpflow.config.default_jitter()
+    if type(model).__name__ == "DGPAEP":
+        pairs = [(k, z) for layer in model.layers for k, z in zip(layer.kernels, layer.inducing_variables)]
+        return [gpflow.covariances.Kuu(z, k, jitter=jitter).numpy() for k, z in pairs]
+    q_sqrt = model.q_sqrt.numpy()
+    covariance = q_sqrt @ np.swapaxes(q_sqrt, -1, -2)
+    return [gpflow.covariances.Kuu(model.inducing_variable, model.kernel, jitter=jitter).numpy(), covariance]
+
+
+def conditioning(model):
+    """max κ₂ over the model's K_uu and q(u) covariance blocks, and the largest block size M."""
+    blocks = [K[None] if K.ndim == 2 else K for K in factorised_matrices(model)]
+    return max(float(np.max(np.linalg.cond(K))) for K in blocks), max(K.shape[-1] for K in blocks)
+
+
 def main(kind):
     X, Y = two_dimensional(64, seed=4)
     if kind == "SEPMGPC":
@@ -87,17 +110,29 @@ def main(kind):
             optimizer = tf_keras.optimizers.SGD(learning_rate=LEARNING_RATE.get(kind, 1.0))
             step = make_train_step(model, optimizer)
             dist_batch = batch
+        kappa, size = conditioning(model)
+        trainable = [v.ref() for v in model.trainable_variables]
         before = state(model)
         # two steps: the second sees the sites and q(u) written by the first
-        losses = [float(step(dist_batch)[0]) for _ in range(2)]
+        losses = [float(step(dist_batch)[0])]
+        first = [v.numpy() - b for v, b in zip(model.variables, before) if v.ref() in trainable]
+        kappa = max(kappa, conditioning(model)[0])  # the state the second step starts from
+        losses.append(float(step(dist_batch)[0]))
         after = state(model)
-        results[label] = (losses, [a - b for a, b in zip(after, before)], after)
-    (l1, d1, s1), (l2, d2, s2) = results["single"], results["mirrored"]
+        results[label] = (losses, [a - b for a, b in zip(after, before)], after, first, kappa, size)
+    (l1, d1, s1, first, kappa, size), (l2, d2, s2, *_) = results["single"], results["mirrored"]
+    gradient_l1 = sum(float(np.sum(np.abs(u))) for u in first) / LEARNING_RATE.get(kind, 1.0)  # SGD: Δθ = -lr g
+    first_update = max(float(np.max(np.abs(u))) for u in first)
     report = {
         "loss": max(abs(a - b) for a, b in zip(l1, l2)),
         "updates": max(float(np.max(np.abs(a - b))) for a, b in zip(d1, d2)),
         "state": max(float(np.max(np.abs(a - b))) for a, b in zip(s1, s2)),
+        # |L| and how far the second loss moves when every parameter moves by the first step's largest update
+        "loss_scale": max(abs(v) for v in l1) + gradient_l1 * first_update,
         "update_scale": max(float(np.max(np.abs(a))) for a in d1),
+        "state_scale": max(float(np.max(np.abs(a), initial=0.0)) for a in s1),
+        "kappa": kappa,
+        "inducing": size,
         "replicas": 2,
     }
     print(json.dumps({"model": kind, **report}))
