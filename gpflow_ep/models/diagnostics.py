@@ -110,13 +110,13 @@ class EPDiagnostics(tf.Module):
         if d["refreshes"]:
             parts.append(
                 f"minibatch refreshes={d['refreshes']}, last refresh: max site change {d['refresh_max_change']:.3g}, "
-                f"skipped {d['refresh_skipped']}, rejected={bool(d['refresh_rejected'])}; all refreshes: skipped "
-                f"{d['refresh_skipped_total']} updates, rejected {d['refreshes_rejected']}"
+                f"skipped {d['refresh_skipped']} updates{' (rejected: not applied)' if d['refresh_rejected'] else ''}; "
+                f"all refreshes: skipped {d['refresh_skipped_total']} updates, rejected {d['refreshes_rejected']}"
             )
         if d["runs"]:
             parts.append(
                 f"full EP runs={d['runs']}, last run: converged={d['converged']}, sweeps={d['sweeps']}, "
-                f"max_change={d['max_change']:.3g}, skipped {d['num_skipped']}, rejected {d['num_rejected']}"
+                f"max_change={d['max_change']:.3g}, skipped {d['num_skipped']} updates, rejected {d['num_rejected']}"
             )
         else:
             parts.append("no full EP run")
