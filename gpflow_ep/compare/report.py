@@ -9,9 +9,9 @@ likelihood (:func:`.catalogue.model_label`, e.g. "SVGP (RobustMax)").
 
 * The reliability diagram puts the test points in 10 bins of the predicted probability of the
   predicted class and plots each bin's mean prediction against its observed accuracy; a marker's
-  area is proportional to its bin's count, which is written beside it. A bin of fewer than
-  :data:`MIN_BIN_COUNT` points (whose accuracy is a fraction of one or two points) is drawn hollow
-  and left out of the line.
+  area is proportional to its bin's count, and a panel below draws the counts (a histogram per
+  model, the line at :data:`MIN_BIN_COUNT`). A bin of fewer than :data:`MIN_BIN_COUNT` points (whose
+  accuracy is a fraction of one or two points) is drawn hollow and left out of the line.
 * The NLPD panel draws each model's test NLPD with a bar of ± 2 standard errors of that mean over
   the test points (``test_nlpd_se``), both in the legend, and the axis spans these bars (not below
   0 for classification, whose NLPD is non-negative): a difference much smaller than the bars (0.005
@@ -121,11 +121,11 @@ def _plane(ax, model, task, X, Y, title):
     ax.set_title(title, fontsize=9)
 
 
-def _reliability(ax, models, labels, td):
+def _reliability(ax, counts_ax, models, labels, td):
     X, Y = td.split.X_test, td.split.Y_test
     edges = np.linspace(0, 1, 11)
     scale = 200.0 / len(X)  # marker area (points²) per test point: a bin of all points has area 200
-    for k, (model, label) in enumerate(zip(models, labels)):
+    for model, label in zip(models, labels):
         mean = np.asarray(model.predict_y(X)[0])
         if td.task == "binary":
             confidence = np.where(mean[:, 0] > 0.5, mean[:, 0], 1 - mean[:, 0])
@@ -143,18 +143,22 @@ def _reliability(ax, models, labels, td):
         colour = line.get_color()
         ax.scatter(x[enough], y[enough], s=np.maximum(n[enough] * scale, 6), color=colour, alpha=0.6, zorder=3)
         ax.scatter(x[~enough], y[~enough], s=12, facecolors="none", edgecolors=colour, zorder=3)
-        for xi, yi, ni in zip(x, y, n):
-            ax.annotate(str(ni), (xi, yi), fontsize=6, color=colour, xytext=(4, -9 - 7 * k), textcoords="offset points")
+        counts_ax.stairs(counts, edges, color=colour, linewidth=1.2)
     ax.plot([0, 1], [0, 1], "k:", linewidth=1)
-    ax.set(
+    low = 0.45 if td.task == "binary" else 0.0
+    ax.set(ylabel="observed accuracy", xlim=(low, 1.02), ylim=(-0.02, 1.05))
+    ax.set_title(f"reliability (test; marker area ∝ points per bin, hollow: < {MIN_BIN_COUNT})", fontsize=8)
+    ax.tick_params(labelbottom=False)
+    ax.legend(fontsize=7, loc="lower right")  # below the diagonal: over-confident bins, usually empty
+    counts_ax.axhline(MIN_BIN_COUNT, color="k", linestyle=":", linewidth=0.8)
+    counts_ax.set(
         xlabel="predicted probability of the predicted class",
-        ylabel="observed accuracy",
-        title=f"reliability (test; area and number: points per bin, hollow: < {MIN_BIN_COUNT})",
-        xlim=(0.45 if td.task == "binary" else 0, 1.02),
-        ylim=(-0.02, 1.05),
+        ylabel="points",
+        xlim=(low, 1.02),
+        yscale="symlog",
+        ylim=(0, len(X) * 1.5),
     )
-    ax.title.set_fontsize(8)
-    ax.legend(fontsize=7, loc="upper left")
+    counts_ax.yaxis.label.set_fontsize(8)
 
 
 def _observed(ax, models, labels, td):
@@ -175,7 +179,7 @@ def _nlpd_against_time(ax, rows, labels):
     bar = 2.0 * np.array([row.get("test_nlpd_se", 0.0) for row in rows])
     for t, value, half, label in zip(times, nlpd, bar, labels):  # a legend, not labels that collide
         ax.errorbar(t, value, yerr=half, fmt="o", markersize=5, capsize=3, label=f"{label}: {value:.3f} ± {half:.3f}")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: never on a bar
     low, high = float(np.min(nlpd - bar)), float(np.max(nlpd + bar))
     margin = 0.15 * max(high - low, 1e-3 * max(1.0, float(np.max(np.abs(nlpd)))))
     floor = 0.0 if rows[0]["task"] != "regression" else -np.inf  # a class's probability is at most 1
@@ -218,9 +222,14 @@ def plot_results(rows: List[dict], models: Sequence, td, path: PathLike) -> Opti
             title = f"{label}: {metric.split('_')[1]} {row[metric]:.3f}, NLPD {row['test_nlpd']:.3f}"
             _plane(ax, model, td.task, td.split.X_train, td.split.Y_train, title)
     else:
-        fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8), squeeze=False)
-        (_observed if td.task == "regression" else _reliability)(axes[0][0], models, labels, td)
-        _nlpd_against_time(axes[0][1], rows, labels)
+        fig = plt.figure(figsize=(9.0, 4.2))
+        grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
+        if td.task == "regression":
+            _observed(fig.add_subplot(grid[:, 0]), models, labels, td)
+        else:
+            main = fig.add_subplot(grid[0, 0])
+            _reliability(main, fig.add_subplot(grid[1, 0], sharex=main), models, labels, td)
+        _nlpd_against_time(fig.add_subplot(grid[:, 1]), rows, labels)
     fig.suptitle(f"{td.split.name} ({td.task}, {td.split.X_train.shape[0]} training points)", fontsize=10)
     fig.tight_layout()
     path = Path(path)
