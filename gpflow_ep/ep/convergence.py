@@ -53,7 +53,7 @@ def non_convergence_message(run, settings, where: str = "") -> str:
     skips = f"; {skipped} site updates skipped ({skipped_last} in the last sweep)" if skipped else ""
     return (
         f"EP{where} did not converge in {sweeps} sweeps (max_sweeps={settings.max_sweeps}, schedule="
-        f"'{settings.schedule}', damping={settings.resolved_damping:g}): {_MEASURES[settings.criterion]} "
+        f"'{settings.schedule}', damping={settings.damping or 'default'}): {_MEASURES[settings.criterion]} "
         f"(criterion='{settings.criterion}') was {change:.3g}, above tol={settings.tol:g}{skips}. "
         "Try more damping (a smaller damping=), a larger max_sweeps or tol, or schedule='sequential'; "
         "the sites are those of the last sweep."
