@@ -4,8 +4,22 @@ SEPGPC's minibatch site refresh (SEP spec §3; the refresh half of the
 hyper-parameters, the engine's cavities on the stored and fresh directions, the proposal of one
 damped EP update per site (nothing written) and its application to the sites, the pairs'
 directions and q(u). A mixin of :class:`~gpflow_ep.models.SEPGPC`, whose prior and posterior
-algebra (``_prior_blocks``, ``_prior``, ``_posterior_v``, ``_factor``) it uses; moved out of
-``sepgpc.py`` unchanged.
+algebra (``_prior_blocks``, ``_prior``, ``_posterior_v``, ``_factor``) it uses.
+
+**Damping of a refresh** (:func:`refresh_damping`). Hernández-Lobato & Hernández-Lobato (2016,
+App. A.4, eq. 25) damp each site as ρ·new + (1 - ρ)·old with ρ = 0.5 for batch training, where
+every site is updated in parallel from one q before q is rebuilt, and ρ = 0.99 with minibatches,
+"since q is reconstructed after each minibatch and less damping is needed". A refresh of a fraction
+f = |B|/n of the sites moves q's natural parameters by ρ Σ_{i∈B}(site_i^new - site_i^old), about
+ρ·f of a parallel sweep's change, so a refresh of (nearly) all sites at ρ = 0.99 is the nearly
+undamped parallel EP the paper damps, and it can oscillate (SEPMGPC on iris with the full batch:
+the loss alternated by 17-45 nats every step, ``refresh_max_change`` stayed above 0.5). The refresh therefore uses
+ρ_eff = min(``minibatch_damping``, ρ_batch / f), ρ_batch the model's batch-EP damping
+(``EPSettings.resolved_damping``): ρ_eff·f never exceeds what a batch-EP sweep uses. Minibatches
+with f ≤ ρ_batch / ``minibatch_damping`` (about half the data for ρ_batch = 0.5) keep
+``minibatch_damping`` unchanged, and the full batch gets ρ_batch (or ``minibatch_damping`` if that
+is smaller, as in the paper's batch SEP with ``minibatch_damping=0.5``). Damping does not move EP's
+fixed points (the paper, ibid.). Under ``tf.distribute`` f counts the sites of all replicas.
 """
 
 import tensorflow as tf
@@ -15,7 +29,26 @@ from ..ep import EPSettings, accept_proposal, blocked, cavity_distribution, flat
 from .minibatch import MinibatchEP, SiteRefresh
 from .sep_surrogate import Frame, SiteBatch, unless_same
 
-__all__ = ["SEPRefresh"]
+__all__ = ["SEPRefresh", "refresh_damping"]
+
+
+def refresh_damping(settings: EPSettings, num_refreshed, num_sites: int) -> tf.Tensor:
+    """
+    ρ_eff = min(``minibatch_damping``, ρ_batch · n / |B|) of a refresh of ``num_refreshed`` = |B|
+    of the model's ``num_sites`` = n sites, ρ_batch = ``settings.resolved_damping`` (module docstring).
+    """
+    fraction = tf.cast(num_refreshed, tf.float64) / float(num_sites)
+    return tf.minimum(
+        tf.constant(settings.minibatch_damping, tf.float64), settings.resolved_damping / tf.maximum(fraction, 1e-300)
+    )
+
+
+def _sites_in_sync(num_local):
+    """The number of sites refreshed at once: summed over the replicas under ``tf.distribute``."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return num_local
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, num_local)
 
 
 class SEPRefresh(MinibatchEP):
@@ -82,7 +115,8 @@ class SEPRefresh(MinibatchEP):
         cav, _, _, _ = self._batch_cavities(fr, tau_o, nu_o, settings)
         proposal = propose_sites(cav, tau_o, nu_o, self._factor(sites.X, sites.Y, fr.pairs.gather(fr.s)), settings)
         ok = proposal.valid
-        tau_d, nu_d = accept_proposal(tau_o, nu_o, proposal, settings.minibatch_damping)
+        damping = refresh_damping(settings, _sites_in_sync(tf.size(index)), self.num_sites)
+        tau_d, nu_d = accept_proposal(tau_o, nu_o, proposal, tf.cast(damping, tau_o.dtype))
         # a pair moves to its fresh direction when its sites are updated (the factor updates a pair's sites together)
         pair_ok = fr.pairs.all(ok)
         U_new = flat(tf.linalg.matrix_transpose(tf.linalg.triangular_solve(fr.L, fr.A_new, adjoint=True)))
@@ -122,7 +156,7 @@ class SEPRefresh(MinibatchEP):
     )
     def propose_refresh(self, batch) -> SiteRefresh:
         """
-        One damped EP update (``minibatch_damping``) of each site of ``batch = (X, Y, index)`` from
+        One damped EP update (:func:`refresh_damping`) of each site of ``batch = (X, Y, index)`` from
         the stored q, through the engine (module docstring); writes nothing. ``site_state`` is
         (τ, ν, dual) of the batch's sites, and b with relaxation; ``pair_state`` the directions υ of
         their pairs (rows ``pair_index`` of :attr:`site_directions`); ``posterior_change``

@@ -27,7 +27,8 @@ keeps the direction υ_i it was last updated with (``site_directions`` U, O(nm) 
 contribution (τ_o, ν_o on υ_o) from q — the engine's rank-one downdate
 (:func:`~gpflow_ep.ep.cavity_distribution`) — evaluated on the fresh direction υ_n = K_uu⁻¹k_i
 (:meth:`~gpflow_ep.ep.Cavity.of`); the new site is the engine's :func:`~gpflow_ep.ep.propose_sites`
-(power, relaxation and clipping included), damped by ``minibatch_damping`` (0.99 in the paper).
+(power, relaxation and clipping included), damped by ``minibatch_damping`` (0.99 in the paper), or
+by the batch damping when the batch holds most sites (:func:`~gpflow_ep.models.sep_refresh.refresh_damping`).
 With fixed hyper-parameters this reaches the batch fixed point. The gradient step then uses the
 surrogate F_M of spec §2.6 at the refreshed q: q and the cavities of the batch frozen, the data
 term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq. (4)/(6).

@@ -62,7 +62,10 @@ class SEPMGPC(SEPGPC):
         ``power=1``, no relaxation and the parallel schedule. Batch EP defaults to ``damping=0.5``:
         parallel updates of the paired sites oscillate at 0.8 when the latent noise is small (iris,
         σ² = 1e-3), and converge slowly even at 0.5 (300 sweeps to a site change of ~1e-3); larger
-        σ² converges in ~100 sweeps.
+        σ² converges in ~100 sweeps. The same damping bounds a minibatch refresh of most sites
+        (``fit`` with ``batch_size`` near N): it uses min(``minibatch_damping``, ``damping``·N/|B|)
+        (:func:`~gpflow_ep.models.sep_refresh.refresh_damping`), so full-batch training converges
+        instead of alternating.
     """
 
     def __init__(
