@@ -25,12 +25,18 @@ OLDEST_VERSIONS_MODULES = (
     "test_training.py",
     "test_validation.py",
 )
+# ... except their slowest tests (a two-device subprocess, long training loops)
+OLDEST_VERSIONS_EXCLUDED = (
+    "models/test_sepgpc.py::test_inner_updates_raise_the_evidence_like_outer_updates",
+    "test_training.py::test_mirrored_strategy_on_two_devices_matches_one_device",
+    "test_training.py::test_sepgpc_in_a_plain_gpflow_loop",
+)
 
 
 def pytest_itemcollected(item):
     """Mark the tests of ``OLDEST_VERSIONS_MODULES`` ``oldest_versions`` (before ``-m`` selects)."""
     module = item.path.relative_to(Path(__file__).parent).as_posix()
-    if module in OLDEST_VERSIONS_MODULES:
+    if module in OLDEST_VERSIONS_MODULES and f"{module}::{item.originalname}" not in OLDEST_VERSIONS_EXCLUDED:
         item.add_marker(pytest.mark.oldest_versions)
 
 
