@@ -1,10 +1,43 @@
 """Shared test configuration: float64 everywhere (GPflow's default), seeded data."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from gpflow_ep.datasets import benchmark_dir
+
+# The fast subset that CI also runs against the oldest declared dependency versions (.ci/oldest):
+# every test in these modules is marked ``oldest_versions`` (select with ``pytest -m oldest_versions``).
+OLDEST_VERSIONS_MODULES = (
+    "ep/test_schedules.py",
+    "ep/test_sites.py",
+    "ep/test_tilted.py",
+    "likelihoods/test_hinge.py",
+    "likelihoods/test_labels.py",
+    "likelihoods/test_noisy_step.py",
+    "likelihoods/test_probit.py",
+    "models/test_epgpc.py",
+    "models/test_sepgpc.py",
+    "optimizers/test_ep_optimizer.py",
+    "test_cli.py",
+    "test_training.py",
+    "test_validation.py",
+)
+# ... except their slowest tests (a two-device subprocess, long training loops)
+OLDEST_VERSIONS_EXCLUDED = (
+    "models/test_sepgpc.py::test_inner_updates_raise_the_evidence_like_outer_updates",
+    "test_training.py::test_mirrored_strategy_on_two_devices_matches_one_device",
+    "test_training.py::test_sepgpc_in_a_plain_gpflow_loop",
+)
+
+
+def pytest_itemcollected(item):
+    """Mark the tests of ``OLDEST_VERSIONS_MODULES`` ``oldest_versions`` (before ``-m`` selects)."""
+    module = item.path.relative_to(Path(__file__).parent).as_posix()
+    if module in OLDEST_VERSIONS_MODULES and f"{module}::{item.originalname}" not in OLDEST_VERSIONS_EXCLUDED:
+        item.add_marker(pytest.mark.oldest_versions)
 
 
 def pytest_collection_modifyitems(config, items):
