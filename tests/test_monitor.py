@@ -55,7 +55,8 @@ def _read(log_dir) -> dict:
 def test_epgpc_fit_writes_ep_tags_with_the_logged_values(tmp_path, data):
     """fit + ep_monitor on EPGPC: test/error and test/nlpd at steps 0 (before training), 2 and 4;
     the EP tags from step 2 on (no EP had run at step 0: nested EP runs inside the loss); the
-    logged evidence is the last loss evaluation's (-loss of steps 2 and 4; the summaries are float32, so 1e-6 relative) and the logged test NLPD the model's after training."""
+    logged evidence is the last loss evaluation's (-loss of steps 2 and 4; the
+    summaries are float32, so 1e-6 relative) and the logged test NLPD the model's after training."""
     (X, Y), test = data
     model = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit())
     monitor = ep_monitor(str(tmp_path), model, test_data=test, period=2)
