@@ -210,14 +210,28 @@ class _FiniteGuard:
         return tf.cond(applied, lambda: tf.constant(True), restore)
 
 
+def _check_made_in_scope(model, strategy: tf.distribute.Strategy) -> None:
+    """A distributed step needs every model variable made under the strategy's scope (else an opaque TF error)."""
+    outside = [v.name for v in model.variables if not strategy.extended.variable_created_in_scope(v)]
+    if outside:
+        raise ValueError(
+            f"model: {len(outside)} of its variables were made outside strategy.scope() (e.g. {outside[0]!r}); "
+            "build the model and everything it holds (kernel, likelihood, mean function) and the optimiser under "
+            "`with strategy.scope():`"
+        )
+
+
 def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None) -> Callable:
     """
     A compiled step ``step(batch) -> StepResult(loss, skipped, applied)``: minibatch site refresh
     (for a :class:`~gpflow_ep.models.MinibatchEP` model) followed by one optimiser step; with
     ``strategy``, ``batch`` is a distributed batch. A step whose loss or new parameters are not
     finite is undone (parameters and optimiser state restored; a refresh never writes non-finite
-    sites, see ``apply_refresh``) and reported as ``applied = False``.
+    sites, see ``apply_refresh``) and reported as ``applied = False``. With ``strategy``, every
+    variable of the model must have been made under ``strategy.scope()`` (``ValueError`` otherwise).
     """
+    if strategy is not None:
+        _check_made_in_scope(model, strategy)
     variables = model.trainable_variables
     if isinstance(optimizer, tf_keras.optimizers.Optimizer):  # slots now: the step is traced once, not twice
         with strategy.scope() if strategy is not None else contextlib.nullcontext():

@@ -236,6 +236,18 @@ def test_under_a_strategy_batches_are_whole_and_fit_says_what_an_epoch_leaves_ou
     assert result.steps == 2 and result.epochs == 2.0 and np.all(np.isfinite(result.losses))
 
 
+def test_a_model_made_outside_the_strategy_scope_is_a_value_error_naming_the_model(data):
+    """A kernel made before `with strategy.scope():` gave TensorFlow's `colocate_vars_with` error, deep in the step."""
+    (X, Y), _ = data
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    kernel = gpflow.kernels.SquaredExponential()  # outside the scope
+    with strategy.scope():
+        m = SEPGPC(kernel, Probit(), X[:10].copy(), num_data=len(X))
+        optimizer = tf_keras.optimizers.Adam(0.01)
+    with pytest.raises(ValueError, match=r"^model: 2 of its variables were made outside strategy.scope\(\)"):
+        fit(m, (X, Y), batch_size=20, iterations=1, optimizer=optimizer, strategy=strategy)
+
+
 DISTRIBUTED_MODELS = ["SEPGPC", "SEPGPC-power", "SEPGPC-relaxed", "SEPGPC-hinge", "SEPMGPC", "SVGP", "DGPAEP"]
 
 

@@ -15,7 +15,7 @@ f = |B|/n of the sites moves q's natural parameters by ρ Σ_{i∈B}(site_i^new 
 undamped parallel EP the paper damps, and it can oscillate (SEPMGPC on iris with the full batch:
 the loss alternated by 17-45 nats every step, ``refresh_max_change`` stayed above 0.5). The refresh therefore uses
 ρ_eff = min(``minibatch_damping``, ρ_batch / f), ρ_batch the model's batch-EP damping
-(``EPSettings.resolved_damping``): ρ_eff·f never exceeds what a batch-EP sweep uses. Minibatches
+(``EPSettings.damping``): ρ_eff·f never exceeds what a batch-EP sweep uses. Minibatches
 with f ≤ ρ_batch / ``minibatch_damping`` (about half the data for ρ_batch = 0.5) keep
 ``minibatch_damping`` unchanged, and the full batch gets ρ_batch (or ``minibatch_damping`` if that
 is smaller, as in the paper's batch SEP with ``minibatch_damping=0.5``). Damping does not move EP's
@@ -35,11 +35,11 @@ __all__ = ["SEPRefresh", "refresh_damping"]
 def refresh_damping(settings: EPSettings, num_refreshed, num_sites: int) -> tf.Tensor:
     """
     ρ_eff = min(``minibatch_damping``, ρ_batch · n / |B|) of a refresh of ``num_refreshed`` = |B|
-    of the model's ``num_sites`` = n sites, ρ_batch = ``settings.resolved_damping`` (module docstring).
+    of the model's ``num_sites`` = n sites, ρ_batch = ``settings.damping`` (module docstring).
     """
     fraction = tf.cast(num_refreshed, tf.float64) / float(num_sites)
     return tf.minimum(
-        tf.constant(settings.minibatch_damping, tf.float64), settings.resolved_damping / tf.maximum(fraction, 1e-300)
+        tf.constant(settings.minibatch_damping, tf.float64), settings.damping / tf.maximum(fraction, 1e-300)
     )
 
 
