@@ -13,9 +13,11 @@ Two rules are provided:
 
 * :func:`adaptive_tilted_integral` (the default of every ``ScalarLikelihood`` without a closed form):
   composite Gauss–Legendre on a mesh built from the integrand itself. (1) *Locate*: g is probed at
-  δ = ±√v·2ʲ (j = -30…20) and 0, and the best probe's bracket is refined by golden-section search,
-  giving the tilted mode δ*. (2) *Measure*: g is probed again at δ* ± √v·2ʲ; the half-widths w± are the
-  first probes where g has fallen by 1 nat, the range ends R± the probes beyond the last one within
+  δ = ±√v·2ʲ (j = -30…20), 0 and the kinks, and the best probe's bracket is refined by five rounds of
+  33 equispaced evaluations (each keeps the best point's neighbours), giving the tilted mode δ* to
+  10⁻⁶ of the bracket (the mode only places the mesh). (2) *Measure*: g is probed again at
+  δ* ± √v·2ʲ; the half-widths w± are the first probes where g has fallen by 1 nat, the range ends R±
+  the probes beyond the last one within
   ``depth`` = 40 nats of g(δ*) (so a second mode within reach is kept). (3) *Mesh*: panel edges graded
   geometrically around δ* (δ* ± w±·2ᵏ, k = -3…0, then ratio ≥ 2 up to R±), around the cavity mean
   (0 ± √v·2ᵏ, k = -1…4), and around every kink the likelihood declares (κ ± w·2ᵏ, k = -3…8, w the smaller
@@ -28,12 +30,15 @@ Two rules are provided:
   quadrature, so gradients with respect to m, v and the likelihood's parameters are those of the
   quadrature sum, as accurate as its value.
 
-  **Accuracy** (tested in ``tests/ep/test_quadrature.py`` against SciPy's adaptive quadrature split at
-  the same kinks): log Z to 1e-8 absolute (relative error of Z), ∂log Z/∂m and ∂²log Z/∂m² to 1e-8
-  relative, for the logistic, Student-t (ν = 4) and Poisson likelihoods over cavity variances
-  1e-4…1e3 and means within ±50 (Poisson: log-rates within ±10). **Cost**: about 120 probe and
-  golden-section evaluations of ℓ and 8 × 69 quadrature evaluations per site with one kink (8 × 42
-  without), against 128 for two 64-node Gauss–Hermite passes.
+  **Accuracy** (tested in ``tests/ep/test_tilted.py`` against SciPy's adaptive Gauss–Kronrod
+  quadrature split at the kinks, the mode and the cavity mean): log Z to 1e-8 (relative in Z, and
+  relative in log Z once |log Z| > 1), ∂log Z/∂m and ∂²log Z/∂m² to 1e-8 relative to their scales
+  (|∂| + √|∂²| and |∂²| + ∂², plus the float64 rounding 100ε/√v and 100ε/v of the moment form), for
+  GPflow's logistic ``Bernoulli``, ``StudentT`` (ν = 4) and ``Poisson`` (log-rates within ±10) at
+  α ∈ {1, ½}, over cavity variances 1e-4…1e3 and means within ±50; gradients by autodiff agree with
+  the moment form to the same tolerance. **Cost**: about 1,300 evaluations of ℓ per site (1,900 with
+  one kink) in 12 vectorised calls, where two 64-node Gauss–Hermite passes make 192: 89 ms against
+  7 ms for 200 logistic sites, compiled, on a shared 2-core machine.
 
 * :func:`gauss_hermite_tilted_integral`: the cheaper two-stage Gauss–Hermite rule (64 nodes on the
   cavity, then 64 re-centred on the first stage's tilted moments). Accurate to about 1e-6 for smooth
@@ -59,7 +64,7 @@ __all__ = [
 _HALF_LOG_2PI = 0.5 * float(np.log(2.0 * np.pi))
 _PROBE_POWERS = np.arange(-30, 21)  # probes at ±√v·2ʲ
 _PROBES = np.concatenate([-(2.0 ** _PROBE_POWERS[::-1]), [0.0], 2.0**_PROBE_POWERS])
-_GOLDEN = 0.5 * (np.sqrt(5.0) - 1.0)
+_ZOOM_ROUNDS, _ZOOM_POINTS = 5, 33
 # mesh around the mode, in units of the half-width w (≈ 1.4–2.8 tilted sd for a Gaussian): graded
 # towards the mode, then panels of width ≤ w/2 (≤ 1.4 sd) out to 8w, then geometric to the range end
 _NEAR = np.array([0.125, 0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0])
@@ -123,17 +128,18 @@ def _weighted_moments(log_terms, delta, log_p, v):
     return TiltedIntegral(log_z, mean / v, (var - v) / tf.square(v), expected)
 
 
-def _golden_section(g, lo, hi, num_iterations):
-    """Maximise the (unimodal on [lo, hi]) function g elementwise by golden-section search."""
-
-    def body(i, a, b):
-        c = b - _GOLDEN * (b - a)
-        d = a + _GOLDEN * (b - a)
-        left = g(c) >= g(d)
-        return i + 1, tf.where(left, a, c), tf.where(left, d, b)
-
-    _, a, b = tf.while_loop(lambda i, a, b: i < num_iterations, body, (tf.constant(0), lo, hi))
-    return 0.5 * (a + b)
+def _zoom(g, lo, hi, rounds=_ZOOM_ROUNDS, points=_ZOOM_POINTS):
+    """Maximise g on [lo, hi] elementwise: each round evaluates ``points`` equispaced offsets at once and
+    keeps the best one's two neighbours, shrinking the bracket by (points - 1)/2 (16⁵ ≈ 10⁶ in all)."""
+    t = _expand(np.linspace(0.0, 1.0, points), lo)
+    best = 0.5 * (lo + hi)
+    for _ in range(rounds):
+        grid = lo + (hi - lo) * t
+        values = g(grid)
+        best = _take(grid, tf.argmax(values, axis=0))
+        step = (hi - lo) / (points - 1)
+        lo, hi = best - step, best + step
+    return best
 
 
 def _mode_and_range(integrand, sd, kinks, depth):
@@ -152,8 +158,8 @@ def _mode_and_range(integrand, sd, kinks, depth):
     best_offset = _take(candidates, best)
     lo = tf.where(in_grid, _take(offsets, lo_index), best_offset)
     hi = tf.where(in_grid, _take(offsets, hi_index), best_offset)
-    golden = _golden_section(lambda d: integrand.probe(d[None])[0], lo, hi, 60)
-    mode = tf.where(integrand.probe(golden[None])[0] >= best_value, golden, best_offset)
+    refined = _zoom(integrand.probe, lo, hi)
+    mode = tf.where(integrand.probe(refined[None])[0] >= best_value, refined, best_offset)
     g_mode = tf.maximum(integrand.probe(mode[None])[0], best_value)
 
     positive = sd * _expand(2.0**_PROBE_POWERS, sd)
