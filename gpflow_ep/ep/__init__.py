@@ -28,6 +28,7 @@ from .energy import ep_log_marginal_likelihood, site_energy_terms
 from .factors import LikelihoodFactor, SiteFactor
 from .gp_factorisation import GPAlgebra, GPSiteFactorisation
 from .linear_gaussian import LinearGaussianAlgebra
+from .quadrature import TiltedIntegral, adaptive_tilted_integral, gauss_hermite_tilted_integral
 from .relaxation import MESSAGE_UPDATES, OBJECTIVES, Relaxation, penalised_line_search, relaxation_objective
 from .schedules import (
     EPRun,
@@ -46,6 +47,7 @@ from .tilted import (
     gauss_hermite_tilted_moments,
     quadrature_tilted_moments,
     tilted_expected_log_likelihood,
+    tilted_kinks,
     tilted_moments,
 )
 from .update import SiteProposal, accept_proposal, propose_sites, site_means
@@ -80,6 +82,10 @@ __all__ = [
     "TiltedMoments",
     "tilted_moments",
     "tilted_expected_log_likelihood",
+    "tilted_kinks",
+    "TiltedIntegral",
+    "adaptive_tilted_integral",
+    "gauss_hermite_tilted_integral",
     "gauss_hermite_tilted_moments",
     "quadrature_tilted_moments",
     "SiteParameters",

@@ -1,12 +1,17 @@
 """
 Likelihoods for EP; all are full GPflow likelihoods usable in VGP/SVGP too. Each module registers
 its EP closed forms (:func:`gpflow_ep.ep.tilted_moments`) next to the likelihood; ``gaussian``
-registers those of GPflow's own ``Gaussian``.
+registers those of GPflow's own ``Gaussian``, ``gpflow_tilted`` those of GPflow's ``Bernoulli``
+(probit closed form, logistic quadrature) and ``StudentT``.
 """
 
-from . import gaussian  # noqa: F401  (registers GPflow's Gaussian with the EP engine)
+from . import (
+    gaussian,  # noqa: F401  (registers GPflow's Gaussian with the EP engine)
+    gpflow_tilted,  # noqa: F401  (registers GPflow's Bernoulli and StudentT)
+)
 from .hinge import BinaryHinge
 from .labels import binary_labels_to_sign, check_binary_labels, class_labels_to_index
+from .laplace import Laplace
 from .multiclass_hinge import MultiClassHinge
 from .multiclass_step import DifferenceFactor, MultiClassStep
 from .noisy_step import NoisyStep
@@ -14,6 +19,7 @@ from .probit import Probit
 
 __all__ = [
     "Probit",
+    "Laplace",
     "NoisyStep",
     "BinaryHinge",
     "MultiClassHinge",
