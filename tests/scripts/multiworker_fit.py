@@ -2,7 +2,8 @@
 One worker of a ``MultiWorkerMirroredStrategy`` run of ``gpflow_ep.training.fit`` (started by
 tests/test_multiworker.py with ``TF_CONFIG`` set), or, without ``TF_CONFIG``, the single-process
 reference. Writes JSON to ``--out``: for each model, the losses of this call, the steps, the
-model's variables and the error, if ``fit`` raised one.
+model's variables, the condition number κ of K_uu and q(u)'s covariance (the larger at the start
+and the end) and their size M, and the error, if ``fit`` raised one.
 
     python multiworker_fit.py --models SEPGPC,SVGP --iterations 10 --out out.json [--checkpoint-dir D]
                               [--checkpoint-every 3] [--die-at 5]
@@ -40,6 +41,14 @@ def build(kind, X):
     return gpflow.models.SVGP(kernel, Probit(), X[::8].copy(), num_data=len(X))
 
 
+def conditioning(model):
+    """max κ₂ of K_uu (with GPflow's jitter) and of q(u)'s covariance, and M (the test's round-off bound)."""
+    K = gpflow.covariances.Kuu(model.inducing_variable, model.kernel, jitter=gpflow.config.default_jitter()).numpy()
+    q_sqrt = model.q_sqrt.numpy()
+    S = q_sqrt @ np.swapaxes(q_sqrt, -1, -2)
+    return max(float(np.linalg.cond(K)), float(np.max(np.linalg.cond(S)))), K.shape[-1]
+
+
 def train(kind, X, Y, strategy, worker, args):
     with strategy.scope() if strategy is not None else tf.name_scope("single"):
         model = build(kind, X)
@@ -50,6 +59,7 @@ def train(kind, X, Y, strategy, worker, args):
             os._exit(17)  # killed: no clean-up, no goodbye to the other worker
 
     report = {"worker": worker, "replicas": strategy.num_replicas_in_sync if strategy else 1}
+    kappa, report["inducing"] = conditioning(model)
     try:
         result = fit(
             model,
@@ -65,6 +75,7 @@ def train(kind, X, Y, strategy, worker, args):
         )
         report.update(losses=result.losses, steps=result.steps, initial_step=result.initial_step)
         report["variables"] = [np.asarray(v.numpy(), np.float64).ravel().tolist() for v in model.variables]
+        report["kappa"] = max(kappa, conditioning(model)[0])  # at the start and the end of the run
     except WorkerFailedError as error:
         report["error"] = str(error)
     return report
