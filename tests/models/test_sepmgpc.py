@@ -136,7 +136,8 @@ class StackedSEPMGPC(SEPGPC):
         super().__init__(
             ClassIndependent([kernel] * self.C), likelihood, ClassInducingPoints(Z, self.C), num_data, **options
         )
-        self.site_directions = tf.Variable(np.zeros((self.num_sites, self.C * len(Z))), trainable=False)  # per site
+        directions = np.zeros((self.num_sites, self.C * len(Z)))  # one per site
+        self.ep_state.site_directions = tf.Variable(directions, trainable=False)
 
     def _num_sites(self, num_data):
         return 2 * num_data * (self.C - 1)
