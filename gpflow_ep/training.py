@@ -41,7 +41,6 @@ before the step, are restored) and counted; ``checkpoint_dir`` saves and resumes
 """
 
 import contextlib
-import sys
 import tempfile
 import time
 import warnings
@@ -56,6 +55,7 @@ from gpflow.models import InternalDataTrainingLossMixin
 
 from .models import CheckedExternalDataTrainingLossMixin, EPModel, MinibatchEP, SiteRefresh
 from .monitor import PeriodicMonitor
+from .progress import ProgressBar, is_terminal
 from .validation import check_positive_int, check_training_data
 
 __all__ = [
@@ -290,71 +290,6 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
     return step
 
 
-class ProgressBar:
-    """
-    A one-line text progress bar: the fraction done is steps/``total`` or elapsed/``time_budget``,
-    whichever is larger. On a terminal it is redrawn in place at most every ``interval`` seconds; on
-    any other stream (a log file, a batch job's output) it is written as a new line at most every
-    ``log_interval`` seconds, so logs hold lines, not one line of carriage returns.
-    """
-
-    def __init__(
-        self,
-        total: float,
-        time_budget: Optional[float],
-        stream=None,
-        width: int = 30,
-        interval: float = 0.2,
-        log_interval: float = 30.0,
-    ):
-        self.total, self.time_budget, self.width = total, time_budget, width
-        self.stream = sys.stderr if stream is None else stream
-        isatty = getattr(self.stream, "isatty", None)
-        self.interactive = bool(isatty()) if callable(isatty) else False
-        self.interval = interval if self.interactive else log_interval
-        self._last = -np.inf
-
-    def _fraction(self, steps: int, elapsed: float) -> float:
-        done = steps / self.total if np.isfinite(self.total) else 0.0
-        if self.time_budget:
-            done = max(done, elapsed / self.time_budget)
-        return min(done, 1.0)
-
-    def render(self, steps: int, loss: float, elapsed: float) -> str:
-        frac = self._fraction(steps, elapsed)
-        filled = int(round(frac * self.width))
-        total = f"/{int(self.total)}" if np.isfinite(self.total) else ""
-        return (
-            f"|{'#' * filled}{'.' * (self.width - filled)}| {frac:4.0%} step {steps}{total}"
-            f"  {elapsed:6.1f} s  loss {loss:.4g}"
-        )
-
-    def _write(self, line: str, final: bool) -> None:
-        if self.interactive:
-            self.stream.write("\r" + line + ("\n" if final else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def update(self, steps: int, loss: float, elapsed: float) -> None:
-        if elapsed - self._last >= self.interval:
-            self._last = elapsed
-            self._write(self.render(steps, loss, elapsed), final=False)
-
-    def close(self, steps: int, loss: float, elapsed: float, reason: Optional[str] = None) -> None:
-        """
-        Write the final line. With ``reason`` (why the run stopped, e.g. an optimiser's convergence
-        message) the bar is drawn full and says "done" whatever the fraction of ``total``, so that a
-        run that stopped early does not end on "2% step 21/1000".
-        """
-        if reason is None:
-            self._write(self.render(steps, loss, elapsed), final=True)
-            return
-        total = f"/{int(self.total)}" if np.isfinite(self.total) else ""
-        line = f"|{'#' * self.width}| done step {steps}{total}  {elapsed:6.1f} s  loss {loss:.4g}  {reason}"
-        self._write(line, final=True)
-
-
 def _check_dataset(model, dataset: tf.data.Dataset) -> None:
     """A user's ``tf.data.Dataset``: batches of (X, Y) or (X, Y, index); minibatch EP needs the index."""
     spec = dataset.element_spec
@@ -393,11 +328,6 @@ def _worker_failure_message(error, steps: int, checkpoint_dir: Optional[str]) ->
 def _is_chief(strategy) -> bool:
     """Whether this process writes the checkpoints (every process without a multi-worker strategy)."""
     return strategy is None or bool(getattr(strategy.extended, "should_checkpoint", True))
-
-
-def _stderr_is_a_terminal() -> bool:
-    isatty = getattr(sys.stderr, "isatty", None)
-    return bool(isatty()) if callable(isatty) else False
 
 
 def _positive_number(value, name: str) -> float:
@@ -570,7 +500,7 @@ def fit(
     if monitor is not None:
         _warn_if_monitor_never_runs(monitor, result.initial_step, limit)
 
-    progress = _stderr_is_a_terminal() if progress is None else bool(progress)
+    progress = is_terminal() if progress is None else bool(progress)
     bar = ProgressBar(limit, time_budget) if progress else None
     start = time.perf_counter()
     iterator = iter(dataset)

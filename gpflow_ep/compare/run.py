@@ -24,7 +24,7 @@ import tensorflow as tf
 from ..evaluation import held_out_metrics
 from ..models import SEPGPC
 from ..monitor import EPDiagnosticsToTensorBoard, HeldOutToTensorBoard
-from ..training import ProgressBar
+from ..progress import ProgressBar
 from .data import TaskData
 from .models import MODELS, apply_prior, build_model, hyperparameters, kernel_summary, objective
 

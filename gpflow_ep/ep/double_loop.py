@@ -49,7 +49,6 @@ shows its outer iteration, energy and last energy decrease on stderr when stderr
 30 s when stderr is not a terminal), ``False`` never.
 """
 
-import sys
 import time
 from typing import TYPE_CHECKING, List, NamedTuple, Optional
 
@@ -57,6 +56,7 @@ import numpy as np
 import scipy.optimize
 import tensorflow as tf
 
+from ..progress import StatusLine
 from ..summaries import summary_repr
 from .algebra import SiteAlgebra
 from .factors import SiteFactor, gaussian_log_normaliser
@@ -140,17 +140,14 @@ def _inner_solve(f_and_grad, nu, tau, v1, v2, eps, dtype):
     return x[:d, None], np.clip(x[d:], eps, v2[:, 0] - eps)[:, None], float(sol.fun), int(sol.nit)
 
 
-class _Progress:
+class _Progress(StatusLine):
     """The outer loop's status on stderr (module docstring): in place on a terminal, else a line every 30 s."""
 
     def __init__(self, progress: Optional[bool], max_outer: int, tol: float, stream=None):
-        self.stream = sys.stderr if stream is None else stream
-        isatty = getattr(self.stream, "isatty", None)
-        self.interactive = bool(isatty()) if callable(isatty) else False
+        super().__init__(stream)
         self.enabled = self.interactive if progress is None else bool(progress)
-        self.interval = 0.2 if self.interactive else 30.0
         self.max_outer, self.tol = max_outer, tol
-        self.start, self.last = time.perf_counter(), -float("inf")
+        self.start = time.perf_counter()
 
     def _line(self, energies, inner_iterations: int) -> str:
         drop = f"{energies[-2] - energies[-1]:.3g}" if len(energies) > 1 else "-"
@@ -162,13 +159,10 @@ class _Progress:
         )
 
     def update(self, energies, inner_iterations: int, final: bool = False) -> None:
-        now = time.perf_counter() - self.start
-        if not self.enabled or not energies or (not final and now - self.last < self.interval):
+        if not self.enabled or not energies:
             return
-        self.last = now
-        line = self._line(energies, inner_iterations)
-        self.stream.write(("\r" + line + ("\n" if final else "")) if self.interactive else line + "\n")
-        self.stream.flush()
+        if self.due(time.perf_counter() - self.start) or final:
+            self.write(self._line(energies, inner_iterations), final)
 
 
 def _selected_moments(algebra, factor, nu, tau, v1, v2, eps):
