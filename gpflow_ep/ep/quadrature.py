@@ -255,7 +255,10 @@ def adaptive_tilted_integral(
     log_weight = tf.where(weight > 0.0, tf.math.log(tf.where(weight > 0.0, weight, 1.0)), -np.inf)
 
     log_term, log_p = integrand.robust(delta, mode)
-    return _weighted_moments(log_term + log_weight, delta, log_p, v)
+    moments = _weighted_moments(log_term + log_weight, delta, log_p, v)
+    # the mesh's dynamic shapes lose the static shape: give back the cavity's, so that a caller's
+    # tf.while_loop (relaxed EP's line search) keeps its loop variables' shapes
+    return TiltedIntegral(*(tf.ensure_shape(t, m.shape) for t in moments))
 
 
 def gauss_hermite_tilted_integral(
