@@ -167,7 +167,7 @@ MODELS: Dict[str, Dict[str, ModelSpec]] = {
         "svgp-hinge": ModelSpec(_hinge("svgp"), "ELBO (pseudo)"),
     },
     "multiclass": {
-        "bsvm": ModelSpec(_multiclass("bsvm"), "ELBO (pseudo)"),
+        "bsvm": ModelSpec(_multiclass("bsvm"), "ELBO (pseudo, quad_max bound)"),
         "svgp": ModelSpec(_multiclass("svgp"), "ELBO"),
         "svgp-softmax": ModelSpec(_multiclass("svgp-softmax"), "ELBO"),
         "vgp": ModelSpec(_multiclass("vgp"), "ELBO"),
