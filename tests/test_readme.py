@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from gpflow_ep.datasets import breast_cancer_split, sklearn_multiclass_split, spike_slab_problem
+from gpflow_ep.likelihoods import Probit
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _SNIPPET = re.compile(r"<!-- snippet: (?P<name>[\w-]+) -->\s*\n```python\n(?P<code>.*?)```", re.S)
@@ -45,7 +46,6 @@ def _breast_cancer():
 
 
 def _sepgpc_on_breast_cancer():
-    from gpflow_ep.likelihoods import Probit
     from gpflow_ep.models import SEPGPC
 
     names = _breast_cancer()
@@ -55,7 +55,6 @@ def _sepgpc_on_breast_cancer():
 
 def _binary_full_gp():
     import gpflow_ep
-    from gpflow_ep.likelihoods import Probit
     from gpflow_ep.models import EPGPC
 
     return dict(_breast_cancer(), gpflow_ep=gpflow_ep, EPGPC=EPGPC, Probit=Probit)
@@ -79,8 +78,6 @@ def _iris():
 def _diabetes():
     """scikit-learn's diabetes (442 × 10), inputs and target standardised as the DGP-AEP paper does."""
     from sklearn.datasets import load_diabetes
-
-    from gpflow_ep.likelihoods import Probit
 
     X, y = load_diabetes(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
@@ -136,7 +133,7 @@ SETUPS = {
     "monitor": _sepgpc_on_breast_cancer,
     "epgpc-alternated": _binary_full_gp,
     "power-relaxed": _noisy_mixture,
-    "sepgpc": lambda: dict(_breast_cancer(), Probit=__import__("gpflow_ep.likelihoods").likelihoods.Probit),
+    "sepgpc": lambda: dict(_breast_cancer(), Probit=Probit),
     "sepmgpc": _iris,
     "dgpaep": _diabetes,
     "bsvm": _bsvm,
