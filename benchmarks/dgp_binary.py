@@ -1,7 +1,7 @@
 r"""
-DGP-AEP with a probit output on binary benchmark sets, against SEPGPC and SVGP (DGP-AEP spec §2.6).
+DGP-AEP with a probit output on binary benchmark sets, against SEPGPC and SVGP (Bui et al. 2016, App. F).
 
-The probit output goes beyond the paper's experiments (its App. F describes it). For each binary set
+The paper reports this output only in its App. A.2 (Table 1, without N, M or iteration counts). For each binary set
 of ``shared/datasets/binary`` in ``--datasets`` and each of its first ``--splits`` fixed splits
 (inputs standardised with the training split), these models start from the same k-means inducing
 inputs and median-distance lengthscales (M = ``--num-inducing``) and are trained with Adam

@@ -1,12 +1,12 @@
 r"""
-DGP-AEP on the UCI regression benchmark (DGP-AEP spec §5.1) against GPflux's DeepGP and GPflow's SVGP/SGPR.
+DGP-AEP on the UCI regression benchmark (Bui et al. 2016, §8.2) against GPflux's DeepGP and GPflow's SVGP/SGPR.
 
 For every dataset of ``shared/datasets/regression`` and each of its first ``--splits`` fixed splits
 (``--large-splits`` for kin8nm, naval and power), inputs standardised with the training split
 (the reference code does not standardise X: a labelled deviation) and y standardised with the
-training split's mean and std (spec §3.4), these models are trained with Adam (learning rate
+training split's mean and std (as the reference code), these models are trained with Adam (learning rate
 ``--lr``, default 0.005 as the reference code), minibatches of 50 and the same number of
-iterations (``--iterations``, default 6000 as the reference code, spec §3.2):
+iterations (``--iterations``, default 6000 as the reference code):
 
 * ``GP-AEP``: DGPAEP with one layer [D, 1] (the paper's "GP" column);
 * ``DGP-AEP 2``: [D, 2, 1] (the paper's "DGP-2": two layers, hidden width 2);
@@ -20,12 +20,12 @@ iterations (``--iterations``, default 6000 as the reference code, spec §3.2):
 * ``SGPR``: GPflow's SGPR (full batch, L-BFGS, at most 1000 iterations; no per-iteration time).
 
 Every model uses M = ``--num-inducing`` (per GP) and starts from the same k-means inducing inputs
-and median-distance lengthscales (DGPAEP.from_data, spec §3.4). The minibatch models are trained in
-interleaved chunks of ``--chunk`` steps, so their per-iteration times (median over chunks,
-compilation excluded) are measured side by side. Reported: mean ± s.e. over splits of the test
-log-likelihood and RMSE in the original units, the median time per iteration and its ratio to
-DGP-AEP's, beside the paper's Table 3/4 values (GP and DGP-2 columns at M = 50 and 100).
-Run ``python -m benchmarks.dgp_uci [--quick] [--out-dir results/dgp]``.
+and median-distance lengthscales (DGPAEP.from_data, the reference code's initialisation). The
+minibatch models are trained in interleaved chunks of ``--chunk`` steps, so their per-iteration
+times (median over chunks, compilation excluded) are measured side by side. Reported: mean ± s.e.
+over splits of the test log-likelihood and RMSE in the original units, the median time per iteration
+and its ratio to DGP-AEP's, beside the paper's Table 3/4 values (GP and DGP-2 columns at M = 50 and
+100). Run ``python -m benchmarks.dgp_uci [--quick] [--out-dir results/dgp]``.
 """
 
 import time
@@ -61,7 +61,7 @@ LARGE = ("kin8nm", "naval-propulsion-plant", "power-plant")
 METHODS = ("GP-AEP", "DGP-AEP 2", "DGP-AEP 3", "GPflux 2", "GPflux 3", "SVGP", "SGPR")
 WIDTHS = {"GP-AEP": [1], "DGP-AEP 2": [2, 1], "DGP-AEP 3": [2, 2, 1], "GPflux 2": [2, 1], "GPflux 3": [2, 2, 1]}
 
-#: the paper's Table 3 (test log-likelihood) and Table 4 (RMSE), mean and s.e., from the spec §5.2
+#: Bui et al. 2016, App. A.1: Table 3 (test log-likelihood) and Table 4 (RMSE), mean and s.e.
 PAPER = {
     "ll": {
         "boston": {

@@ -1,5 +1,6 @@
 r"""
-The initialisation of DGP-AEP of the reference code (DGP-AEP spec §3.4), for [D, D_1, ..., 1] widths.
+The initialisation of DGP-AEP of the authors' reference code (github.com/thangbui/deepGP_approxEP;
+Bui et al. 2016, §8.1 describes it in words), for [D, D_1, ..., 1] widths.
 
 **First layer:** inducing inputs by k-means (``scipy.cluster.vq.kmeans2(X, M, minit="points")``)
 when N < 20 000, else M random training inputs, the same for every output; every ARD lengthscale
@@ -13,8 +14,8 @@ of [-1, 1]^Q (``linspace(-1, 1, M)`` in every coordinate), factor entries N(0, 0
 **Noise:** 0.01 in every hidden layer; the output layer has none of its own: a Gaussian
 likelihood's variance starts at 0.01 (the observation noise), a probit output has none.
 
-These values assume a standardised target (the paper standardises y with the training mean and
-standard deviation and does not standardise X; spec §3.4). One shared kernel per layer, one set
+These values assume a standardised target (the reference code standardises y with the training mean
+and standard deviation and does not standardise X). One shared kernel per layer, one set
 of inducing inputs per output (the reference code's defaults; ``share_kernel``/``tie_inducing``
 change them).
 """
@@ -46,7 +47,7 @@ def median_distance(X: np.ndarray, num_inducing: int, rng: np.random.Generator) 
 
 
 def initial_inducing_inputs(X: np.ndarray, num_inducing: int, rng: np.random.Generator) -> np.ndarray:
-    """k-means centres (N < 20 000) or M random training inputs (spec §3.4)."""
+    """k-means centres (N < 20 000) or M random training inputs (the reference code's rule)."""
     if num_inducing > X.shape[0]:
         raise ValueError(f"num_inducing={num_inducing} exceeds the number of training points {X.shape[0]}")
     if X.shape[0] < KMEANS_LIMIT:

@@ -1,12 +1,16 @@
 r"""
-One FITC layer of a DGP-AEP model and the moment propagation through it (DGP-AEP spec §1.3, §2.1–2.3).
+One FITC layer of a DGP-AEP model and the moment propagation through it (Bui et al. 2016,
+§3 and §5).
 
 Layer l has D_l independent GP outputs f_{l,d}, each with inducing inputs Z_{l,d}, inducing
 outputs u_{l,d} ~ N(0, K_{l,d}) and a tied factor (:class:`~gpflow_ep.dgp.TiedFactor`); its
 output is h_{l,d} = f_{l,d}(h_{l-1}) + ε, ε ~ N(0, σ_l²) (the FITC conditional p(h | u, h_{l-1})
-= N(c(h)ᵀu, r(h)), spec §1.3). Under a Gaussian input h_{l-1} ~ N(μ, diag s) and a Gaussian
+= N(c(h)ᵀu, r(h)), Bui et al. 2016, §3). Under a Gaussian input h_{l-1} ~ N(μ, diag s) and a Gaussian
 q(u_{l,d}) = N(m, V) (the cavity during training, the posterior for prediction), the output's
-mean and variance are exact (spec §2.2, App. D eqs. 1–7, with the paper's V_1 → V_2 typo fixed):
+mean and variance are exact (Bui et al. 2016, §5 and App. D, Eqs. (1)–(7)). This corrects §5's
+v_{2|h_1}, printed with the first layer's cavity covariance V_1^{\1}: each layer's conditional
+variance uses its own q(u_l), as the B of the same section does (and App. D, Eq. (3) reads
+E_{q(h_{l-1})}, Eq. (5) defines Ψ₂):
 
     m = ψ₁ᵀA,   A = K⁻¹m,
     v = σ_l² + [ψ₀ - tr(K⁻¹Ψ₂)] + tr(K⁻¹VK⁻¹Ψ₂) + [AᵀΨ₂A - m²],
@@ -16,9 +20,9 @@ expected FITC variance, the variance from q(u), the variance of the conditional 
 σ² + ψ₀ + tr(BΨ₂) - m² with B = K⁻¹(V + mmᵀ)K⁻¹ - K⁻¹). With v = L⁻¹u and q(v) =
 N(μ_v, B_v⁻¹) (:class:`~gpflow_ep.ep.WhitenedGaussian`): A = L⁻ᵀμ_v and K⁻¹VK⁻¹ = GᵀG with
 G = L_B⁻¹L⁻¹. For a deterministic input (the first layer, s = 0) Ψ₂ = kkᵀ and the moments are the
-whitened SVGP predictive of the engine's ``WhitenedGaussian.predict`` plus σ_l² (spec §2.3).
+whitened SVGP predictive of the engine's ``WhitenedGaussian.predict`` plus σ_l² (Bui et al. 2016, §5, m_1 and v_1).
 The outputs are returned as independent Gaussians: their cross-covariances are dropped
-(spec §2.2, as in the paper).
+(Bui et al. 2016, §5; App. G describes the full-covariance alternative).
 """
 
 from typing import List, NamedTuple, Optional, Sequence
@@ -53,7 +57,7 @@ class AEPLayer(Module):
     :param noise_variance: σ_l², the layer's output noise (a positive ``Parameter``); ``None`` for a
         layer without noise (the output layer, whose noise is the likelihood's).
     :param jitter: added to K_uu (default ``gpflow.config.default_jitter()``, 1e-6 as in the
-        reference code, spec §1.3).
+        authors' reference code, github.com/thangbui/deepGP_approxEP).
     """
 
     def __init__(
@@ -114,7 +118,7 @@ class AEPLayer(Module):
 
     @check_shapes("return: []")
     def energy_terms(self, blocks: Optional[List["Block"]] = None) -> tf.Tensor:
-        """Σ_d [(1 - N) φ_post + N φ_cav - φ_prior] of the layer's GPs (spec §1.5)."""
+        """Σ_d [(1 - N) φ_post + N φ_cav - φ_prior] of the layer's GPs (Bui et al. 2016, App. E, Eq. (18))."""
         blocks = self.blocks() if blocks is None else blocks
         return tf.add_n([f.energy_terms_of(b.posterior, b.cavity) for f, b in zip(self.factors, blocks)])
 
@@ -177,6 +181,6 @@ def _gaussian_input_moments(kernel, mean, var, Z, L, q):
 
 
 def random_factor(M: int, scale: float, num_data: int, rng: np.random.Generator) -> TiedFactor:
-    """A tied factor with R's log-diagonal, off-diagonal and t drawn N(0, scale²) (spec §1.4 [C])."""
+    """A tied factor with R's log-diagonal, off-diagonal and t drawn N(0, scale²) (as the authors' reference code)."""
     R = np.tril(scale * rng.standard_normal((M, M)), -1) + np.diag(np.exp(scale * rng.standard_normal(M)))
     return TiedFactor(R, scale * rng.standard_normal((M, 1)), num_data)

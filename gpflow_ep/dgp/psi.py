@@ -1,6 +1,7 @@
 r"""
 Kernel expectations ("Psi statistics") of the squared-exponential ARD kernel under a diagonal
-Gaussian input, vectorised over the inputs (DGP-AEP spec §2.4).
+Gaussian input, vectorised over the inputs: the expectations of Bui et al. 2016, App. D, Eqs. (3)–(5), in
+the closed forms of Titsias & Lawrence (2010).
 
 For h ~ N(μ, diag s) in R^Q, k(a, b) = σ_f² exp(-½ Σ_q (a_q - b_q)²/ℓ_q²) and inducing inputs z_m:
 

@@ -1,8 +1,8 @@
 r"""
-The tied ("average data") factor of DGP-AEP for one GP of one layer (DGP-AEP spec §1.4–1.5).
+The tied ("average data") factor of DGP-AEP for one GP of one layer (Bui et al. 2016, §4.2).
 
 All N data factors share one Gaussian g(u): q(u) ∝ p(u) g(u)^N, p(u) = N(0, K). In the
-N-scaled natural parameters of the reference code (spec §1.4), with T = R Rᵀ positive
+N-scaled natural parameters of the authors' reference code (github.com/thangbui/deepGP_approxEP), with T = R Rᵀ positive
 semi-definite (R lower-triangular with a positive diagonal, so T is valid by construction) and
 a vector t:
 
@@ -11,17 +11,17 @@ a vector t:
 
 In the whitened coordinates v = L⁻¹u (L = chol K) these are the engine's
 :class:`~gpflow_ep.ep.WhitenedGaussian` with Λ = LᵀTL and η = Lᵀt (β-scaled for the cavity),
-and its ``log_normaliser_ratio`` is φ(q) - φ(prior) of spec §1.5: with
+and its ``log_normaliser_ratio`` is φ(q) - φ(prior) of Bui et al. 2016, App. E, Eq. (19): with
 φ = -½ log|P| + ½ tᵀP⁻¹t, φ_prior = ½ log|K|, -½log|P| = ½log|K| - ½log|I + LᵀTL| and
-tᵀP⁻¹t = ‖L_B⁻¹Lᵀt‖². The block's share of the energy (spec §1.5; the coefficients of φ sum to
+tᵀP⁻¹t = ‖L_B⁻¹Lᵀt‖². The block's share of the energy (App. E, Eq. (18); the coefficients of φ sum to
 zero, so the prior normaliser cancels) is
 
     (1 - N) φ_post + N φ_cav - φ_prior = Δ_post + N (Δ_cav - Δ_post),    Δ = φ - φ_prior,
 
-written in the second form, which avoids the cancellation of two O(N) terms (spec §2.10).
+written in the second form, which avoids the cancellation of two O(N) terms.
 
 **The factor is a trainable parameter**, optimised by gradient together with the
-hyper-parameters, as in the paper (spec §3.1) — an exception to the rest of the package, where
+hyper-parameters, as in the paper (Bui et al. 2016, §4.2) — an exception to the rest of the package, where
 EP sites are state updated by moment matching, not parameters.
 """
 

@@ -1,28 +1,31 @@
 r"""
 DGPAEP: deep Gaussian processes trained with approximate expectation propagation
-(Bui, Hernández-Lobato, Hernández-Lobato, Li & Turner, ICML 2016; DGP-AEP spec).
+(Bui, Hernández-Lobato, Li, Hernández-Lobato & Turner, ICML 2016; below "Bui et al. 2016").
 
 A deep GP of L FITC layers (:class:`~gpflow_ep.dgp.AEPLayer`), h_0 = x,
 h_l = f_l(h_{l-1}) + ε_l, and a scalar likelihood p(y | h_L) (``gpflow.likelihoods.Gaussian`` for
 regression, :class:`~gpflow_ep.likelihoods.Probit` for binary classification). Inference is over the
-inducing outputs u only: q(u) ∝ p(u) g(u)^N with one tied factor g per GP (stochastic EP, spec
-§1.4). The objective is the tied EP energy (spec §1.5)
+inducing outputs u only: q(u) ∝ p(u) g(u)^N with one tied factor g per GP (the tying of stochastic EP,
+Li, Hernández-Lobato & Turner 2015; Bui et al. 2016, §4.2). The objective is the tied EP energy
+(Bui et al. 2016, §4.2 and App. E, Eq. (18))
 
     F = Σ_{l,d} [(1 - N) φ_post + N φ_cav - φ_prior] + Σ_n log Z_n,
     log Z_n = log ∫ q\(u) p(y_n | u, x_n) du,
 
-estimated on a minibatch B by replacing Σ_n log Z_n with (N/|B|) Σ_{b∈B} log Z_b (unbiased; spec
-§6). log Z_n is intractable for L ≥ 2; it is approximated by propagating a Gaussian through the
-layers under the cavity, each layer's output moments exact under a Gaussian input (spec §2.2,
-SE-ARD kernel expectations), and the final N(m_L, v_L) passed to the engine's tilted moments of
-the likelihood (:func:`~gpflow_ep.ep.tilted_moments`, the same closed forms as the EP models:
-log N(y; m_L, v_L + σ²) for a Gaussian, log Φ(y m_L/√(1 + v_L)) for the probit, spec §2.6).
-F is maximised over every parameter jointly by gradient (``training_loss`` = -F̂), with Adam and
-minibatches as in the paper (spec §3.2), e.g. with :func:`gpflow_ep.training.fit`. F is not a
-bound on the evidence (spec §1.5 (a)).
+estimated on a minibatch B by replacing Σ_n log Z_n with (N/|B|) Σ_{b∈B} log Z_b (unbiased; Bui et
+al. 2016, §6). log Z_n is intractable for L ≥ 2; it is approximated by propagating a Gaussian
+through the layers under the cavity, each layer's output moments exact under a Gaussian input (Bui
+et al. 2016, §5 and App. D, Eqs. (1)–(7); SE-ARD kernel expectations), and the final N(m_L, v_L)
+passed to the engine's tilted moments of the likelihood (:func:`~gpflow_ep.ep.tilted_moments`, the
+same closed forms as the EP models: log N(y; m_L, v_L + σ²) for a Gaussian, log Φ(y m_L/√(1 + v_L))
+for the probit; Bui et al. 2016, App. D, Eq. (14) and App. F).
+F is maximised over every parameter jointly by gradient (``training_loss`` = -F̂), with Adam (Bui et al.
+2016, §8.1) and minibatches (§6), e.g. with :func:`gpflow_ep.training.fit`. F is an EP
+approximation of the log evidence (Bui et al. 2016, §4.1), not a bound: it can exceed the exact
+evidence of the FITC model.
 
 Prediction runs the same forward pass with the posterior q(u) instead of the cavity and returns one
-moment-matched Gaussian (spec §4).
+moment-matched Gaussian (Bui et al. 2016, §7).
 """
 
 from typing import List, Optional, Sequence, Tuple
@@ -61,7 +64,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
     :param num_data: N, the number of training points (it scales the data term and sets the cavity).
 
     The tied factors' natural parameters are trainable ``Parameter``s optimised by gradient with the
-    hyper-parameters (spec §3.1), a documented exception to the rest of ``gpflow_ep``, where EP sites
+    hyper-parameters (Bui et al. 2016, §4.2), a documented exception to the rest of ``gpflow_ep``, where EP sites
     are state updated by moment matching.
 
     float64 only (GPflow's default): the constructor raises a ``ValueError`` when
@@ -111,7 +114,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
         tie_inducing: bool = False,
     ) -> "DGPAEP":
         """
-        A model initialised as the reference code (spec §3.4, :mod:`gpflow_ep.dgp.initialisation`)
+        A model initialised as the authors' reference code (:mod:`gpflow_ep.dgp.initialisation`)
         for layer ``widths`` [D, D_1, ..., 1] with ``num_inducing`` inducing inputs per GP. The
         default likelihood is ``Gaussian(variance=0.01)`` (standardise Y first, as the paper does).
         """
@@ -163,7 +166,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
 
     @check_shapes("return: []")
     def energy_terms(self, blocks=None) -> tf.Tensor:
-        """Σ over layers and GPs of (1 - N) φ_post + N φ_cav - φ_prior (spec §1.5)."""
+        """Σ over layers and GPs of (1 - N) φ_post + N φ_cav - φ_prior (Bui et al. 2016, App. E, Eq. (18))."""
         blocks = [layer.blocks() for layer in self.layers] if blocks is None else blocks
         return tf.add_n([layer.energy_terms(b) for layer, b in zip(self.layers, blocks)])
 
@@ -175,7 +178,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data: RegressionData) -> tf.Tensor:  # type: ignore[override]
-        """F̂ = energy terms + (N/|B|) Σ_{b∈B} log Z_b for a minibatch ``data = (X, Y)`` (spec §1.5, §6)."""
+        """F̂ = energy terms + (N/|B|) Σ_{b∈B} log Z_b for a minibatch ``data = (X, Y)`` (Bui et al. 2016, §6)."""
         X, Y = self._check_data(data)
         blocks = [layer.blocks() for layer in self.layers]  # chol K_uu, q and cavity: once per evaluation
         log_z = self.log_tilted_normalisers(X, Y, blocks)
@@ -188,7 +191,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
     def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
         """
         The moment-matched Gaussian N(m_L, v_L) of the last layer's output under the posterior
-        (spec §4; with the last layer's own noise, if it has any). Only marginals: ``full_cov`` is
+        (Bui et al. 2016, §7; with the last layer's own noise, if it has any). Only marginals: ``full_cov`` is
         not available.
         """
         if full_cov or full_output_cov:

@@ -9,7 +9,10 @@ from gpflow_ep.dgp.layer import random_factor
 
 
 def _u_space(factor, L, cavity: bool):
-    """(mean [M], covariance [M, M]) of q(u) or the cavity from T = RRᵀ, t (spec §1.4, explicit inverses)."""
+    """
+    (mean [M], covariance [M, M]) of q(u) or the cavity from T = RRᵀ, t: P = K⁻¹ + βT, m = P⁻¹βt
+    (explicit inverses).
+    """
     R = factor.factor_cholesky.numpy()
     t = factor.factor_shift.numpy()[:, 0]
     K_inv = np.linalg.inv(L @ L.T)

@@ -1,4 +1,4 @@
-"""Moment propagation through one FITC layer (DGP-AEP spec §6.1 tests 2, 4 and 16)."""
+"""Moment propagation through one FITC layer (Bui et al. 2016, §5 and App. D, Eqs. (1)–(7))."""
 
 import numpy as np
 import pytest
@@ -15,7 +15,7 @@ def _numpy_cholesky(layer, d):
 def test_gaussian_input_moments_match_monte_carlo(make_layer, rng, cavity, u_space):
     """
     (m, v) under h ~ N(μ, diag s) equal the moments of the generative chain h ~ N(μ, s), u ~ q,
-    h_out ~ N(c(h)ᵀu, r(h)) (spec §2.2): 4·10⁵ samples, within 4 standard errors.
+    h_out ~ N(c(h)ᵀu, r(h)) (Bui et al. 2016, §3): 4·10⁵ samples, within 4 standard errors.
     """
     layer = make_layer(Q=2, D=1, M=5, noise=0.3)
     mu, s = np.array([[0.3, -0.4]]), np.array([[0.5, 0.8]])
@@ -37,7 +37,7 @@ def test_gaussian_input_moments_match_monte_carlo(make_layer, rng, cavity, u_spa
 
 
 def test_termwise_variance_equals_the_papers_formula(make_layer, u_space):
-    """v = σ² + [ψ₀ - tr(K⁻¹Ψ₂)] + tr(K⁻¹VK⁻¹Ψ₂) + [AᵀΨ₂A - m²] = σ² + ψ₀ + tr(BΨ₂) - m² (spec §2.2)."""
+    """v = σ² + [ψ₀ - tr(K⁻¹Ψ₂)] + tr(K⁻¹VK⁻¹Ψ₂) + [AᵀΨ₂A - m²] = σ² + ψ₀ + tr(BΨ₂) - m² (App. D, Eq. (2))."""
     from gpflow_ep.dgp import psi_statistics
 
     layer = make_layer(Q=2, D=1, M=5, noise=0.3)
@@ -56,7 +56,7 @@ def test_termwise_variance_equals_the_papers_formula(make_layer, u_space):
 
 
 def test_point_input_shortcut_equals_the_generic_formula(make_layer):
-    """The first layer's SVGP-style predictive equals the Gaussian-input moments with s = 0 (spec §6.1 test 4)."""
+    """The first layer's SVGP-style predictive equals the Gaussian-input moments with s = 0."""
     layer = make_layer(Q=3, D=2, M=4, share_kernel=False)
     X = np.random.default_rng(5).normal(size=(6, 3))
     zeros = np.zeros_like(X)

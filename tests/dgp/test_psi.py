@@ -1,4 +1,4 @@
-"""SE-ARD kernel expectations (DGP-AEP spec §6.1 test 1): GPflow's expectations are the oracle."""
+"""SE-ARD kernel expectations (Bui et al. 2016, App. D, Eqs. (3)–(5)): GPflow's expectations are the oracle."""
 
 import gpflow
 import numpy as np

@@ -1,4 +1,4 @@
-"""The tied factor: φ terms and the cavity (DGP-AEP spec §6.1 tests 5 and 6)."""
+"""The tied factor: φ terms and the cavity (Bui et al. 2016, §4.2 and App. E)."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from gpflow_ep.dgp import TiedFactor
 
 
 def _phi(mean, cov):
-    """½ log|V| + ½ mᵀV⁻¹m (the Gaussian log-normaliser, spec §1.5, without (M/2) log 2π)."""
+    """½ log|V| + ½ mᵀV⁻¹m (the Gaussian log-normaliser, Bui et al. 2016, App. E, Eq. (19))."""
     return 0.5 * np.linalg.slogdet(cov)[1] + 0.5 * mean @ np.linalg.solve(cov, mean)
 
 

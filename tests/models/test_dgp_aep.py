@@ -1,4 +1,4 @@
-"""DGPAEP: the AEP energy, its exact cases, gradients, prediction and training (DGP-AEP spec §6)."""
+"""DGPAEP: the AEP energy, its exact cases, gradients, prediction and training (Bui et al. 2016)."""
 
 import gpflow
 import numpy as np
@@ -42,7 +42,7 @@ def u_posterior(factor, L, beta=1.0):
 
 
 def test_one_data_point_gives_the_prior_evidence(rng):
-    """N = 1, L = 1: the cavity is the prior, F = log N(y; 0, σ_f² + σ²) for any (T, t) and Z (spec test 7)."""
+    """N = 1, L = 1: the cavity is the prior, F = log N(y; 0, σ_f² + σ²) for any (T, t) and Z."""
     X, Y = np.array([[0.3, -0.2]]), np.array([[0.7]])
     for seed in range(3):
         r = np.random.default_rng(seed)
@@ -52,7 +52,7 @@ def test_one_data_point_gives_the_prior_evidence(rng):
 
 
 def test_replicated_data_reaches_the_fitc_evidence(rng):
-    """N copies of one (x, y), L = 1: max over (T, t) of F = GPRFITC's log marginal likelihood (1e-4, spec test 8)."""
+    """N copies of one (x, y), L = 1: max over (T, t) of F = GPRFITC's log marginal likelihood (1e-4)."""
     N = 10
     X, Y = np.tile([[0.4, -0.3]], (N, 1)), np.full((N, 1), 0.8)
     Z = rng.normal(size=(3, 2))
@@ -68,7 +68,7 @@ def test_replicated_data_reaches_the_fitc_evidence(rng):
 def test_stationary_point_matches_averaged_tilted_moments(rng):
     """
     At a maximum over (T, t) (L = 1), E_q[u] and E_q[uuᵀ] are the averages of the tilted moments
-    p̂_n ∝ q\\(u) N(y_n; c_nᵀu, r_n) (spec §1.5 (b), test 9; to the optimiser's 1e-6).
+    p̂_n ∝ q\\(u) N(y_n; c_nᵀu, r_n) (the averaged moment matching of Bui et al. 2016, §4.2; to the optimiser's 1e-6).
     """
     N, M = 30, 4
     X = rng.normal(size=(N, 2))
@@ -95,7 +95,8 @@ def test_stationary_point_matches_averaged_tilted_moments(rng):
         second += (cov + np.outer(mu, mu)) / N
     np.testing.assert_allclose(mean, first, atol=1e-6)
     np.testing.assert_allclose(V + np.outer(mean, mean), second, atol=1e-6)
-    # F is close to the FITC evidence but not a bound (spec §1.5 (a), test 10): only near, in nats per point
+    # F is close to the FITC evidence but not a bound (an EP approximation, Bui et al. 2016, §4.1): only near,
+    # in nats per point
     fitc = (
         gpflow.models.GPRFITC((X, Y), kernel, Z.copy(), noise_variance=noise).maximum_log_likelihood_objective().numpy()
     )
@@ -103,7 +104,7 @@ def test_stationary_point_matches_averaged_tilted_moments(rng):
 
 
 def test_minibatch_estimates_average_to_the_full_batch_objective(rng):
-    """F̂ over the batches of a partition averages to F (spec §6 unbiasedness, test 13; exact up to round-off)."""
+    """F̂ over the batches of a partition averages to F (unbiased, Bui et al. 2016, §6; exact up to round-off)."""
     X, Y = rng.normal(size=(12, 2)), rng.normal(size=(12, 1))
     m = DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=4, seed=1)
     full = m.maximum_log_likelihood_objective((X, Y)).numpy()
@@ -114,7 +115,7 @@ def test_minibatch_estimates_average_to_the_full_batch_objective(rng):
 def test_gradients_match_finite_differences(rng, assert_gradients_match_finite_differences):
     """
     Autodiff gradients of F̂ in every parameter = central differences (L = 2, D = 2, width 2, M = 4,
-    N = 10; spec test 11).
+    N = 10).
     """
     X = rng.normal(size=(10, 2))
     Y = np.sin(X[:, :1]) + 0.1 * rng.normal(size=(10, 1))
@@ -132,7 +133,7 @@ def test_gradients_match_finite_differences(rng, assert_gradients_match_finite_d
 
 
 def test_single_layer_prediction_is_the_fitc_predictive(rng):
-    """L = 1: mean k*ᵀK⁻¹m, variance k** - k*ᵀK⁻¹k* + k*ᵀK⁻¹VK⁻¹k* (+σ² for y) (spec test 14)."""
+    """L = 1: mean k*ᵀK⁻¹m, variance k** - k*ᵀK⁻¹k* + k*ᵀK⁻¹VK⁻¹k* (+σ² for y) (Bui et al. 2016, §5, m_1 and v_1)."""
     X, Z, Xs = rng.normal(size=(8, 2)), rng.normal(size=(5, 2)), rng.normal(size=(6, 2))
     m = single_layer_model(rng, X, Z, num_data=8, noise=0.25)
     layer = m.layers[0]
@@ -154,7 +155,7 @@ def test_single_layer_prediction_is_the_fitc_predictive(rng):
 
 
 def test_prior_limit(rng):
-    """T = 0, t = 0 (q = prior), L = 1: the predictive is N(0, σ_f² + σ²) (spec test 15; T = 1e-20 I here)."""
+    """T = 0, t = 0 (q = prior), L = 1: the predictive is N(0, σ_f² + σ²) (T = 1e-20 I here)."""
     X, Z = rng.normal(size=(5, 2)), rng.normal(size=(4, 2))
     m = single_layer_model(rng, X, Z, 5, noise=0.3, factor=TiedFactor(1e-10 * np.eye(4), np.zeros((4, 1)), 5))
     mean, var = m.predict_y(rng.normal(size=(3, 2)))
@@ -164,7 +165,8 @@ def test_prior_limit(rng):
 
 def test_two_layer_moments_match_monte_carlo_of_the_fitc_chain(rng):
     """
-    L = 2, hidden width 2: (m_2, v_2) are the exact moments of the FITC chain (spec §2.5, test 3):
+    L = 2, hidden width 2: (m_2, v_2) are the exact moments of the FITC chain (h_1 is
+    Gaussian given x, linear in u_1, so the second layer's moments of Bui et al. 2016, §5 are exact):
     2·10⁵ samples of u_1, h_1, u_2, h_2 under the posterior, within 4 standard errors.
     """
     X = rng.normal(size=(20, 2))
@@ -196,7 +198,7 @@ def test_two_layer_moments_match_monte_carlo_of_the_fitc_chain(rng):
 def test_probit_output(rng):
     """
     A probit output: log Z_n = log Φ(y m/√(1 + v)) at the propagated cavity moments, = Monte Carlo
-    of E[Φ(y f)] (spec test 17).
+    of E[Φ(y f)] (Bui et al. 2016, App. F).
     """
     X = rng.normal(size=(30, 2))
     Y = (X[:, :1] > 0).astype(float)
@@ -214,7 +216,10 @@ def test_probit_output(rng):
 
 @pytest.mark.parametrize("share_kernel, tie_inducing", [(True, False), (False, True)])
 def test_from_data_builds_the_reference_initialisation(rng, share_kernel, tie_inducing):
-    """Spec §3.4: k-means Z, median-distance lengthscales in layer 1, ℓ = e and diagonal Z above, noise 0.01."""
+    """
+    The reference code's initialisation: k-means Z, median-distance lengthscales in layer 1, ℓ = e
+    and diagonal Z above, noise 0.01.
+    """
     X = rng.normal(size=(60, 3))
     Y = rng.normal(size=(60, 1))
     m = DGPAEP.from_data(X, Y, [3, 2, 1], num_inducing=6, share_kernel=share_kernel, tie_inducing=tie_inducing)
@@ -256,7 +261,10 @@ def test_bad_input_is_a_value_error_naming_the_argument(rng):
 
 
 def _step_data(n, seed):
-    """The reference code's 1-D step toy (spec §5.4): x ~ U[-1, 1], y = step(x) + 0.05 ε."""
+    """
+    The 1-D step toy of the authors' reference code (github.com/thangbui/deepGP_approxEP):
+    x ~ U[-1, 1], y = step(x) + 0.05 ε.
+    """
     r = np.random.default_rng(seed)
     X = r.uniform(-1, 1, (n, 1))
     return X, (X > 0).astype(float) + 0.05 * r.standard_normal((n, 1))
@@ -264,7 +272,7 @@ def _step_data(n, seed):
 
 def test_deep_gp_fits_a_step_better_than_one_layer():
     """
-    I1 (spec §6.2): on the step toy (300 points, M = 20, Adam 0.02, batch 50, 60 epochs) the
+    On the step toy (300 points, M = 20, Adam 0.02, batch 50, 60 epochs) the
     [1, 2, 1] DGP reaches a higher test log-likelihood than the one-layer GP, with a sharp step.
     """
     X, Y = _step_data(300, 0)
