@@ -1,6 +1,6 @@
 r"""
 A GPflow kernel on learned features: the hybrid Bayesian neural network of the Bayesian SVM
-(Wistuba & Rawat 2018, §3.3; Bayesian-SVM spec §6),
+(Wistuba & Rawat 2018, §3.4 and Fig. 1),
 
     k(x, x') = k_base(φ_W(x), φ_W(x')),
 
@@ -13,11 +13,11 @@ The inducing inputs may live in either space:
 
 * ``gpflow.inducing_variables.InducingPoints(Z)`` with Z in input space: u = f(Z), K_uu = k(Z, Z)
   passes Z through the network like any input;
-* :class:`FeatureInducingPoints` (Z in feature space, the paper's choice, spec §6): u = g(Z) for the
+* :class:`FeatureInducingPoints` (Z in feature space; the paper does not say where Z lives): u = g(Z) for the
   GP g on features, K_uu = k_base(Z, Z) and K_uf = k_base(Z, φ_W(X)) (registered with GPflow's
   ``Kuu``/``Kuf`` dispatch), so ``SVGP`` and its predictions need no change.
 
-dtype (spec §9.4): the network runs in its own dtype (``tf_keras`` layers cast their inputs to their
+dtype: the network runs in its own dtype (``tf_keras`` layers cast their inputs to their
 compute dtype, float32 by default) and its features are cast to the inputs' dtype (GPflow's default
 float, float64) before the base kernel, so the GP algebra keeps float64.
 """

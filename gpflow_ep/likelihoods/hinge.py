@@ -1,28 +1,34 @@
 r"""
 The binary SVM hinge pseudo-likelihood of Polson & Scott (2011), as used by the Bayesian SVM
-(Wistuba & Rawat 2018; Bayesian-SVM spec §2.1), with labels Y in {0, 1} and y = 2Y - 1:
+(Wistuba & Rawat 2018, §3.1, Eq. (3)), with labels Y in {0, 1} and y = 2Y - 1:
 
     L(y | f) = exp(-2 max(0, 1 - y f)),
 
-whose MAP estimate under a GP prior is an SVM. It is a *pseudo*-likelihood: L(+1 | f) + L(-1 | f) ≠ 1
-(spec §2.6), so ELBOs and EP evidences built on it are pseudo-evidences, comparable only between
-models with the same likelihood.
+the value of the paper's location-scale mixture Eq. (3) (their Eq. (2) prints the plain hinge in the
+exponent; the factor 2 only rescales the regulariser). Its MAP estimate under a GP prior is an SVM.
+It is a *pseudo*-likelihood: L(+1 | f) + L(-1 | f) ≠ 1 (2e⁻² at f = 0), so ELBOs and EP evidences
+built on it are pseudo-evidences, comparable only between models with the same likelihood.
 
-**Variational expectations** (spec §3.2–3.5), per point, with b = 1 - y f, μ_b = 1 - y μ, σ_b² = v:
+**Variational expectations**, per point, with b = 1 - y f, μ_b = 1 - y μ, σ_b² = v:
 
 * ``bound="augmented"`` (default; the paper's method): the collapsed bound of the location-scale
-  mixture with the optimal q(λ) = GIG(½, 1, E[b²]),  -μ_b - √(μ_b² + σ_b²);
+  mixture with the optimal q(λ) = GIG(½, 1, E[b²]),  -μ_b - √(μ_b² + σ_b²). With q(λ) = GIG(½, 1, α)
+  the term is -μ_b - ½(E[b²]/√α + √α), maximised at α = E[b²] (the paper's Eq. (40) and
+  Algorithm 1, line 4). This corrects the per-point term printed in the paper's Eqs. (12) = (33),
+  which exceeds it by 2√α + 1 - ½ log(π/2) and so grows without bound in α;
 * ``bound="exact"``: E_q[log L] = -2 [μ_b Φ(μ_b/σ_b) + σ_b φ(μ_b/σ_b)] (tighter, same cost).
 
 Both are lower bounds of E_q[log L]'s role in the ELBO (augmented ≤ exact), so either gives a true
 lower bound of the log pseudo-evidence in ``gpflow.models.SVGP``/``VGP``.
 
-**Prediction** (spec §5): the label is sign(E[f]); ``predict_mean_and_var`` gives p(y = 1) =
+**Prediction**: the label is sign(E[f]); ``predict_mean_and_var`` gives p(y = 1) =
 P(f > 0) = Φ(μ/√v) (the vote probability, the paper's predictive rule in the limit of many samples),
-and :meth:`BinaryHinge.variation_ratio` the paper's uncertainty score 1 - max(p, 1 - p).
+and :meth:`BinaryHinge.variation_ratio` the paper's uncertainty score (§4.3.1, Eq. (13)) in that
+limit, 1 - max(p, 1 - p).
 These are not a proper Bayesian predictive of the pseudo-likelihood.
 
-**EP** (spec §10.1): the tilted normaliser of L^α under a Gaussian cavity is closed form (κ = 2α),
+**EP** (not in the paper, which uses variational inference): the tilted normaliser of L^α under a
+Gaussian cavity is closed form (κ = 2α; split the integral at y f = 1 and complete the square below),
 registered with the engine below, so ``EPGPC``, ``PowerEP``, ``RelaxedEP``, ``SEPGPC`` and
 ``DGPAEP`` accept ``BinaryHinge``. L is log-concave, so EP's site precisions stay non-negative.
 """
@@ -98,7 +104,7 @@ class BinaryHinge(ScalarLikelihood):
 
 def hinge_tilted_mixture(mean, var, kappa):
     r"""
-    The tilted distribution ∝ exp(-κ max(0, 1 - g)) N(g; μ, v) as a two-part mixture (spec §10.1):
+    The tilted distribution ∝ exp(-κ max(0, 1 - g)) N(g; μ, v) as a two-part mixture:
     N(μ, v) on [1, ∞) with weight Z₁ = Φ(a₁), a₁ = (μ - 1)/σ, and N(μ + κv, v) on (-∞, 1] with
     weight Z₂ = exp(κ(μ - 1) + κ²v/2) Φ(c), c = (1 - μ - κv)/σ.
 

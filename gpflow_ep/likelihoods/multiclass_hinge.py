@@ -34,13 +34,13 @@ no gradient):
 mixture (Theorem 1) with q(λ_n) = GIG(1/2, 1, α_n) is a lower bound of E_q[log L_t] for the *fixed*
 competitor t (augmented ≤ exact, by E|b| ≤ √E[b²]). But L_t ≥ L (b_t ≤ b_max), so E_q[log L_t] is
 above E_q[log L] and neither fixed-competitor term is a bound of the log pseudo-evidence: on four
-points (``tests/likelihoods/test_multiclass_hinge.py``, U16) the optimised ``augmented`` objective
-lies *above* the pseudo-evidence, ``quad_max`` below it. The fixed-competitor terms are also only
-piecewise smooth: they jump when the competitor argmax_{j≠y} m_j changes, which stops L-BFGS early
-(iris in ``gpflow-ep compare``: ``augmented`` ended ABNORMAL after 15 iterations with |∇| = 6.9,
-``exact`` after 37 with |∇| = 1.6, ``quad_max`` converged). They cost O(C) per point, so they
-remain the fast choice for Adam on large data (the benchmarks of the README use ``augmented`` and
-say so).
+points (``test_true_max_elbo_is_below_the_pseudo_evidence`` in ``tests/likelihoods``) the optimised
+``augmented`` objective lies *above* the pseudo-evidence, ``quad_max`` below it. The
+fixed-competitor terms are also only piecewise smooth: they jump when the competitor argmax_{j≠y}
+m_j changes, which stops L-BFGS early (iris in ``gpflow-ep compare``: ``augmented`` ended ABNORMAL
+after 15 iterations with |∇| = 6.9, ``exact`` after 37 with |∇| = 1.6, ``quad_max`` converged). They
+cost O(C) per point, so they remain the fast choice for Adam on large data (the benchmarks of the
+README use ``augmented`` and say so).
 
 **Prediction**: the label is argmax_j E[f_j]; ``predict_mean_and_var`` gives
 p(c) = P(argmax_j f_j = c) = ∫ N(x; m_c, v_c) Π_{t≠c} Φ((x - m_t)/√v_t) dx (Gauss–Hermite; the

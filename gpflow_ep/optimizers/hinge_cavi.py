@@ -1,16 +1,20 @@
 r"""
 Coordinate ascent (natural-gradient steps) on q(u) of a ``gpflow.models.SVGP`` with a hinge
 pseudo-likelihood: the Bayesian SVM's Algorithm 1 (Wistuba & Rawat 2018, App. C), **corrected**
-(Bayesian-SVM spec §4.4, errata E3 and E4).
+(the sign of the η₁ update and the minibatch scale; see below).
 
-With q(λ_n) = GIG(½, 1, α_n) at its optimum α_n = E_q[b_n²] (spec §3.3), point n is a Gaussian
+With q(λ_n) = GIG(½, 1, α_n) at its optimum α_n = E_q[b_n²] (where the paper's
+Eq. (40) vanishes; Algorithm 1, line 4), point n is a Gaussian
 pseudo-observation on d_n = c_nᵀ f(x_n), where b_n = 1 - d_n and
 
 * ``MultiClassHinge``: c_n = e_{y_n} - e_{t_n}, the competitor t_n = argmax_{j≠y_n} E[f_j(x_n)]
-  (spec §3.6, held fixed during the step);
+  (the paper's t_n = argmax_{t≠y_n} f_t(x_n) below its Eq. (12), at the predictive mean; held fixed
+  during the step);
 * ``BinaryHinge``: c_n = y_n ∈ {-1, +1} (Wenzel et al. 2017, the one-latent case).
 
-Up to terms free of q(u), the per-point term of the uncollapsed ELBO (spec §3.2) is
+Up to terms free of q(u), the per-point term of the uncollapsed ELBO (E_q[log φ_n] + H[q(λ_n)] for the
+augmented factor φ_n = (2πλ_n)^{-½} exp(-(b_n + λ_n)²/(2λ_n)) of the paper's Theorem 1, Eq. (7))
+is
 
     ℓ_n = (1 + r_n) E[d_n] - ½ r_n E[d_n²],     r_n = E[1/λ_n] = α_n^{-1/2},
 
@@ -20,20 +24,24 @@ with α, t and the other classes fixed, has precision and precision-times-mean
     Λ̂_j = P₀ + s Σ_n r_n c_{nj}² a_n a_nᵀ,
     η̂_j = s Σ_n c_{nj} [1 + r_n (1 - E[d_n] + c_{nj} a_nᵀ μ_j)] a_n,
 
-with s = N / |B| for a minibatch B (erratum E4), and a_n = K_uu⁻¹ k_u(x_n), P₀ = K_uu⁻¹ when
+with s = N / |B| for a minibatch B (the paper's Eqs. (45)–(46) are
+written for one point scaled by N), and a_n = K_uu⁻¹ k_u(x_n), P₀ = K_uu⁻¹ when
 ``whiten=False``, a_n = L⁻¹ k_u(x_n), P₀ = I when ``whiten=True`` (L Lᵀ = K_uu). For the multi-class
-likelihood and zero mean function this is spec §4.4's update (η̂_{1,j} = η̂_j, η̂_{2,j} = -½ Λ̂_j):
+likelihood and zero mean function this is the corrected Eqs. (45)–(46) (η̂_{1,j} = η̂_j,
+η̂_{2,j} = -½ Λ̂_j):
 a_n [1 + r_n (1 + m_{n,t_n})] for j = y_n and -a_n [1 + r_n (1 - m_{n,y_n})] for j = t_n.
 
 A step of size ρ (``step_size``) moves the natural parameters (Λ_j, η_j) a fraction ρ towards
 (Λ̂_j, η̂_j): a natural-gradient step of size ρ on the ELBO. With ρ = 1, the full batch and one class
 it is the exact coordinate-ascent step; updating every class at once with ρ = 1 can stall or
-oscillate as the competitors switch (spec §4.4), hence the default ρ = 0.5. The paper's printed
-update (eqs. 42–45: μ = +½η₂⁻¹η₁ and an extra minus) pushes the competitor class up; it is not offered.
+oscillate as the competitors switch (seen on a 3-class toy), hence the default ρ = 0.5. The paper's
+printed η₁ update (App. C, Eq. (45), derived in Eqs. (42)–(44)) converts μ_j = +½η₂⁻¹η₁ (it is
+-½η₂⁻¹η₁, since η₂ = -½Σ⁻¹) and adds an overall minus when solving Eq. (44) for η₁; it pushes the
+competitor class up and is not offered.
 
 Only q(u) changes. Learn the kernel and inducing inputs by gradient steps on the ELBO between CAVI
 steps, with ``q_mu`` and ``q_sqrt`` not trainable (by the envelope theorem the gradient of the
-collapsed ELBO is that of the uncollapsed one at α = α*, spec §3.3).
+collapsed ELBO is that of the uncollapsed one at α = α*).
 """
 
 from typing import Optional, Sequence

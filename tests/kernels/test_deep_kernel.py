@@ -1,4 +1,4 @@
-"""DeepKernel and FeatureInducingPoints (Bayesian-SVM spec §6, §9.4)."""
+"""DeepKernel and FeatureInducingPoints (the hybrid of Wistuba & Rawat 2018, §3.4): values, dtype, gradients."""
 
 import gpflow
 import numpy as np

@@ -1,4 +1,7 @@
-"""BinaryHinge: the mixture identities, the ELBO terms and the EP tilted moments (Bayesian-SVM spec §8.1)."""
+"""
+BinaryHinge: the mixture identities (Wistuba & Rawat 2018, Lemma 1 and Theorem 1), the ELBO terms
+and the EP tilted moments.
+"""
 
 import gpflow
 import numpy as np
@@ -13,7 +16,10 @@ from gpflow_ep.likelihoods import BinaryHinge
 
 @pytest.mark.parametrize("a, b", [(1.0, 0.3), (2.0, -1.5), (0.5, 2.0)])
 def test_lemma_1(a, b):
-    """U1: ∫ a (2πλ)^{-½} exp(-½(a²λ + b²/λ)) dλ = exp(-|ab|), b of either sign (quadrature, 1e-10)."""
+    """
+    Lemma 1 (Eq. (6)): ∫ a (2πλ)^{-½} exp(-½(a²λ + b²/λ)) dλ = exp(-|ab|), for b of either sign (the
+    paper states b > 0; quadrature, 1e-10).
+    """
     value, _ = integrate.quad(
         lambda lam: a / np.sqrt(2 * np.pi * lam) * np.exp(-0.5 * (a * a * lam + b * b / lam)), 0, np.inf, epsabs=1e-13
     )
@@ -22,7 +28,7 @@ def test_lemma_1(a, b):
 
 @pytest.mark.parametrize("b, expected", [(-2.0, 1.0), (-0.5, 1.0), (0.0, 1.0), (0.7, 0.246597), (3.0, 0.00247875)])
 def test_theorem_1_mixture(b, expected):
-    """U2: ∫ (2πλ)^{-½} exp(-(b + λ)²/(2λ)) dλ = exp(-2 max(b, 0)) (the golden values to their 6 digits)."""
+    """Eq. (8): ∫ (2πλ)^{-½} exp(-(b + λ)²/(2λ)) dλ = exp(-2 max(b, 0)) (6 digits)."""
     value, _ = integrate.quad(
         lambda lam: np.exp(-((b + lam) ** 2) / (2 * lam)) / np.sqrt(2 * np.pi * lam), 0, np.inf, epsabs=1e-13
     )
@@ -42,7 +48,10 @@ def _ve(bound, mu_b, var_b):
     [(0.3, 0.5, -1.068115, -0.914218), (-1.2, 0.2, -0.080625, -0.001001), (2.0, 1.0, -4.236068, -4.016981)],
 )
 def test_collapsed_bound_below_exact_term(mu_b, var_b, augmented, exact):
-    """U6: augmented ≤ exact ≤ 0 at the spec's golden values (6 digits); the exact term = quadrature (1e-9)."""
+    """
+    augmented ≤ exact ≤ 0 at values computed independently from the closed forms (6 digits); the exact
+    term = quadrature (1e-9).
+    """
     np.testing.assert_allclose(_ve("augmented", mu_b, var_b), augmented, atol=1e-6)
     np.testing.assert_allclose(_ve("exact", mu_b, var_b), exact, atol=1e-6)
     sd = np.sqrt(var_b)
@@ -54,14 +63,14 @@ def test_collapsed_bound_below_exact_term(mu_b, var_b, augmented, exact):
 
 
 def test_bounds_meet_the_hinge_as_the_variance_vanishes():
-    """U6: with σ_b → 0 both data terms tend to log L = -2 max(0, μ_b)."""
+    """With σ_b → 0 both data terms tend to log L = -2 max(0, μ_b)."""
     for mu_b in (-0.7, 0.4):
         for bound in ("augmented", "exact"):
             np.testing.assert_allclose(_ve(bound, mu_b, 1e-14), -2 * max(mu_b, 0.0), atol=1e-6)
 
 
 def test_variational_expectations_shape_labels_and_finite_gradient(rng):
-    """U7: shape [N]; the label sign enters as y = 2Y - 1; gradients in Fmu are finite."""
+    """Shape [N]; the label sign enters as y = 2Y - 1; gradients in Fmu are finite."""
     lik = BinaryHinge()
     Fmu = tf.constant(rng.normal(size=(6, 1)))
     Fvar = tf.constant(rng.uniform(0.1, 2.0, (6, 1)))
@@ -88,7 +97,10 @@ def test_variational_expectations_shape_labels_and_finite_gradient(rng):
     ],
 )
 def test_tilted_moments_golden_values(mu, v, kappa, Z, mean, var):
-    """U11: Z, tilted mean and variance of exp(-κ max(0, 1 - g)) N(g; μ, v) (κ = 2α), to the spec's 1e-6."""
+    """
+    Z, tilted mean and variance of exp(-κ max(0, 1 - g)) N(g; μ, v) (κ = 2α), to 1e-6 (values from
+    adaptive quadrature).
+    """
     lik = BinaryHinge()
     for Y, sign in ((1.0, 1.0), (0.0, -1.0)):  # y = -1: the cavity on f is N(-μ, v)
         m = np.array([[sign * mu]])
@@ -101,7 +113,7 @@ def test_tilted_moments_golden_values(mu, v, kappa, Z, mean, var):
 
 @pytest.mark.parametrize("power", [1.0, 0.5])
 def test_tilted_moments_match_quadrature_and_shrink_the_variance(rng, power):
-    """Closed forms = adaptive quadrature (1e-8) over random cavities; tilted var ≤ cavity var (U17, log-concave)."""
+    """Closed forms = adaptive quadrature (1e-8) over random cavities; tilted var ≤ cavity var (L is log-concave)."""
     lik = BinaryHinge()
     m = rng.normal(0, 2, (8, 1))
     v = rng.uniform(0.05, 3.0, (8, 1))

@@ -1,4 +1,4 @@
-"""HingeCAVI: the corrected coordinate ascent of the Bayesian SVM (spec §4.4; tests U9, U10, I3)."""
+"""HingeCAVI: the corrected coordinate ascent of the Bayesian SVM (Wistuba & Rawat 2018, App. C, Algorithm 1)."""
 
 import gpflow
 import numpy as np
@@ -44,7 +44,7 @@ def _directions(model, X, Y):
 
 
 def _uncollapsed_elbo(model, X, c, alpha):
-    """ELBO with q(λ_n) = GIG(½, 1, α_n) and the competitors held fixed (spec §3.2):
+    """ELBO with q(λ_n) = GIG(½, 1, α_n) and the competitors held fixed (E_q[log φ_n] + H[q(λ_n)], Theorem 1):
     Σ_n -E[b_n] - ½ (E[b_n²] / √α_n + √α_n) - KL, with b_n = 1 - c_nᵀ f_n."""
     mean, var = model.predict_f(X)
     mean_b = 1.0 - tf.reduce_sum(c * mean, -1)
@@ -73,7 +73,7 @@ LIKELIHOODS = {
 @pytest.mark.parametrize("whiten", [True, False])
 @pytest.mark.parametrize("name", list(LIKELIHOODS))
 def test_one_class_step_is_exact_coordinate_ascent(name, whiten):
-    """U10: ρ = 1, full batch, one class: ∂ELBO(α, t fixed)/∂(μ_j, Σ_j) = 0 afterwards and the ELBO
+    """ρ = 1, full batch, one class: ∂ELBO(α, t fixed)/∂(μ_j, Σ_j) = 0 afterwards and the ELBO
     does not decrease; the other classes are untouched. The stationarity is exact algebra, so the
     tolerance is float64 round-off through an M × M Cholesky (1e-8)."""
     rng = np.random.default_rng(0)
@@ -98,8 +98,8 @@ def test_one_class_step_is_exact_coordinate_ascent(name, whiten):
 
 
 def test_printed_update_is_not_stationary():
-    """U10 negative control: the paper's printed eqs. (45)-(46) (μ = +½η₂⁻¹η₁ and the extra minus;
-    spec erratum E3) leave a gradient of order one and a lower ELBO than the corrected step."""
+    """Negative control: the paper's printed eqs. (45)-(46) (μ = +½η₂⁻¹η₁ in eqs. (42)-(44) and the extra
+    minus of eq. (45)) leave a gradient of order one and a lower ELBO than the corrected step."""
     rng = np.random.default_rng(1)
     model, X, Y = _model(MultiClassHinge(C, bound="augmented"), False, rng)
     c = _directions(model, X, Y)
@@ -134,7 +134,7 @@ def test_printed_update_is_not_stationary():
 
 @pytest.mark.parametrize("name", list(LIKELIHOODS))
 def test_envelope_gradient(name):
-    """U9: the gradient of the collapsed ELBO (the likelihood's "augmented" term in SVGP.elbo) wrt
+    """The gradient of the collapsed ELBO (the likelihood's "augmented" term in SVGP.elbo) wrt
     q_mu equals that of the uncollapsed ELBO with α held at α* (same competitors). Both are the same
     closed-form derivative, so rtol 1e-8."""
     rng = np.random.default_rng(2)
@@ -150,7 +150,10 @@ def test_envelope_gradient(name):
 
 
 def test_minibatch_scale():
-    """Erratum E4: a minibatch B with num_data = 2|B| gives the same step as the data B twice over."""
+    """
+    The minibatch scale N/|B| (the paper's eqs. (45)-(46) are for one point): a minibatch B with
+    num_data = 2|B| gives the same step as the data B twice over.
+    """
     rng = np.random.default_rng(3)
     model, X, Y = _model(MultiClassHinge(C, bound="augmented"), True, rng, N=20)
     twin, _, _ = _model(MultiClassHinge(C, bound="augmented"), True, np.random.default_rng(3), N=20)
@@ -162,7 +165,7 @@ def test_minibatch_scale():
 
 
 def test_blobs_reach_accuracy():
-    """I3: ρ = 0.5 on 3-class Gaussian blobs (N = 300, P = 10, RBF lengthscale 1) reaches ≥ 0.85
+    """ρ = 0.5 on 3-class Gaussian blobs (N = 300, P = 10, RBF lengthscale 1) reaches ≥ 0.85
     training accuracy within 30 iterations, with the ELBO (α at its optimum) increasing overall."""
     from sklearn.datasets import make_blobs
 
@@ -177,7 +180,7 @@ def test_blobs_reach_accuracy():
         num_latent_gps=C,
         num_data=300,
     )
-    model.q_mu.assign(0.01 * np.random.default_rng(1).normal(size=(10, C)))  # break ties (spec §3.6)
+    model.q_mu.assign(0.01 * np.random.default_rng(1).normal(size=(10, C)))  # break the competitor ties at q_mu = 0
     start = model.elbo((X, Y)).numpy()
     cavi = HingeCAVI(step_size=0.5)
     for _ in range(30):
