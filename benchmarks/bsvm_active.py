@@ -1,5 +1,5 @@
 r"""
-Active learning with the multi-class Bayesian SVM (Bayesian-SVM spec §7.3, claim B4): querying by
+Active learning with the multi-class Bayesian SVM (Wistuba & Rawat 2018, §4.3.1 and Fig. 5): querying by
 the variation ratio against querying by the entropy of the softmax of the mean prediction.
 
 For each data set (split 0 of the shipped multi-class sets; scikit-learn's iris and digits in a
@@ -132,7 +132,7 @@ def summarise(curves: Dict, queries: int) -> Dict:
     se_late = float(np.mean([ranks["softmax entropy"][q] for q in late]))
     claims = [
         dict(
-            claim="B4: after ≥ 20 queries the variation-ratio policy has the lower mean rank",
+            claim="Fig. 5a: after ≥ 20 queries the variation-ratio policy has the lower mean rank",
             verdict="reproduced" if vr_late < se_late else "not reproduced",
             evidence=f"mean rank over queries {min(20, queries)}–{queries}: variation ratio {vr_late:.2f}, "
             f"softmax entropy {se_late:.2f}; final test error (mean over sets) "
