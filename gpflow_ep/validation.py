@@ -460,7 +460,7 @@ def check_prediction_inputs(Xnew, input_dim: Optional[int], name: str = "Xnew"):
 def require_float64(what: str) -> None:
     """
     Refuse to build ``what`` unless GPflow's default float is float64. EP divides by differences
-    of nearly equal precisions (1 - τσ² in every cavity, spec §2.1) and the hinge moments subtract
+    of nearly equal precisions (1 - τσ² in every cavity variance σ²/(1 - τσ²)) and the hinge moments subtract
     log-normalisers of similar size; in float32 (7 digits) these lose most of their precision, and
     the package is tested in float64 only, so float32 is refused rather than silently inaccurate.
 

@@ -1,4 +1,4 @@
-"""Label conventions, held in one place (DESIGN principle 5).
+"""Label conventions, held in one place so that every likelihood and model converts labels the same way.
 
 At the API, labels follow GPflow: binary ``Y`` in {0, 1} and multi-class ``Y`` integer classes in
 [0, C), both with shape [N, 1]. Inside the likelihoods binary labels become signs y = 2Y - 1 in

@@ -34,7 +34,8 @@ class NoisyStep(ScalarLikelihood):
         predictive:             p(Y) = ε + (1 - 2ε) Φ(z)
         variational expectation E[log p(Y | f)] = log(1 - ε) Φ(z) + log(ε) Φ(-z)
 
-    The likelihood is not log-concave, so EP sites can have negative precision (spec §3.1).
+    The likelihood is not log-concave, so EP sites can have negative precision (whenever the cavity
+    mean lies on the wrong side of the step).
     """
 
     def __init__(self, epsilon: float = 0.1, **kwargs):
@@ -91,7 +92,7 @@ class NoisyStep(ScalarLikelihood):
 @tilted_moments.register(NoisyStep)
 def _noisy_step_tilted(likelihood, X, Y, m, v, power):
     r"""
-    Noisy step at any power α (Qi & Guo 2012, App. C; spec §3.1): p^α = ε^α + κ Θ(y f) with
+    Noisy step at any power α (Qi & Guo 2012, App. C, Eq. (41)): p^α = ε^α + κ Θ(y f) with
     κ = (1 - ε)^α - ε^α, so with z = y m / √v
 
         Z = ε^α + κ Φ(z),   ∂log Z/∂m = y κ φ(z) / (Z √v) =: g,   ∂²log Z/∂m² = -g (m / v + g).
