@@ -1,8 +1,8 @@
 r"""
 The convergent double loop on GP classification: ``EPGPC(schedule="convergent")`` with the
 label-flip ``NoisyStep`` likelihood on the relaxed-EP paper's noisy synthetic data, where EP cycles
-(issue #10; spike-and-slab spec §6 item 4: the double loop is a schedule of the engine, so it applies
-to EPGPC unchanged).
+(issue #10; the double loop of Hernández-Lobato & Hernández-Lobato 2011, §3.2, is a schedule of the
+engine, so it applies to EPGPC unchanged).
 
 Data as ``benchmarks.rep_synthetic`` (``noisy_mixture``: class 1 ~ N(0, I), class 0 ~ ½N((±3, 0), I),
 ``--flip-rates`` of the training labels flipped, ε = flip rate, clean test points), but with

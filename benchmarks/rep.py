@@ -1,12 +1,12 @@
 """
-The experiments of Qi & Guo (2012), *Message passing with relaxed moment matching* (rep spec §9),
-claim by claim, on one command line:
+The experiments of Qi & Guo (2012), *Message passing with relaxed moment matching*, in three
+parts (C1, C2, C3: this runner's part names), on one command line:
 
-* C1 — the 5-point linear toy: EP vs PEP(u) vs REP(c) against the exact posterior
+* C1 — the 5-point linear toy (§6.1, Fig. 1): EP vs PEP(u) vs REP(c) against the exact posterior
   (:mod:`benchmarks.rep_toy`);
-* C2 — synthetic data with 10 % / 20 % flipped labels: divergences, sweeps, test error, R curves
+* C2 — synthetic data with 10 % / 20 % flipped labels (§6.2, Figs. 2–4): divergences, sweeps, test error, R curves
   (:mod:`benchmarks.rep_synthetic`);
-* C3 — the UCI benchmarks of ``shared/datasets``: test error and NLPD of EP, PEP, REP (and VGP)
+* C3 — the UCI benchmarks of ``shared/datasets`` (the paper's §6.3, Figs. 5–6, used others): test error and NLPD of EP, PEP, REP (and VGP)
   (:mod:`benchmarks.rep_uci`).
 
     python -m benchmarks.rep [--parts C1,C2,C3] [--out-dir results/rep] [--quick] [options ...]

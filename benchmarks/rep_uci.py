@@ -1,7 +1,7 @@
 r"""
-Claim C3 of Qi & Guo (2012) (Fig. 5; rep spec §7.3, §9): test error of EP, Power EP and Relaxed EP
-on real binary benchmarks. The paper claims that REP has a lower mean test error than EP and PEP
-on every dataset it used (Heart, Pima (Ripley), Diabetes (Rätsch), Haberman, Spam).
+Part C3 of :mod:`benchmarks.rep`, after Qi & Guo (2012), §6.3 and Figs. 5–6: test error of EP, Power
+EP and Relaxed EP on real binary benchmarks. The paper claims that REP has a lower mean test error
+than EP and PEP on every dataset it used (Heart, Pima (Ripley), Diabetes (Rätsch), Haberman, Spam).
 
 Those exact sets and splits are not available offline. We use **all six** binary benchmarks of
 ``shared/datasets`` with their fixed train/test splits (about 90 % / 10 %): Pima (the full 768

@@ -1,6 +1,6 @@
 r"""
 Convergent EP (PC-EP) against damped regular EP (R-EP) for spike-and-slab linear regression: the
-experiment of Hernández-Lobato & Hernández-Lobato (2011), spike-and-slab spec §4 and §5.4.
+experiment of Hernández-Lobato & Hernández-Lobato (2011), §4 and Figure 1.
 
 For each of ``--sets`` data sets (``gpflow_ep.datasets.spike_slab_problem(seed)``: d = 25,
 n = 10 training and 1000 test points on the unit sphere's surface, σ = 0.005, w from the prior with

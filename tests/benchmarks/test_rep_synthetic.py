@@ -1,5 +1,5 @@
 """
-Smoke test of claim C2 of Qi & Guo (2012), ``python -m benchmarks.rep_synthetic``: shrunk below
+Smoke test of part C2 (Qi & Guo 2012, §6.2), ``python -m benchmarks.rep_synthetic``: shrunk below
 ``--quick`` (the 10 % flip rate only, 1,000 test points) because every EP run re-traces the
 compiled loop, which dominates the cost of these small problems.
 """

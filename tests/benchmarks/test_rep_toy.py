@@ -1,6 +1,6 @@
 """
-Smoke test of claim C1 of Qi & Guo (2012), ``python -m benchmarks.rep_toy``, plus the toy's
-exact-posterior oracle (rep spec §8 item 13 analogue) and REP(c = 1000) ≡ EP on the toy.
+Smoke test of part C1, the toy of Qi & Guo (2012), §6.1, ``python -m benchmarks.rep_toy``, plus the
+toy's exact-posterior oracle (against importance sampling, the paper's oracle) and REP(c = 1000) ≡ EP.
 
 The run is shrunk below ``--quick`` (u = 0.8, c = 1000, one random configuration) because every EP
 run re-traces the compiled loop (about 1–4 s each), which dominates the cost of this tiny problem.

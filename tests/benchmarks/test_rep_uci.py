@@ -1,4 +1,7 @@
-"""Smoke test of claim C3 (UCI benchmarks), ``python -m benchmarks.rep_uci --quick``: Crabs, one split, maxiter 5."""
+"""
+Smoke test of part C3 (UCI benchmarks, after Qi & Guo 2012, §6.3), ``python -m benchmarks.rep_uci --quick``:
+Crabs, one split, maxiter 5.
+"""
 
 import json
 import math
