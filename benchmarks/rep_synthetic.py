@@ -18,8 +18,9 @@ Setting [ours where marked]:
   ``flip_rate`` fraction of the 400 training labels flipped; eps = flip rate. Test set per
   repetition: 39,600 clean points (19,800 per class, same generator, flip rate 0, another seed).
 * Kernel: ``SquaredExponential(variance=1, lengthscales=1)``. The paper chose the width (and c, u)
-  by cross-validation, with unreported grids; we do **not** reproduce that (our width ≈ 1
-  data std, chosen because a NumPy prototype found EP failing to converge there). Optional extra widths (``--extra-widths``) are reported separately.
+  by cross-validation, with unreported grids; we do **not** reproduce that (our width ≈ 1 data std,
+  chosen because a NumPy prototype found EP failing to converge there). Optional extra widths
+  (``--extra-widths``) are reported separately.
 * Methods: EP (``EPGPC``), PEP (``PowerEP``, u = 0.8, cavity "full" = the paper's literal reading
   and "fractional" = standard power EP), REP (``RelaxedEP``, message update A, paper objective,
   c ∈ {0.3, 1, 3, 10}). All sequential (Minka), undamped, from flat sites, criterion

@@ -6,7 +6,7 @@ from benchmarks import bsvm_multiclass
 
 
 def test_rank_helper():
-    """U15: ties share the average rank; three methods' ranks sum to 6."""
+    """Ties share the average rank (as in Wistuba & Rawat 2018, §4.1); three methods' ranks sum to 6."""
     np.testing.assert_array_equal(bsvm_multiclass.rank_by_accuracy([1.0, 1.0, 0.8]), [1.5, 1.5, 3.0])
     assert bsvm_multiclass.rank_by_accuracy([0.7, 0.9, 0.8]).sum() == 6.0
 
