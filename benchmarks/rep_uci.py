@@ -492,7 +492,7 @@ def markdown(report: Dict) -> str:
 
 
 def claims_text(results: Dict, majority: Optional[Dict] = None) -> List[str]:
-    """Plain-language verdicts on the paper's C3 claims, from the summary and paired differences."""
+    """Plain-language verdicts on the paper's §6.3 claims, from the summary and paired differences."""
     majority = majority or {}
     out = [
         "Paper (Fig. 5): REP has a lower mean test error than both EP and PEP on every dataset (claimed "
