@@ -13,7 +13,7 @@ part's mean and standard deviation; the metrics are in the targets' original uni
 Methods (one SE-ARD kernel each, variance 1 and lengthscales √D to start; hyper-parameters by
 L-BFGS-B, ``gpflow.optimizers.Scipy``, ``--maxiter`` iterations):
 
-* ``EP-t``: ``EPGPC`` with ``gpflow.likelihoods.StudentT`` (scale 0.3 and ν = 4 to start, both
+* ``EP-t``: ``EPGP`` with ``gpflow.likelihoods.StudentT`` (scale 0.3 and ν = 4 to start, both
   learned, ν ≥ 1), the robust setting of Jylänki et al. (their Sec. 5): parallel EP with damping
   (:data:`EP_OPTIONS`) and fractional (power) updates, re-run to convergence inside every evidence
   evaluation (``ep_mode="nested"``); after training EP is run once more at the learned
@@ -43,7 +43,7 @@ from gpflow.utilities import positive
 
 from gpflow_ep.compare.models import inducing_inputs
 from gpflow_ep.datasets import load_benchmark
-from gpflow_ep.models import EPGPC
+from gpflow_ep.models import EPGP, EPGPC
 from gpflow_ep.optimizers import EP
 
 from . import common
@@ -84,8 +84,12 @@ def standardise(train: np.ndarray, test: np.ndarray):
     return (train - mean) / sd, (test - mean) / sd, mean, sd
 
 
-def load_split(name: str, split: int, data_dir=None):
-    """(X, y, X_test, y_test, y_mean, y_sd): standardised inputs and targets and the targets' scale."""
+def load_split(name: str, split: int, data_dir=None, max_train: Optional[int] = None):
+    """
+    (X, y, X_test, y_test, y_mean, y_sd): standardised inputs and targets and the targets' scale; with
+    ``max_train``, at most that many training points, drawn at random (seeded by the split) after the
+    standardisation (the test part is complete).
+    """
     if name == "neal":
         X, y = neal_data(seed=1000 + split, n=NEAL_TRAIN + NEAL_TEST)
         X, Xt, _, _ = standardise(X[:NEAL_TRAIN], X[NEAL_TRAIN:])
@@ -94,6 +98,9 @@ def load_split(name: str, split: int, data_dir=None):
         s = load_benchmark(name, split, data_dir, kind="regression")
         X, Xt, y, yt = s.X_train, s.X_test, s.Y_train, s.Y_test
     y, yt, mean, sd = standardise(y, yt)
+    if max_train is not None and len(X) > max_train:
+        keep = np.sort(np.random.default_rng(10_000 + split).choice(len(X), size=max_train, replace=False))
+        X, y = X[keep], y[keep]
     return X, y, Xt, yt, float(mean[0]), float(sd[0])
 
 
@@ -123,7 +130,7 @@ def build_model(
         return gpflow.models.GPR((X, Y), kernel, noise_variance=0.1)
     family = method.split("-", 1)[0]
     if family == "EP":
-        return EPGPC((X, Y), kernel, likelihood_factory(), **ep_options)
+        return EPGP((X, Y), kernel, likelihood_factory(), **ep_options)
     if family == "VGP":
         return gpflow.models.VGP((X, Y), kernel, likelihood_factory())
     if family == "SVGP":
@@ -299,7 +306,8 @@ def markdown(report: Dict) -> str:
     c = report["config"]
     lines = common.markdown_header("Robust GP regression with a Student-t likelihood", report)
     lines += [
-        f"SE-ARD kernel; L-BFGS-B, maxiter {c['maxiter']}; SVGP M = {c['num_inducing']}; EP options {c['ep_options']}, "
+        f"SE-ARD kernel; L-BFGS-B, maxiter {c['maxiter']}; SVGP M = {c['num_inducing']}; "
+        f"training points: {'all' if c.get('max_train') is None else 'at most ' + str(c['max_train'])}; EP options {c['ep_options']}, "
         f"fallback {c['fallback_options']}. MLPD: mean log predictive density of the test targets in their original "
         "units (higher is better); MAE, RMSE of the predictive mean (original units); time: hyper-parameter "
         "training (compilation included on the first split of each data set). Mean ± s.e. over splits.",
@@ -318,6 +326,9 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--maxiter", type=int, default=100)
     parser.add_argument("--num-inducing", type=int, default=50)
+    parser.add_argument(
+        "--max-train", type=int, default=None, help="train on at most this many points of each training split"
+    )
     common.add_split_grid_options(parser)
     args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
     prefix = Path(args.out_dir) / ("robust_regression_quick" if args.quick else "robust_regression")
@@ -334,6 +345,7 @@ def main(argv=None, shared: bool = False) -> int:
         splits=args.splits,
         maxiter=args.maxiter,
         num_inducing=args.num_inducing,
+        max_train=args.max_train,
         ep_options=EP_OPTIONS,
         fallback_options=FALLBACK_OPTIONS,
         student_t_start=dict(scale=STUDENT_T_SCALE, df=STUDENT_T_DF, df_lower=DF_LOWER),
@@ -341,7 +353,7 @@ def main(argv=None, shared: bool = False) -> int:
     slots: Dict[str, Slots] = {}
 
     def run_split(name: str, split: int) -> Dict:
-        X, Y, Xt, Yt, y_mean, y_sd = load_split(name, split, args.data_dir)
+        X, Y, Xt, Yt, y_mean, y_sd = load_split(name, split, args.data_dir, args.max_train)
         per_set = slots.setdefault(name, Slots(student_t, args.num_inducing, EP_OPTIONS))
         results = {m: run_method(per_set, m, X, Y, Xt, Yt, y_mean, y_sd, args.maxiter, split) for m in methods}
         return dict(dataset=name, split=split, n_train=len(X), n_test=len(Xt), results=results)
