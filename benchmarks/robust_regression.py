@@ -1,9 +1,9 @@
 r"""
 Robust GP regression with a Student-t likelihood: EP against GPflow's VGP and SVGP with the same
 likelihood and exact GP regression, after Jylänki, Vanhatalo & Vehtari (2011, "Robust Gaussian
-process regression with a Student-t likelihood", JMLR 12, arXiv:1106.4431, Sec. 6).
+process regression with a Student-t likelihood", JMLR 12, arXiv:1106.4431).
 
-Data: Neal's synthetic regression problem with outliers (their Sec. 6; generated here, see
+Data: Neal's synthetic regression problem with outliers (generated here, see
 :func:`neal_data`: x ~ N(0, 1), y = 0.3 + 0.4x + 0.5 sin(2.7x) + 1.1/(1 + x²) plus Gaussian noise of
 standard deviation 0.1, or 1.0 with probability 0.05; 100 training and 100 test points drawn anew
 for each split, seeded by the split number), Boston housing and concrete (the fixed 90 % / 10 %
@@ -14,7 +14,7 @@ Methods (one SE-ARD kernel each, variance 1 and lengthscales √D to start; hype
 L-BFGS-B, ``gpflow.optimizers.Scipy``, ``--maxiter`` iterations):
 
 * ``EP-t``: ``EPGP`` with ``gpflow.likelihoods.StudentT`` (scale 0.3 and ν = 4 to start, both
-  learned, ν ≥ 1), the robust setting of Jylänki et al. (their Sec. 5): parallel EP with damping
+  learned, ν ≥ 1), the robust setting of Jylänki et al.: parallel EP with damping
   (:data:`EP_OPTIONS`) and fractional (power) updates, re-run to convergence inside every evidence
   evaluation (``ep_mode="nested"``); after training EP is run once more at the learned
   hyper-parameters and, when the parallel schedule does not converge there, the sites are those of
@@ -53,7 +53,7 @@ log = common.progress_logger("robust_regression")
 QUICK_HELP = "neal, 1 split, maxiter 5, M = 10"
 DATASETS = ("neal", "bostonHousing", "concrete")
 METHODS = ("EP-t", "VGP-t", "SVGP-t", "GPR")
-#: Jylänki et al.'s robust EP (Sec. 5): parallel updates, damping, fractional updates
+#: Jylänki et al.'s robust EP: parallel updates, damping, fractional updates
 EP_OPTIONS = dict(schedule="parallel", damping=0.5, power=0.8, max_sweeps=200, tol=1e-6)
 #: the fallback when parallel EP does not converge at the learned hyper-parameters
 FALLBACK_OPTIONS = dict(schedule="convergent", power=1.0, max_sweeps=200)
