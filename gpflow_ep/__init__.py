@@ -17,16 +17,20 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBPACKAGES = ("datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers")
+#: models also exported at the top level (``gpflow_ep.EPGP``), imported on first use
+_MODELS = ("EPGP", "SEPGP")
 
 
 def __getattr__(name: str):
     if name in _SUBPACKAGES:
         return importlib.import_module(f".{name}", __name__)
+    if name in _MODELS:
+        return getattr(importlib.import_module(".models", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SUBPACKAGES))
+    return sorted(set(globals()) | set(_SUBPACKAGES) | set(_MODELS))
 
 
-__all__ = ["datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers", "__version__"]
+__all__ = ["EPGP", "SEPGP", "datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers", "__version__"]

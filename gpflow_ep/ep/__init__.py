@@ -28,6 +28,7 @@ from .energy import ep_log_marginal_likelihood, site_energy_terms
 from .factors import LikelihoodFactor, SiteFactor
 from .gp_factorisation import GPAlgebra, GPSiteFactorisation
 from .linear_gaussian import LinearGaussianAlgebra
+from .presets import robust_settings
 from .quadrature import TiltedIntegral, adaptive_tilted_integral, gauss_hermite_tilted_integral
 from .relaxation import MESSAGE_UPDATES, OBJECTIVES, Relaxation, penalised_line_search, relaxation_objective
 from .schedules import (
@@ -54,6 +55,7 @@ from .update import SiteProposal, accept_proposal, propose_sites, site_means
 from .whitened import Projections, SitePairs, WhitenedAlgebra, WhitenedGaussian, blocked, flat
 
 __all__ = [
+    "robust_settings",
     "EPConvergenceWarning",
     "non_convergence_message",
     "warn_if_not_converged",

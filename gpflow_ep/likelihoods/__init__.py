@@ -16,6 +16,7 @@ from .multiclass_hinge import MultiClassHinge
 from .multiclass_step import DifferenceFactor, MultiClassStep
 from .noisy_step import NoisyStep
 from .probit import Probit
+from .targets import check_targets
 
 __all__ = [
     "Probit",
@@ -28,4 +29,5 @@ __all__ = [
     "check_binary_labels",
     "binary_labels_to_sign",
     "class_labels_to_index",
+    "check_targets",
 ]

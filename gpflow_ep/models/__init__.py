@@ -3,16 +3,20 @@
 from ..ep import EPSettings
 from .dgp_aep import DGPAEP
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel
+from .epgp import EPGP
 from .epgpc import EPGPC, EPPosterior
 from .minibatch import MinibatchEP, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
+from .sepgp import SEPGP
 from .sepgpc import SEPGPC, SEPPosterior
 from .sepmgpc import SEPMGPC
 from .spike_slab import SpikeSlabRegression, exact_spike_slab_posterior
 from .spike_slab_factor import SpikeSlabFactor
 
 __all__ = [
+    "EPGP",
+    "SEPGP",
     "EPGPC",
     "PowerEP",
     "RelaxedEP",
