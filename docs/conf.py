@@ -70,7 +70,6 @@ DOCSTRING_PATCHES = {
          ":param cavity: the cavities"),
     ],
     "gpflow_ep.ep.penalised_line_search": [
-        ("; 1. Evaluate", "; 1. Evaluate"),
         ("\n   mirrored grid on [b_min, 0) when ``b_min`` is given); 2. if", "\n   mirrored grid on [b_min, 0) when ``b_min`` is given);\n2. if"),
         ("\n   return 0 exactly (the l1 kink makes this the typical case); 3. otherwise", "\n   return 0 exactly (the l1 kink makes this the typical case);\n3. otherwise"),
         ("only if it improves.\nNon-finite", "only if it improves.\n\nNon-finite"),
