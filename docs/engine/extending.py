@@ -34,9 +34,16 @@
 import gpflow
 import numpy as np
 import tensorflow as tf
-import tensorflow_probability as tfp
 
 from gpflow_ep.ep import quadrature_tilted_moments, tilted_moments
+
+
+def normal_cdf(z):
+    return 0.5 * (1 + tf.math.erf(z / np.sqrt(2.0)))
+
+
+def normal_pdf(z):
+    return tf.exp(-0.5 * z**2) / np.sqrt(2 * np.pi)
 
 
 class NoisyProbit(gpflow.likelihoods.ScalarLikelihood):
@@ -47,7 +54,7 @@ class NoisyProbit(gpflow.likelihoods.ScalarLikelihood):
         self.epsilon = epsilon
 
     def _p_one(self, F):
-        return self.epsilon + (1 - 2 * self.epsilon) * tfp.distributions.Normal(F.dtype.type(0), 1).cdf(F)
+        return self.epsilon + (1 - 2 * self.epsilon) * normal_cdf(F)
 
     def _scalar_log_prob(self, X, F, Y):
         p = self._p_one(F)
@@ -65,14 +72,13 @@ class NoisyProbit(gpflow.likelihoods.ScalarLikelihood):
 def _noisy_probit_tilted(likelihood, X, Y, cavity_mean, cavity_var, power):
     if power != 1.0:  # no closed form: the engine's adaptive quadrature
         return quadrature_tilted_moments(likelihood, X, Y, cavity_mean, cavity_var, power)
-    normal = tfp.distributions.Normal(cavity_mean.dtype.type(0), 1)
     s = 2 * Y - 1
     root = tf.sqrt(1 + cavity_var)
     z = s * cavity_mean / root
     scale = 1 - 2 * likelihood.epsilon
-    Z = likelihood.epsilon + scale * normal.cdf(z)
-    dlog_z = scale * normal.prob(z) * s / (Z * root)
-    d2log_z = -scale * normal.prob(z) * z / (Z * (1 + cavity_var)) - dlog_z**2
+    Z = likelihood.epsilon + scale * normal_cdf(z)
+    dlog_z = scale * normal_pdf(z) * s / (Z * root)
+    d2log_z = -scale * normal_pdf(z) * z / (Z * (1 + cavity_var)) - dlog_z**2
     return tf.math.log(Z), dlog_z, d2log_z
 
 
@@ -110,26 +116,28 @@ print(model.run_ep())
 # options through {class}`~gpflow_ep.ep.EPSettings`). The built-ins are `parallel`, `sequential` and
 # `convergent` (the double loop of Hernández-Lobato & Hernández-Lobato, 2011). A new schedule may
 # reuse the engine's steps (`cavity_distribution`, `propose_sites`, `accept_proposal`); the smallest
-# one delegates, here to a parallel schedule with a damping that decays from sweep to sweep in
-# restarts:
+# one delegates, here to the parallel schedule, resumed with half the damping while it has not
+# converged. Schedules run inside `tf.function` (the models compile their EP runs), so a branch on a
+# tensor is a `tf.cond`:
 
 # %%
 from gpflow_ep.ep import Schedule, get_schedule, register_schedule
 
 
 class RestartingParallel(Schedule):
-    """Parallel EP; if it does not converge, restart from its last sites with half the damping (3 times)."""
+    """Parallel EP; while it has not converged, resume from its last sites with half the damping (3 times)."""
 
     def run(self, algebra, factor, precision, natural_mean, settings):
         parallel = get_schedule("parallel")
-        run = parallel.run(algebra, factor, precision, natural_mean, settings.updated(schedule="parallel"))
-        damping = settings.damping
-        for _ in range(3):
-            if bool(run.converged):
-                break
-            damping /= 2
-            run = parallel.run(algebra, factor, run.precision, run.natural_mean,
-                               settings.updated(schedule="parallel", damping=damping))
+        settings = settings.updated(schedule="parallel")
+        run = parallel.run(algebra, factor, precision, natural_mean, settings)
+        for halvings in (1, 2, 3):  # schedules run inside tf.function: branch with tf.cond, not Python's if
+            resumed = settings.updated(damping=settings.damping / 2**halvings)
+            run = tf.cond(
+                run.converged,
+                lambda run=run: run,
+                lambda run=run, resumed=resumed: parallel.run(algebra, factor, run.precision, run.natural_mean, resumed),
+            )
         return run
 
 
