@@ -1,4 +1,4 @@
-"""Sphinx configuration for the gpflow_ep documentation (``sphinx-build -W --keep-going -b html docs docs/_build/html``)."""
+"""Sphinx configuration of the gpflow_ep documentation (``sphinx-build -W -b html docs docs/_build/html``)."""
 
 import os
 import sys
@@ -64,14 +64,25 @@ html_css_files = ["custom.css"]
 # entry once its docstring is fixed in the source (the build then warns if the substitution no longer
 # applies, so stale entries are noticed).
 DOCSTRING_PATCHES = {
-    "gpflow_ep.ep.tilted_moments": [("relaxed cavities at once).\n:param Y:", "relaxed cavities at once).\n\n:param Y:")],
+    "gpflow_ep.ep.tilted_moments": [
+        ("relaxed cavities at once).\n:param Y:", "relaxed cavities at once).\n\n:param Y:")
+    ],
     "gpflow_ep.ep.propose_sites": [
-        (":param cavity:\n* **cavity.mean** has shape [*N*, 1].\n* **cavity.var** has shape [*N*, 1].\n\nthe cavities",
-         ":param cavity: the cavities"),
+        (
+            ":param cavity:\n* **cavity.mean** has shape [*N*, 1].\n"
+            "* **cavity.var** has shape [*N*, 1].\n\nthe cavities",
+            ":param cavity: the cavities",
+        ),
     ],
     "gpflow_ep.ep.penalised_line_search": [
-        ("\n   mirrored grid on [b_min, 0) when ``b_min`` is given); 2. if", "\n   mirrored grid on [b_min, 0) when ``b_min`` is given);\n2. if"),
-        ("\n   return 0 exactly (the l1 kink makes this the typical case); 3. otherwise", "\n   return 0 exactly (the l1 kink makes this the typical case);\n3. otherwise"),
+        (
+            "\n   mirrored grid on [b_min, 0) when ``b_min`` is given); 2. if",
+            "\n   mirrored grid on [b_min, 0) when ``b_min`` is given);\n2. if",
+        ),
+        (
+            "\n   return 0 exactly (the l1 kink makes this the typical case); 3. otherwise",
+            "\n   return 0 exactly (the l1 kink makes this the typical case);\n3. otherwise",
+        ),
         ("only if it improves.\nNon-finite", "only if it improves.\n\nNon-finite"),
     ],
     "gpflow_ep.ep.GPSiteFactorisation.predict": [("rank-|J|", "rank-#J"), ("Σ₊[J, *]", "Σ₊[J, ∗]")],

@@ -136,7 +136,9 @@ class RestartingParallel(Schedule):
             run = tf.cond(
                 run.converged,
                 lambda run=run: run,
-                lambda run=run, resumed=resumed: parallel.run(algebra, factor, run.precision, run.natural_mean, resumed),
+                lambda run=run, resumed=resumed: parallel.run(
+                    algebra, factor, run.precision, run.natural_mean, resumed
+                ),
             )
         return run
 

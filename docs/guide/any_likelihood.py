@@ -42,9 +42,11 @@ student = gpflow.likelihoods.StudentT(scale=0.1, df=3.0)
 m, v, y = np.array([[0.2]]), np.array([[0.5]]), np.array([[1.5]])
 log_Z, dlogZ, d2logZ = (float(a) for a in tilted_moments(student, None, y, m, v, 1.0))
 f = np.linspace(-12, 12, 200001)
-integrand = np.exp(student.log_prob(None, f[:, None], np.full((len(f), 1), 1.5)).numpy().ravel()) * np.exp(
-    -0.5 * (f - 0.2) ** 2 / 0.5
-) / np.sqrt(2 * np.pi * 0.5)
+integrand = (
+    np.exp(student.log_prob(None, f[:, None], np.full((len(f), 1), 1.5)).numpy().ravel())
+    * np.exp(-0.5 * (f - 0.2) ** 2 / 0.5)
+    / np.sqrt(2 * np.pi * 0.5)
+)
 print(f"log Z by the engine {log_Z:.10f}, by the trapezoidal rule on a fine grid {np.log(np.trapz(integrand, f)):.10f}")
 
 # %%

@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from gpflow_ep.datasets import two_dimensional
-from gpflow_ep.likelihoods import BinaryHinge, Probit
+from gpflow_ep.likelihoods import BinaryHinge
 from gpflow_ep.models import EPGPC
 from gpflow_ep.training import fit
 

@@ -61,7 +61,9 @@ left.set(title="predictive mean ± 2 sd", xlabel="x")
 left.legend()
 hidden_mean, hidden_var = (np.asarray(a).ravel() for a in dgp.predict_layers(X_test)[0])
 right.plot(X_test, hidden_mean)
-right.fill_between(X_test.ravel(), hidden_mean - 2 * np.sqrt(hidden_var), hidden_mean + 2 * np.sqrt(hidden_var), alpha=0.2)
+right.fill_between(
+    X_test.ravel(), hidden_mean - 2 * np.sqrt(hidden_var), hidden_mean + 2 * np.sqrt(hidden_var), alpha=0.2
+)
 right.set(title="hidden layer h₁(x)", xlabel="x")
 fig.tight_layout()
 

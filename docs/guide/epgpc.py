@@ -36,6 +36,7 @@ print(X.shape, Y.shape, np.unique(Y))
 # stood. EP runs to convergence inside every evaluation of the loss (`ep_mode="nested"`, warm-started),
 # so L-BFGS sees log Z_EP at the current hyper-parameters.
 
+
 # %%
 def kernel():
     return gpflow.kernels.SquaredExponential(lengthscales=1.0)

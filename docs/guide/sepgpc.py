@@ -97,8 +97,12 @@ from gpflow_ep.models import SEPMGPC
 
 iris = sklearn_multiclass_split("iris")
 Xc, Yc = iris.X_train, iris.Y_train.astype(np.int64)
-sepmgpc = SEPMGPC(gpflow.kernels.SquaredExponential(lengthscales=[2.0] * Xc.shape[1]), MultiClassStep(3), Xc[::8].copy(),
-                  num_data=len(Xc))
+sepmgpc = SEPMGPC(
+    gpflow.kernels.SquaredExponential(lengthscales=[2.0] * Xc.shape[1]),
+    MultiClassStep(3),
+    Xc[::8].copy(),
+    num_data=len(Xc),
+)
 fit(sepmgpc, (Xc, Yc), batch_size=60, epochs=20, progress=False)
 p, _ = sepmgpc.predict_y(iris.X_test)
 print("iris test error:", np.mean(np.argmax(p, 1) != iris.Y_test.ravel()))

@@ -40,7 +40,12 @@ for method in ("ep", "convergent"):
     print(method, model.run_ep())
     fits[method] = model
 log_evidence, exact_mean, exact_var, exact_inclusion = exact_spike_slab_posterior(X, y, **settings)
-print("exact log p(y):", round(float(log_evidence), 3), " EP:", {k: round(float(m.log_marginal_likelihood()), 3) for k, m in fits.items()})
+print(
+    "exact log p(y):",
+    round(float(log_evidence), 3),
+    " EP:",
+    {k: round(float(m.log_marginal_likelihood()), 3) for k, m in fits.items()},
+)
 
 # %% [markdown]
 # The posterior probability that each weight is non-zero (left) and its posterior mean (right), against
