@@ -8,6 +8,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # document (and run the tutorials against) this checkout
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # tutorial kernels
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The tutorials' kernels draw their figures inline; a non-interactive MPLBACKEND (Agg) would hide them.
+os.environ.pop("MPLBACKEND", None)
 
 import gpflow_ep  # noqa: E402
 
