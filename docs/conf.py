@@ -38,6 +38,8 @@ nb_execution_timeout = 600
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True
+# TensorFlow's start-up log lines on stderr (CUDA not found, absl) are noise on a page; results are printed
+nb_output_stderr = "remove"
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3

@@ -56,9 +56,9 @@ print(epgpc.ep_diagnostics)
 # flipped inflate its cavity by a per-site slack b_i ≥ 0 with an l1 penalty c. Here both use the
 # noisy step likelihood ε + (1 − 2ε)Θ(f) of the paper, at fixed hyper-parameters: `optimizers.EP`
 # runs EP to convergence and returns what happened. Relaxed EP's sequential schedule need not converge
-# on such data (the warning says so, and the sites are then those of the last sweep; its evidence is not
-# meaningful there): the paper's claim that it never diverges does not reproduce here, see
-# [its benchmark page](../benchmarks/rep).
+# on such data (`converged=False`, with an `EPConvergenceWarning`; the sites are then those of the last
+# sweep, and its evidence is not meaningful there): the paper's claim that it never diverges does not
+# reproduce here, see [its benchmark page](../benchmarks/rep).
 
 # %%
 pep = PowerEP((X, Y), kernel(), NoisyStep(0.1), power=0.8)
