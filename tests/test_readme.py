@@ -1,12 +1,15 @@
 """
-The README's Python snippets run as written, on the data sets the README names for them.
+The Python snippets of the README and of the documentation's Markdown pages run as written, on the
+data sets the pages name for them.
 
-A snippet is a fenced ``python`` block preceded by ``<!-- snippet: NAME -->``; ``NAME`` picks the
-names the snippet expects to exist (its data, a kernel, earlier objects) from :data:`SETUPS`, built
-the way the README's prose describes. Snippets that do not start from nothing say so in the README.
-By default the test caps the amount of training (loop counts, ``epochs=``, ``iterations=``, and
-``Scipy().minimize``'s iterations) so that the whole file runs in about a minute; ``pytest -m slow``
-runs every snippet exactly as written.
+A snippet is a fenced ``python`` block preceded by ``<!-- snippet: NAME -->`` in ``README.md`` or in
+any ``docs/**/*.md`` page; ``NAME`` picks the names the snippet expects to exist (its data, a kernel,
+earlier objects) from :data:`SETUPS`, built the way the page's prose describes. A snippet that
+appears on several pages (the README's swap is also on the getting-started page) must be the same
+on each. Snippets that do not start from nothing say so on their page. By default the test caps the
+amount of training (loop counts, ``epochs=``, ``iterations=``, and ``Scipy().minimize``'s iterations)
+so that the whole file runs in about a minute; ``pytest -m slow`` runs every snippet exactly as
+written. (The docs' tutorials, ``docs/**/*.py``, are executed by the docs build itself.)
 """
 
 import re
@@ -20,12 +23,29 @@ import tensorflow as tf
 from gpflow_ep.datasets import breast_cancer_split, sklearn_multiclass_split, spike_slab_problem
 from gpflow_ep.likelihoods import Probit
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 _SNIPPET = re.compile(r"<!-- snippet: (?P<name>[\w-]+) -->\s*\n```python\n(?P<code>.*?)```", re.S)
 
 
+def snippet_pages():
+    """The README and every Markdown page of the documentation (not the built site)."""
+    docs = sorted(path for path in (ROOT / "docs").rglob("*.md") if "_build" not in path.parts)
+    return [README, *docs]
+
+
+def all_snippets():
+    """NAME -> [(page, code), ...] over every page that marks a snippet NAME."""
+    found = {}
+    for page in snippet_pages():
+        for match in _SNIPPET.finditer(page.read_text()):
+            found.setdefault(match["name"], []).append((page.relative_to(ROOT), match["code"]))
+    return found
+
+
 def readme_snippets():
-    return {match["name"]: match["code"] for match in _SNIPPET.finditer(README.read_text())}
+    """NAME -> code (the first page's copy; :func:`test_copies_of_a_snippet_agree` checks the others)."""
+    return {name: copies[0][1] for name, copies in all_snippets().items()}
 
 
 def _cap(match, limit):
@@ -145,10 +165,10 @@ SETUPS = {
 
 def _run(name, shrunk: bool):
     snippets = readme_snippets()
-    assert name in snippets, f"the README has no snippet marked {name!r}"
+    assert name in snippets, f"no page (README.md, docs/**/*.md) has a snippet marked {name!r}"
     code = shrink(snippets[name]) if shrunk else snippets[name]
     namespace = {"gpflow": gpflow, "np": np, "tf": tf, **SETUPS[name]()}
-    exec(compile(code, f"README:{name}", "exec"), namespace)
+    exec(compile(code, f"snippet:{name}", "exec"), namespace)
 
 
 @pytest.mark.parametrize("name", sorted(SETUPS))
@@ -172,3 +192,14 @@ def test_readme_snippet_runs_as_written(name, tmp_path, monkeypatch):
 
 def test_every_marked_snippet_is_tested():
     assert set(readme_snippets()) == set(SETUPS)
+
+
+def test_copies_of_a_snippet_agree():
+    for name, copies in all_snippets().items():
+        first_page, first = copies[0]
+        for page, code in copies[1:]:
+            assert code == first, f"snippet {name!r} differs between {first_page} and {page}"
+
+
+def test_the_readme_keeps_the_swap_snippet():
+    assert "swap" in {match["name"] for match in _SNIPPET.finditer(README.read_text())}

@@ -509,14 +509,15 @@ def test_progress_is_shown_by_default_on_a_terminal_only(data, monkeypatch, stre
     assert (forced.getvalue() == "") == (stream is _Terminal)
 
 
-README = Path(__file__).parents[1] / "README.md"
+ROOT = Path(__file__).parents[1]
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.parts)]
 
 
 def readme_snippet(containing: str) -> str:
-    """The README's one ```python block that contains ``containing``."""
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S) if containing in b]
-    assert len(blocks) == 1, f"{len(blocks)} README blocks contain {containing!r}"
-    return blocks[0]
+    """The one ```python block of the README or the docs' pages that contains ``containing``."""
+    found = {b for page in PAGES for b in re.findall(r"```python\n(.*?)```", page.read_text(), re.S) if containing in b}
+    assert len(found) == 1, f"{len(found)} different blocks of README.md and docs/ contain {containing!r}"
+    return found.pop()
 
 
 def event_steps(log_dir: Path):

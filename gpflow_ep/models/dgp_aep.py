@@ -178,7 +178,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data: RegressionData) -> tf.Tensor:  # type: ignore[override]
-        """F̂ = energy terms + (N/|B|) Σ_{b∈B} log Z_b for a minibatch ``data = (X, Y)`` (Bui et al. 2016, §6)."""
+        """F̂ = energy terms + (N/b) Σ_{i∈B} log Z_i (b = #B) for a minibatch ``data = (X, Y)`` (Bui et al. 2016, §6)."""
         X, Y = self._check_data(data)
         blocks = [layer.blocks() for layer in self.layers]  # chol K_uu, q and cavity: once per evaluation
         log_z = self.log_tilted_normalisers(X, Y, blocks)

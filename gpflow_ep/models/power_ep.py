@@ -28,6 +28,7 @@ class PowerEP(EPGPC):
         μ* = m(x*) + Σ_j a_j k(x*, x_j), with a_j = ∂log Z_j/∂(cavity mean) from the last visit,
         kept in ``sites.dual``; Minka and Qi & Guo call a_j "α_j"; rep spec §3.5). The variance
         always comes from q.
+
     Other keyword arguments are those of :class:`~gpflow_ep.models.EPGPC`.
     """
 

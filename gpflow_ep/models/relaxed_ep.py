@@ -36,6 +36,7 @@ class RelaxedEP(EPGPC):
     :param predict_with: "sites" (default) or "dual" (see :class:`~gpflow_ep.models.PowerEP`).
     :param schedule: "sequential" by default, as in the paper (Minka's kernel EP); "parallel"
         vectorises the line search over all sites.
+
     Other keyword arguments are those of :class:`~gpflow_ep.models.EPGPC` (``power`` must be 1).
     """
 

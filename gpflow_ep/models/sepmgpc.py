@@ -17,14 +17,14 @@ and its gradient, ``fit``, ``tf.distribute``, checkpoints — with C blocks u = 
 several sites per point. The sites of a point act on C (class, point) *pairs*: its C - 1 y-sites
 share the pair (y_i, i) (one direction υ^{y_i}_i), each k-site has the pair (k, i). SEPGPC's algebra
 sums the sites' natural parameters on their pairs and works per class (:class:`~gpflow_ep.ep.SitePairs`),
-so a step costs O(C m² |B|) like an SVGP with C latent functions, and the stored directions are one
-per pair, [C n, M]. A point's 2(C - 1) sites are updated together or not at all (so the sites of a
-pair always share its direction). The kernels and inducing inputs are held as the
+so a step on a minibatch of b points costs O(C m² b) like an SVGP with C latent functions, and
+the stored directions are one per pair, [C n, M]. A point's 2(C - 1) sites are updated together
+or not at all (so the sites of a pair always share its direction). The kernels and inducing inputs are held as the
 :class:`~gpflow_ep.kernels.ClassIndependent` kernel and :class:`~gpflow_ep.kernels.ClassInducingPoints`
 (the C functions as one GP on class-augmented inputs), whose per-class blocks the algebra uses.
 
 The evidence is SEPGPC's EP energy over all sites; its minibatch surrogate and gradient are SEPGPC's
-(the scale N/|B| is the same for points and their sites). Prediction: p(y* = k) by Gauss–Hermite
+(the scale N/b is the same for points and their sites). Prediction: p(y* = k) by Gauss–Hermite
 quadrature of the argmax under the independent predictive marginals (``MultiClassStep``).
 """
 
@@ -63,8 +63,8 @@ class SEPMGPC(SEPGPC):
         parallel updates of the paired sites oscillate at 0.8 when the latent noise is small (iris,
         σ² = 1e-3), and converge slowly even at 0.5 (300 sweeps to a site change of ~1e-3); larger
         σ² converges in ~100 sweeps. The same damping bounds a minibatch refresh of most sites
-        (``fit`` with ``batch_size`` near N): it uses min(``minibatch_damping``, ``damping``·N/|B|)
-        (:func:`~gpflow_ep.models.sep_refresh.refresh_damping`), so full-batch training converges
+        (``fit`` with ``batch_size`` near N): it uses min(``minibatch_damping``, ``damping``·N/b) for a batch of b
+        points (:func:`~gpflow_ep.models.sep_refresh.refresh_damping`), so full-batch training converges
         instead of alternating.
     """
 
