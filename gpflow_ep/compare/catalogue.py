@@ -43,6 +43,9 @@ MODEL_LABELS: Dict[str, Dict[str, str]] = {
         "svgp": "SVGP (Gaussian)",
         "dgpaep": "DGPAEP (2 layers)",
         "spikeslab": "SpikeSlabRegression",
+        "epgp-t": "EPGP (Student-t, robust EP)",
+        "sepgp-t": "SEPGP (Student-t, robust EP)",
+        "svgp-t": "SVGP (Student-t)",
     },
 }
 

@@ -26,6 +26,10 @@ name                  task        model
 ``sgpr``              regression  ``gpflow.models.SGPR`` (Titsias)
 ``dgpaep``            regression  :class:`~gpflow_ep.models.DGPAEP`, 2 layers [D, 2, 1]
 ``spikeslab``         regression  :class:`~gpflow_ep.models.SpikeSlabRegression` (linear, EP)
+``epgp-t``            regression  :class:`~gpflow_ep.models.EPGP`, Student-t (ν = 4 learned), robust EP
+                                  (:func:`~gpflow_ep.ep.robust_settings`; Jylänki et al. 2011)
+``sepgp-t``           regression  :class:`~gpflow_ep.models.SEPGP`, the same, M inducing inputs
+``svgp-t``            regression  ``gpflow.models.SVGP`` with the same Student-t likelihood
 ====================  ==========  ===============================================================
 
 The objective column is what each model maximises: log Z_EP for the EP models, the ELBO for the
@@ -42,8 +46,9 @@ import tensorflow_probability as tfp
 from gpflow.utilities import to_default_float
 from sklearn.cluster import KMeans
 
+from ..ep import robust_settings
 from ..likelihoods import BinaryHinge, MultiClassHinge, MultiClassStep, Probit
-from ..models import DGPAEP, EPGPC, SEPGPC, SEPMGPC, PowerEP, RelaxedEP, SpikeSlabRegression
+from ..models import DGPAEP, EPGP, EPGPC, SEPGP, SEPGPC, SEPMGPC, PowerEP, RelaxedEP, SpikeSlabRegression
 from ..validation import check_choice
 from .catalogue import DEFAULT_MODELS, PRIORS
 from .data import TaskData
@@ -133,6 +138,13 @@ def _multiclass(name):
     return builder
 
 
+def student_t_likelihood(df: float = 4.0, scale: float = 0.3):
+    """GPflow's ``StudentT`` with the degrees of freedom ν a trainable (positive) parameter."""
+    likelihood = gpflow.likelihoods.StudentT(scale=scale, df=df)
+    likelihood.df = gpflow.Parameter(df, transform=gpflow.utilities.positive())
+    return likelihood
+
+
 def _regression(name):
     def builder(td: TaskData, num_inducing: int, seed: int):
         s = td.split
@@ -144,7 +156,13 @@ def _regression(name):
         if name == "dgpaep":
             model = DGPAEP.from_data(s.X_train, s.Y_train, [s.X_train.shape[1], 2, 1], num_inducing, seed=seed)
             return _external(model, data)
+        if name == "epgp-t":
+            return _internal(EPGP(data, kernel, student_t_likelihood(), **robust_settings()))
         Z = inducing_inputs(s.X_train, num_inducing, seed)
+        if name == "sepgp-t":
+            return _external(SEPGP(kernel, student_t_likelihood(), Z, len(s.X_train), **robust_settings()), data)
+        if name == "svgp-t":
+            return _external(gpflow.models.SVGP(kernel, student_t_likelihood(), Z, num_data=len(s.X_train)), data)
         if name == "sgpr":
             return _internal(gpflow.models.SGPR(data, kernel, Z, noise_variance=0.1))
         return _external(gpflow.models.SVGP(kernel, gpflow.likelihoods.Gaussian(0.1), Z, num_data=len(s.X_train)), data)
@@ -179,6 +197,9 @@ MODELS: Dict[str, Dict[str, ModelSpec]] = {
         "svgp": ModelSpec(_regression("svgp"), "ELBO"),
         "dgpaep": ModelSpec(_regression("dgpaep"), "-AEP energy"),
         "spikeslab": ModelSpec(_regression("spikeslab"), "log Z_EP"),
+        "epgp-t": ModelSpec(_regression("epgp-t"), "log Z_PEP (α = 0.5)"),
+        "sepgp-t": ModelSpec(_regression("sepgp-t"), "log Z_PEP (α = 0.5)"),
+        "svgp-t": ModelSpec(_regression("svgp-t"), "ELBO"),
     },
 }
 
