@@ -16,16 +16,18 @@
 # Williams, 2006, eqs. 3.56–3.58). Likelihoods of this package register closed forms; every other
 # GPflow `ScalarLikelihood` (logistic `Bernoulli`, `StudentT`, `Poisson`, ...) gets them by adaptive
 # quadrature (`gpflow_ep.ep.tilted_moments`), so it works in every EP model unchanged. This page does
-# robust regression with GPflow's `StudentT` in `EPGPC` (EP with a non-log-concave likelihood) and
-# compares it with GPflow's `GPR` on data with outliers.
+# robust regression with GPflow's `StudentT` in `EPGP` (full-GP EP for any likelihood; EP with a
+# non-log-concave likelihood, run with the damped fractional updates of `robust_settings()`, after
+# Jylänki, Vanhatalo & Vehtari, 2011) and compares it with GPflow's `GPR` on data with outliers.
+# The reference page for `EPGP`, `SEPGP` and the robust setting is [EPGP and SEPGP](epgp).
 
 # %%
 import gpflow
 import matplotlib.pyplot as plt
 import numpy as np
 
-from gpflow_ep.ep import tilted_moments
-from gpflow_ep.models import EPGPC
+from gpflow_ep.ep import robust_settings, tilted_moments
+from gpflow_ep.models import EPGP
 
 rng = np.random.default_rng(1)
 X = np.sort(rng.uniform(0, 10, size=(60, 1)), axis=0)
@@ -50,7 +52,9 @@ integrand = (
 print(f"log Z by the engine {log_Z:.10f}, by the trapezoidal rule on a fine grid {np.log(np.trapz(integrand, f)):.10f}")
 
 # %%
-ep = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), gpflow.likelihoods.StudentT(scale=0.1, df=3.0))
+ep = EPGP(
+    (X, Y), gpflow.kernels.SquaredExponential(), gpflow.likelihoods.StudentT(scale=0.1, df=3.0), **robust_settings()
+)
 gpr = gpflow.models.GPR((X, Y), gpflow.kernels.SquaredExponential())
 for model in (ep, gpr):
     gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables, options=dict(maxiter=50))
@@ -58,7 +62,7 @@ print(ep.ep_diagnostics)
 
 X_test = np.linspace(-0.5, 10.5, 200)[:, None]
 fig, ax = plt.subplots(figsize=(8, 3.6))
-for name, model, colour in (("EPGPC (Student-t)", ep, "C0"), ("GPR (Gaussian)", gpr, "C1")):
+for name, model, colour in (("EPGP (Student-t)", ep, "C0"), ("GPR (Gaussian)", gpr, "C1")):
     mean, var = (np.asarray(a).ravel() for a in model.predict_f(X_test))
     ax.plot(X_test, mean, colour, label=name)
     ax.fill_between(X_test.ravel(), mean - 2 * np.sqrt(var), mean + 2 * np.sqrt(var), color=colour, alpha=0.2)
