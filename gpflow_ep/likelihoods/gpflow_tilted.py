@@ -16,11 +16,25 @@ EP tilted moments of GPflow's own ``Bernoulli`` and ``StudentT`` likelihoods (re
 * ``StudentT``: the same quadrature with the density's peak f = y declared as a kink (the tilted
   density is bimodal when the cavity is far from y, and the peak can be much narrower than the cavity).
 * Any other ``Bernoulli`` link: the quadrature of GPflow's own log density.
+* ``Ordinal`` (Chu & Ghahramani, 2005): GPflow's density of class k with bin edges b_{k-1} < b_k
+  (b_{-1} = -∞, b_K = +∞) is p(k | f) = (1 - 2ε) [Φ((b_k - f)/σ) - Φ((b_{k-1} - f)/σ)] + δ, with the
+  probit squashing ε = 10⁻³ and the floor δ = 10⁻⁶ of its implementation. Integrating against
+  N(f; m, v) (Chu & Ghahramani 2005, eqs. 18–19), with s = √(σ² + v) and z_j = (b_j - m)/s,
+
+      Z = (1 - 2ε) D + δ,   D = Φ(z_k) - Φ(z_{k-1}),
+      ∂log Z/∂m = -(1 - 2ε) [φ(z_k) - φ(z_{k-1})] / (s Z),
+      ∂²log Z/∂m² = -(1 - 2ε) [z_k φ(z_k) - z_{k-1} φ(z_{k-1})] / (s² Z) - (∂log Z/∂m)²,
+
+  with log D from the tail in which it is not a difference of numbers near 1, and the infinite end
+  of an outer class handled without evaluating Φ(±∞) (``tf.math.erf(±inf)`` is NaN in some
+  TensorFlow builds, which makes GPflow's own ``Ordinal.log_prob`` NaN for the first and last class).
+  At α ≠ 1, and for the expected log-likelihood, the adaptive quadrature of the same density
+  evaluated this way, with the class's finite edges (and points σ/2…4σ around them) as kinks.
 """
 
 import numpy as np
 import tensorflow as tf
-from gpflow.likelihoods import Bernoulli, StudentT
+from gpflow.likelihoods import Bernoulli, Ordinal, StudentT
 from gpflow.likelihoods.utils import inv_probit
 
 from ..ep.quadrature import adaptive_tilted_integral
@@ -34,9 +48,10 @@ from ..ep.tilted import (
 from ..numerics import log_ndtr
 from .labels import binary_labels_to_sign
 
-__all__ = ["logistic_log_prob", "squashed_probit_tilted"]
+__all__ = ["logistic_log_prob", "squashed_probit_tilted", "ordinal_log_prob", "ordinal_tilted"]
 
 _PROBIT_JITTER = 1e-3  # gpflow.likelihoods.utils.inv_probit
+_ORDINAL_FLOOR = 1e-6  # gpflow.likelihoods.Ordinal._scalar_log_prob
 
 
 def _is_logistic(likelihood):
@@ -91,3 +106,90 @@ def _bernoulli_kinks(likelihood, X, Y):
 def _student_t_kinks(likelihood, X, Y):
     """The peak f = y, of width ``scale``, often much narrower than the cavity."""
     return Y[None]
+
+
+def _log_ndtr_difference(z_hi, z_lo):
+    """log(Φ(z_hi) - Φ(z_lo)) for z_hi > z_lo, from the lower tail, or the upper when z_lo > 0."""
+    upper = z_lo > 0.0
+    a = tf.where(upper, -z_lo, z_hi)
+    b = tf.where(upper, -z_hi, z_lo)
+    log_a = log_ndtr(a)
+    x = log_ndtr(b) - log_a  # < 0
+    log1mexp = tf.where(x > -np.log(2.0), tf.math.log(-tf.math.expm1(x)), tf.math.log1p(-tf.exp(x)))
+    return log_a + log1mexp
+
+
+def _ordinal_edges(likelihood, Y):
+    """The class's edges b_{k-1}, b_k and masks of the infinite ones; infinite edges replaced by 0."""
+    edges = tf.convert_to_tensor(likelihood.bin_edges, dtype=tf.float64)
+    k = tf.cast(Y, tf.int32)
+    K = tf.size(edges)
+    lo = tf.gather(edges, tf.maximum(k - 1, 0))
+    hi = tf.gather(edges, tf.minimum(k, K - 1))
+    return lo, hi, k == 0, k == K
+
+
+def _ordinal_z(likelihood, Y, m, s):
+    """
+    z_{k-1}, z_k of the module docstring. An infinite upper end becomes max(z_{k-1}, 0) + 40 (and a
+    lower one min(z_k, 0) - 40): there Φ is 1 (or 0) and φ is 0 in float64 relative to the class's
+    mass, which is at least Φ(-|z|) of its finite end (φ(|z| + 40)/Φ(-|z|) < e^-800).
+    """
+    lo, hi, no_lo, no_hi = _ordinal_edges(likelihood, Y)
+    z_lo, z_hi = (lo - m) / s, (hi - m) / s
+    return tf.where(no_lo, tf.minimum(z_hi, 0.0) - 40.0, z_lo), tf.where(no_hi, tf.maximum(z_lo, 0.0) + 40.0, z_hi)
+
+
+def _ordinal_log_z(likelihood, Y, m, s):
+    z_lo, z_hi = _ordinal_z(likelihood, Y, m, s)
+    log_scaled_d = np.log1p(-2.0 * _PROBIT_JITTER) + _log_ndtr_difference(z_hi, z_lo)
+    floor = tf.fill(tf.shape(log_scaled_d), tf.constant(np.log(_ORDINAL_FLOOR), log_scaled_d.dtype))
+    return tf.reduce_logsumexp(tf.stack([log_scaled_d, floor]), 0), z_lo, z_hi
+
+
+def ordinal_log_prob(likelihood, Y, F):
+    """log p(Y | F) of GPflow's ``Ordinal`` (module docstring), finite for every class and finite F."""
+    return _ordinal_log_z(likelihood, Y, F, likelihood.sigma)[0]
+
+
+def ordinal_tilted(likelihood, Y, m, v):
+    """log Z, ∂log Z/∂m, ∂²log Z/∂m² of p(Y | f) N(f; m, v) for GPflow's ``Ordinal`` (module docstring)."""
+    s2 = tf.square(likelihood.sigma) + v
+    s = tf.sqrt(s2)
+    log_z, z_lo, z_hi = _ordinal_log_z(likelihood, Y, m, s)
+    scale = np.log1p(-2.0 * _PROBIT_JITTER) - log_z
+    r_hi, r_lo = tf.exp(scale + log_normal_pdf(z_hi)), tf.exp(scale + log_normal_pdf(z_lo))
+    d1 = -(r_hi - r_lo) / s
+    d2 = -(z_hi * r_hi - z_lo * r_lo) / s2 - tf.square(d1)
+    return log_z, d1, d2
+
+
+def _ordinal_kinks(likelihood, Y):
+    """The class's finite edges and points at ±σ/2, ±σ, ±2σ, ±4σ around them: the density steps on
+    the scale σ, which can be much finer than the cavity, and the mesh's own grading around a kink
+    is relative to the tilted density's width."""
+    lo, hi, no_lo, no_hi = _ordinal_edges(likelihood, Y)
+    offsets = tf.constant([-4.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0], tf.float64)[:, None, None]
+    sigma = tf.cast(likelihood.sigma, tf.float64)
+    edges = tf.stack([tf.where(no_lo, hi, lo), tf.where(no_hi, lo, hi)])
+    return tf.reshape(edges[:, None] + sigma * offsets[None], tf.concat([[-1], tf.shape(Y)], 0))
+
+
+@tilted_moments.register(Ordinal)
+def _ordinal_tilted_moments(likelihood, X, Y, m, v, power):
+    if power == 1.0:
+        return ordinal_tilted(likelihood, Y, m, v)
+    log_lik = lambda F: ordinal_log_prob(likelihood, Y, F)  # noqa: E731
+    return adaptive_tilted_integral(log_lik, m, v, power, kinks=_ordinal_kinks(likelihood, Y))[:3]
+
+
+@tilted_expected_log_likelihood.register(Ordinal)
+def _ordinal_expected(likelihood, X, Y, m, v):
+    log_lik = lambda F: ordinal_log_prob(likelihood, Y, F)  # noqa: E731
+    return adaptive_tilted_integral(log_lik, m, v, 1.0, kinks=_ordinal_kinks(likelihood, Y)).expected_log_lik
+
+
+@tilted_kinks.register(Ordinal)
+def _ordinal_tilted_kinks(likelihood, X, Y):
+    """The class's finite bin edges, where the density steps on the scale σ."""
+    return _ordinal_kinks(likelihood, Y)

@@ -131,6 +131,27 @@ DENSE_MEANS = [-50.0, -20.0, -10.0, -5.0, -2.0, -1.0, -0.3, 0.0, 0.5, 1.0, 3.0, 
 DENSE_VARS = [1e-4, 1e-3, 1e-2, 0.1, 0.5, 1.0, 3.0, 9.0, 25.0, 60.0, 100.0, 300.0, 1e3]
 NU, T_SCALE, Y_REG = 4.0, 0.5, 1.3
 _T_CONST = special.gammaln((NU + 1) / 2) - special.gammaln(NU / 2) - 0.5 * np.log(NU * np.pi) - np.log(T_SCALE)
+ORDINAL_EDGES, ORDINAL_SIGMA = np.array([-1.0, 0.5, 2.0]), 0.7
+
+
+def _ordinal_log_p(k):
+    """GPflow's Ordinal density of class k: (1 - 2·10⁻³)[Φ((b_k - f)/σ) - Φ((b_{k-1} - f)/σ)] + 10⁻⁶,
+    each class's mass written as the tail probability it is (no difference of numbers near 1)."""
+    edges, sigma = ORDINAL_EDGES, ORDINAL_SIGMA
+    if k == 0:
+        mass = lambda f: special.ndtr((edges[0] - f) / sigma)  # noqa: E731
+    elif k == len(edges):
+        mass = lambda f: special.ndtr((f - edges[-1]) / sigma)  # noqa: E731
+    else:
+        mass = lambda f: special.ndtr((edges[k] - f) / sigma) - special.ndtr((edges[k - 1] - f) / sigma)  # noqa: E731
+    return lambda f: np.log((1 - 2e-3) * mass(f) + 1e-6)
+
+
+def _ordinal(k):
+    likelihood = gpflow.likelihoods.Ordinal(ORDINAL_EDGES)
+    likelihood.sigma.assign(ORDINAL_SIGMA)
+    kinks = tuple(ORDINAL_EDGES[max(k - 1, 0) : k + 1])
+    return likelihood, float(k), _ordinal_log_p(k), kinks, None
 
 
 def _likelihood_cases():
@@ -176,6 +197,11 @@ def _likelihood_cases():
             count_means,
         ),
         "probit": (Probit(), 1.0, lambda f: special.log_ndtr(f), (), None),
+        # the first and last classes have an infinite bin edge (Φ(±∞), NaN in GPflow's own log_prob
+        # where tf.math.erf(±inf) is NaN)
+        "ordinal_first": _ordinal(0),
+        "ordinal_middle": _ordinal(1),
+        "ordinal_last": _ordinal(3),
     }
 
 
@@ -215,7 +241,7 @@ def test_tilted_moments_of_every_registered_likelihood_match_scipy_on_the_grid(c
     _check_grid(case, GRID_MEANS, GRID_VARS)
 
 
-@pytest.mark.parametrize("case", ["logistic", "student_t", "laplace", "poisson"])
+@pytest.mark.parametrize("case", ["logistic", "student_t", "laplace", "poisson", "ordinal_first", "ordinal_last"])
 def test_power_ep_tilted_moments_match_scipy(case):
     _check_grid(case, [-3.0, 0.5, 20.0], [1e-2, 1.0, 100.0], power=0.5)
 
