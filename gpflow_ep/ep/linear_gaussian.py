@@ -1,6 +1,6 @@
 r"""
-Posterior algebra of a linear-Gaussian model with EP sites on the weights (spike-and-slab spec §1.3,
-§1.4): the Gaussian likelihood N(y | Xw, σ²I) is the exact base factor and site i acts on w_i,
+Posterior algebra of a linear-Gaussian model with EP sites on the weights (Hernández-Lobato & Hernández-Lobato 2011,
+Sec. 2): the Gaussian likelihood N(y | Xw, σ²I) is the exact base factor and site i acts on w_i,
 
     q(w) ∝ N(y | Xw, σ² I) Π_i exp(ν_i w_i - ½ τ_i w_i²) ∝ N(w | m, Σ),
     A = Σ⁻¹ = σ⁻² XᵀX + diag(τ),   b = ν + σ⁻² Xᵀy,   m = A⁻¹ b.
@@ -11,8 +11,8 @@ Two forms, chosen by shape (``form="auto"``: Woodbury when n < d and d > ``WOODB
 * ``"woodbury"`` (n-dimensional, O(d n² + n³); needs τ > 0): with D = diag(τ), μ̃ = ν/τ and
   K = σ²I + X D⁻¹ Xᵀ,  Σ_ii = 1/τ_i - x_{:,i}ᵀ K⁻¹ x_{:,i} / τ_i²,  m = μ̃ + D⁻¹ Xᵀ K⁻¹ (y - X μ̃).
 
-The normaliser the EP energy needs (spec §1.4, eq. 10), log Z(τ, ν) = log ∫ N(y | Xw, σ²I)
-Π_i exp(ν_i w_i - ½ τ_i w_i²) dw, in the same two forms:
+The normaliser the EP energy needs (Hernández-Lobato & Hernández-Lobato 2011, eq. 10),
+log Z(τ, ν) = log ∫ N(y | Xw, σ²I) Π_i exp(ν_i w_i - ½ τ_i w_i²) dw, in the same two forms:
 
     -n/2 log(2πσ²) - yᵀy/(2σ²) + d/2 log 2π - ½ log|A| + ½ bᵀm                      (weights)
     Σ_i [½ log 2π - ½ log τ_i + ν_i²/(2τ_i)] + log N(y | X μ̃, K)                    (Woodbury)
@@ -25,7 +25,7 @@ failed (energy increases of 0.08, then NaN) in the Woodbury form and was monoton
 form, so ``"auto"`` keeps the weights form up to d = ``WOODBURY_MIN_DIM``, where O(d³) is cheap.
 
 The base factor alone is no proper Gaussian in w when d > n, so there is no "prior" state: a cold
-start uses the model's initial sites (spec §2.4), never flat ones.
+start uses the model's initial sites (our choice; the paper states none), never flat ones.
 """
 
 import numpy as np

@@ -1,5 +1,6 @@
 r"""
-Posterior algebra of inducing-point EP models, in whitened coordinates (SEP spec §1.6).
+Posterior algebra of inducing-point EP models, in whitened coordinates (the inducing-point model of
+Hernández-Lobato & Hernández-Lobato 2016, Sec. 2, with v = L⁻¹u).
 
 With L = chol(K_uu) and v = L⁻¹u (prior N(0, I)), every site acts on a projection h_i = a_iᵀv,
 a_i = L⁻¹k_i. The sites' natural parameters add up to a Gaussian in v:
@@ -7,11 +8,12 @@ a_i = L⁻¹k_i. The sites' natural parameters add up to a Gaussian in v:
     q(v) ∝ N(v; 0, I) exp(-½ vᵀΛv + ηᵀv),   Λ = A T Aᵀ = Σ_i τ_i a_i a_iᵀ,   η = A ν,
 
 so q(v) = N(B⁻¹η, B⁻¹) with B = I + Λ (eigenvalues ≥ 1 when every τ_i ≥ 0). With L_B = chol(B),
-W = L_B⁻¹A and c = L_B⁻¹η, the marginals of the projections are (SEP spec §1.6)
+W = L_B⁻¹A and c = L_B⁻¹η, the marginals of the projections are
 
     σ_i² = ‖W_{:,i}‖²,   h_i = W_{:,i}ᵀ c,
 
-and the normaliser term of the EP energy (SEP spec §2.5, corrected eq. 29) is
+and the normaliser term of the EP energy (Hernández-Lobato & Hernández-Lobato 2016, eqs. 26–28;
+eq. 29 with its factor ½ and sign corrected) is
 
     g(q) - g(prior) = -Σ_j log (L_B)_jj + ½ ‖c‖².
 

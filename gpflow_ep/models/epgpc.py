@@ -1,13 +1,15 @@
 r"""
 EPGPC: Gaussian-process classification (or any scalar-likelihood GP) with expectation propagation.
 
-Model (rep spec §2, R&W §3.6): f ~ GP(m(·), k(·, ·)), y_i | f ~ p(y_i | f(x_i)). EP replaces every
+Model (Rasmussen & Williams 2006, Sec. 3.6; Qi & Guo 2012, Sec. 4): f ~ GP(m(·), k(·, ·)),
+y_i | f ~ p(y_i | f(x_i)). EP replaces every
 likelihood term by a Gaussian site in natural parameters (τ_i, ν_i) (:mod:`gpflow_ep.ep.sites`), so
 
     q(f) ∝ N(f; m_X, K) Π_i exp(-½ τ_i f_i² + ν_i f_i) = N(f; μ, Σ),
 
-and the evidence is the (power-)EP energy log Z_EP of :mod:`gpflow_ep.ep.energy` (rep spec §3.3,
-R&W eq. 3.65). Hyper-parameters are learned by the gradient of log Z_EP with the sites held fixed,
+and the evidence is the (power-)EP energy log Z_EP of :mod:`gpflow_ep.ep.energy` (Minka 2004;
+Rasmussen & Williams 2006, eq. 3.65). Hyper-parameters are learned by the gradient of log Z_EP
+with the sites held fixed,
 exact at an EP fixed point. In ``ep_mode="nested"`` (default) every evaluation of the training loss
 first re-runs EP to convergence, warm-started from the stored sites, inside the compiled graph, so
 
