@@ -43,7 +43,8 @@ class SiteFactor(abc.ABC):
     def cavity_log_normaliser(self, v1: tf.Tensor, v2: tf.Tensor) -> tf.Tensor:
         """
         log Ẑ_i(v̂) = log ∫ exp(v̂₁h - ½v̂₂h²) t_i(h) dh of the *unnormalised* cavity with natural
-        parameters v̂ = (``v1``, ``v2``), v̂₂ > 0: the term of the EP energy (spike-and-slab spec eq. 9).
+        parameters v̂ = (``v1``, ``v2``), v̂₂ > 0: the term of the EP energy
+        (Hernández-Lobato & Hernández-Lobato 2011, eq. 9).
 
         The default is log Z(v̂₁/v̂₂, 1/v̂₂) + log ∫ exp(v̂₁h - ½v̂₂h²) dh, whose two terms grow like
         v̂₁²/(2v̂₂) and cancel where the cavity is wide; a factor with a closed form overrides it.

@@ -1,9 +1,9 @@
 r"""
-Relaxed EP (Qi & Guo 2012, §3–4 and App. B; rep spec §4): a relaxation step of the EP engine.
+Relaxed EP (Qi & Guo 2012, §3–4 and App. B): a relaxation step of the EP engine.
 
 Before moment matching, the cavity N(h_c, λ_c) of site i is multiplied by a Gaussian relaxation
 factor centred on the site's current mean m_i, with precision b_i (paper eq. 11; b is a
-*precision*, rep spec §4.2):
+*precision*, the paper's eq. 11 read with b a precision):
 
     r_i(f) ∝ exp(-½ b_i (f - m_i)²),
     relaxed cavity N(h̃_c, λ̃):  λ̃ = λ_c / (1 + b λ_c),  h̃_c = (h_c + b λ_c m_i) / (1 + b λ_c)   (eq. 13)
@@ -13,7 +13,7 @@ penalised objective Q(b) + c|b| by a bounded 1-D line search; b = 0 is EP exactl
 
 With the tilted quantities at the relaxed cavity — log Ẑ, g = ∂log Ẑ/∂h̃_c, H = ∂²log Ẑ/∂h̃_c²,
 r = 1 + λ̃H (= ã/λ̃), tilted mean h̃ = h̃_c + λ̃g, variance ã = λ̃r, F = ã + h̃², and the
-"relaxed site" τ_b = -H/r, ν_b = (g - h̃_c H)/r — App. B eq. 36 reads (rep spec §4.5)
+"relaxed site" τ_b = -H/r, ν_b = (g - h̃_c H)/r — App. B eq. 36 reads
 
     Q_paper(b) = T1 + T2 + T3 + T4 + T5 + T6 + T7 + c|b|,
       T1 = E_{p_b}[log t]                  T2 = (τ_b F - h̃ ν_b)/2       T3 = -½ log(1 + (b + τ_b) λ_c)
@@ -21,11 +21,11 @@ r = 1 + λ̃H (= ã/λ̃), tilted mean h̃ = h̃_c + λ̃g, variance ã = λ̃r,
       T6 = ½ b (m_i - h_c)² / (1 + b λ_c)  T7 = -log Ẑ,
 
 (T2 is the paper's (F - h̃ m_b)/(2 v_b) without the division by a possibly infinite v_b.) The paper's
-Q is not the KL it claims to be (rep spec §4.4 item 4); ``objective="exact"`` uses instead
+Q is not the KL it claims to be (App. B, eqs. 35–40: it differs by terms in b); ``objective="exact"`` uses instead
 
     KL_exact(b) = KL(p_b ‖ N(h̃, ã)) = T1 - log Ẑ + ½ log r + ½ (1 - r) - ½ λ̃ g².
 
-The new message (rep spec §4.4 item 3), in natural parameters:
+The new message (the paper's step (e), eqs. 12–17, read so that it agrees with its own formula), in natural parameters:
 
     reading A (default):  (τ, ν) = (τ_b, ν_b)                    — the exact minimiser of eq. 5
     reading B (eq. 16):   (τ, ν) = (τ_b + b, ν_b + b m_i)         — r absorbed into the site
@@ -62,10 +62,10 @@ class Relaxation:
     The relaxation step's settings.
 
     :param penalty: c ≥ 0, the weight of the l1 penalty c|b| (c → ∞ is EP). Its scale is that of a
-        precision: REP with (κK, c) equals REP with (K, c/κ) (rep spec §2.1).
+        precision: REP with (κK, c) equals REP with (K, c/κ) (the kernel amplitude only rescales the penalty).
     :param message_update: "A" (default), "B" or "C" (module docstring).
     :param objective: "paper" (eq. 36 verbatim, default) or "exact" (the true relaxed KL).
-    :param allow_negative_b: also search b ∈ (-0.999/λ_c, 0) (rep spec §4.4 item 6).
+    :param allow_negative_b: also search b ∈ (-0.999/λ_c, 0) (the paper's |b_i| allows negative b).
     :param grid_size: log-spaced grid points on (0, b_max], b_max = ``b_max_scale``/λ_c.
     :param golden_steps: golden-section refinements around the best grid point.
     """
@@ -137,7 +137,8 @@ _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
 def penalised_line_search(objective: Callable, b_max, b_min=None, grid_size: int = 60, golden_steps: int = 30):
     """
-    argmin of a 1-D objective per site over [b_min, b_max] (rep spec §4.5, line search [ours]).
+    argmin of a 1-D objective per site over [b_min, b_max] (Qi & Guo 2012, App. B;
+    the line search is ours, the paper says only "line search").
 
     1. Evaluate at b = 0 and at ``grid_size`` log-spaced points in [1e-5 b_max, b_max] (and the
        mirrored grid on [b_min, 0) when ``b_min`` is given); 2. if the best grid point is b = 0,

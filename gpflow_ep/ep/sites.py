@@ -11,9 +11,9 @@ that are not log-concave (e.g. ``NoisyStep``). With power α (power EP; α = 1 i
 site i, given the marginal q(h_i) = N(μ_i, σ_i²), is:
 
 1. **Cavity** q^{\i} ∝ q / t̃_i^β (β = α, or β = 1 for ``cavity="full"``, the literal reading of
-   Qi & Guo's power EP, rep spec §5), a rank-one downdate of q's precision along h_i. For *any*
+   Qi & Guo 2012's power EP, App. C), a rank-one downdate of q's precision along h_i. For *any*
    linear function h' of q's variables with q-moments (μ', σ'²) and Cov_q(h', h_i) = s' it gives
-   (Sherman–Morrison; SEP spec §2.1 and §3 in its division-free form)
+   (Sherman–Morrison; Hernández-Lobato & Hernández-Lobato 2016, eqs. 14–15, in a division-free form)
 
        d_i = 1 - β τ_i σ_i²,   shift_i = β (τ_i μ_i - ν_i) / d_i,   scale_i = β τ_i / d_i,
        mean^{\i}(h') = μ' + s' shift_i,      var^{\i}(h') = σ'² + scale_i s'².
@@ -30,7 +30,8 @@ site i, given the marginal q(h_i) = N(μ_i, σ_i²), is:
 
    1 + σ_{\i}² H = Var_p̂ / σ_{\i}² is positive for any proper tilted distribution; otherwise the
    update is skipped. With site clipping (``min_precision`` ε) a precision below ε becomes ε and
-   ν is chosen so that q^{\i} t̃_i^α keeps the tilted mean m̂ (spike-and-slab spec §2.3 item 4):
+   ν is chosen so that q^{\i} t̃_i^α keeps the tilted mean m̂ (the constraints (13) of
+   Hernández-Lobato & Hernández-Lobato 2011; the mean rule is ours):
    ν = (m̂ (1/σ_{\i}² + αε) - μ_{\i}/σ_{\i}²) / α.
 4. **Damping** ρ ∈ (0, 1] in natural parameters: τ_i ← (1 - ρ) τ_i + ρ τ_i^new (same for ν);
    ρ = 1 is undamped EP. Damping does not move the fixed points.

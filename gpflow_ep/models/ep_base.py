@@ -16,13 +16,18 @@ from gpflow.config import default_float
 from gpflow.models import ExternalDataTrainingLossMixin
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
-from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, ep_log_marginal_likelihood, run_ep
+from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, run_ep
 from ..validation import check_prediction_inputs, model_input_dim, require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
 
 
 class compiled_per_model:
     """
+    Deprecated (to be removed once no model uses it): EP models now compile where they are called,
+    as GPflow does: a method decorated with ``@tf.function(autograph=False)`` (one traced function
+    per model, through ``tf.function``'s own per-instance binding) that an eager ``run_ep`` calls,
+    while inside a compiled function the undecorated method runs inline.
+
     ``@tf.function(autograph=False)`` for a model method, with one traced function per model
     instead of one per class. A model traces its EP run once per EP setting; TensorFlow counts
     tracings per *code object* and warns ("triggered tf.function retracing") after five, which a
@@ -153,16 +158,6 @@ class EPModel:
         value = evidence()
         self.ep_diagnostics.record_evidence(value)
         return value
-
-    def _evidence(self, log_normaliser_ratio, mean, var, precision, centred_natural_mean, factor, offset, proper):
-        """
-        The (power-)EP energy of :mod:`gpflow_ep.ep.energy` for the model's settings; -∞ when q is
-        improper (possible only away from a fixed point), which has no evidence.
-        """
-        log_z, _ = ep_log_marginal_likelihood(
-            log_normaliser_ratio, mean, var, precision, centred_natural_mean, factor, self.ep_settings, offset=offset
-        )
-        return tf.where(proper, log_z, tf.constant(-float("inf"), log_z.dtype))
 
 
 class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):

@@ -1,5 +1,5 @@
 r"""
-PowerEP: EP with a fractional power α (Minka 2004; Qi & Guo 2012, App. C; rep spec §5).
+PowerEP: EP with a fractional power α (Minka 2004; Qi & Guo 2012, App. C).
 
 The cavity removes the fraction α of a site, the tilted distribution uses p(y|f)^α, and the new
 site is (proj[p̂] / q^{\i})^{1/α}. The evidence is the power-EP energy
@@ -26,7 +26,7 @@ class PowerEP(EPGPC):
         reading of Qi & Guo's "only two modifications" to Minka's kernel EP).
     :param predict_with: "sites" (default, the posterior q) or "dual" (Minka's toolbox predictor
         μ* = m(x*) + Σ_j a_j k(x*, x_j), with a_j = ∂log Z_j/∂(cavity mean) from the last visit,
-        kept in ``sites.dual``; Minka and Qi & Guo call a_j "α_j"; rep spec §3.5). The variance
+        kept in ``sites.dual``; Minka and Qi & Guo call a_j "α_j"). The variance
         always comes from q.
 
     Other keyword arguments are those of :class:`~gpflow_ep.models.EPGPC`.

@@ -1,5 +1,5 @@
 r"""
-RelaxedEP: EP with relaxed moment matching (Qi & Guo 2012; rep spec §4).
+RelaxedEP: EP with relaxed moment matching (Qi & Guo 2012, Secs. 3–4 and App. B).
 
 Before each site is moment-matched, its cavity is multiplied by a Gaussian relaxation factor
 r_i ∝ exp(-½ b_i (f - m_i)²) centred on the site's mean, with the precision b_i ≥ 0 chosen per site

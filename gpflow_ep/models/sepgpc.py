@@ -66,6 +66,7 @@ from ..ep import (
     WhitenedAlgebra,
     WhitenedGaussian,
     blocked,
+    ep_log_marginal_likelihood,
     flat,
     warn_if_not_converged,
 )
@@ -304,13 +305,9 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
 
     def _log_marginal_likelihood_sites(self, sites: "SiteBatch") -> tf.Tensor:
         _, A, s, prior_mean = self._prior(sites.X)
-        tau, nu = self.sites.read()
         algebra = self._algebra(A, prior_mean, sites.pairs)
-        q = algebra.factorise(tau, nu)
-        mean, var = algebra.site_projections(q)
-        site_mean = algebra.prior_mean
         factor = self._factor(sites.X, sites.Y, sites.pairs.gather(s))
-        return self._evidence(q.log_normaliser_ratio, mean, var, tau, nu - tau * site_mean, factor, site_mean, q.proper)
+        return ep_log_marginal_likelihood(algebra, factor, *self.sites.read(), self.ep_settings).log_marginal_likelihood
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
