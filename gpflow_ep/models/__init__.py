@@ -4,7 +4,7 @@ from ..ep import EPSettings
 from .dgp_aep import DGPAEP
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel
 from .epgpc import EPGPC, EPPosterior
-from .minibatch import MinibatchEP, SiteRefresh
+from .minibatch import MinibatchEPModel, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgpc import SEPGPC, SEPPosterior
@@ -27,6 +27,6 @@ __all__ = [
     "EPSettings",
     "EPModel",
     "CheckedExternalDataTrainingLossMixin",
-    "MinibatchEP",
+    "MinibatchEPModel",
     "SiteRefresh",
 ]

@@ -77,10 +77,11 @@ class EPModel:
     )
     sites_fitted = ep_state_attribute("sites_fitted", "1 once a full EP run stored its sites, else 0.")
 
-    def _init_ep(self, num_sites: int, settings: EPSettings) -> None:
+    def _init_ep(self, num_sites: int, settings: EPSettings, state: Optional[EPState] = None) -> None:
+        """Settings and EP state (``state``: a model's own :class:`EPState` subclass, default a plain one)."""
         require_float64(type(self).__name__)
         self.ep_settings = settings
-        state = EPState(num_sites, int(self._hyperparameter_values().shape[0]))
+        state = EPState(num_sites, int(self._hyperparameter_values().shape[0])) if state is None else state
         self._ep_state = OutOfSummary(state=state)
 
     @property

@@ -9,7 +9,7 @@ from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.ep import tilted_moments
 from gpflow_ep.likelihoods import NoisyStep, Probit
 from gpflow_ep.models import EPGPC, SEPGPC
-from gpflow_ep.optimizers import EP, EPConvergenceWarning
+from gpflow_ep.optimizers import EP, EPConvergenceWarning, MinibatchEP
 
 
 class PrecomputedKernel(gpflow.kernels.Kernel):
@@ -263,14 +263,15 @@ def test_surrogate_gradient_equals_autodiff_of_the_definition(data):
 
 
 def test_fused_step_equals_refresh_then_surrogate(data):
-    """The training step's shared-factorisation path = ``refresh_sites`` followed by ``minibatch_objective``."""
+    """The training step's shared-frame path (``MinibatchEP.refreshed_objective``) = ``refresh_sites`` followed by
+    ``minibatch_objective``."""
     X, Y = data
     idx = np.array([0, 4, 9, 16, 25, 36, 7])
     a, b = _stale_minibatch_model(data), _stale_minibatch_model(data)
     for m in (a, b):
         m.ep_settings = m.ep_settings.updated(minibatch_damping=0.9)
     with tf.GradientTape() as tape:
-        fused, _ = a.refresh_and_objective((X[idx], Y[idx], idx))
+        fused, _ = MinibatchEP().refreshed_objective(a, (X[idx], Y[idx], idx))
     g_fused = tape.gradient(fused, a.trainable_variables)
     b.refresh_sites((X[idx], Y[idx], idx))
     with tf.GradientTape() as tape:
@@ -359,7 +360,7 @@ def test_a_refresh_that_would_leave_q_improper_is_not_applied(data):
     state = (m.sites.precision, m.sites.natural_mean, m.site_directions, m.posterior_precision, m.posterior_shift)
     before = [v.numpy().copy() for v in state]
     idx = np.arange(0, len(X), 3)
-    objective, skipped = m.refresh_and_objective((X[idx], Y[idx], idx))
+    objective, skipped = MinibatchEP().refreshed_objective(m, (X[idx], Y[idx], idx))
     assert int(skipped) == len(idx) and np.isfinite(objective.numpy())
     for v, b in zip(state, before):
         np.testing.assert_array_equal(v.numpy(), b)
