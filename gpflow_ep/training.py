@@ -12,7 +12,7 @@ per epoch and no batch holds a site twice. Per step, for a minibatch M:
   :class:`~gpflow_ep.optimizers.MinibatchEP`, damped by the model's ``EPSettings.minibatch_damping``),
   then take a gradient step on the minibatch surrogate -F_M at the refreshed q of
   Hernández-Lobato & Hernández-Lobato (2016), "Scalable Gaussian process classification via
-  expectation propagation", AISTATS, Sec. 3, on the same frame of the batch (kernel matrices and
+  expectation propagation", AISTATS, Sec. 2.3, on the same frame of the batch (kernel matrices and
   chol(K_uu) once per step). With the full batch, ``minibatch_damping=0.5`` and
   :class:`~gpflow_ep.optimizers.SignAdaptive` this is that paper's batch SEP with "inner" updates;
   with minibatches it is its stochastic SEP;

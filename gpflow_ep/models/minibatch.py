@@ -7,9 +7,10 @@ A step on a minibatch ``(X, Y, index)`` is: build the batch's frame once (prior 
 factorisation and the stored q), propose one damped EP update of each of its sites from it
 (nothing written), apply the proposal (the sites and q), and take a gradient step on an objective
 whose gradient estimates that of the evidence at the refreshed q (Hernández-Lobato &
-Hernández-Lobato 2016, Sec. 3). Proposal and application are separate so that ``tf.distribute``
-replicas propose from the same q and the proposals are merged before q changes (per-site and
-per-pair rows concatenated in replica order, q's changes summed, on every worker).
+Hernández-Lobato 2016, Sec. 2.3, "Training using minibatches"). Proposal and application are
+separate so that ``tf.distribute`` replicas propose from the same q and the proposals are merged
+before q changes (per-site and per-pair rows concatenated in replica order, q's changes summed, on
+every worker).
 """
 
 import abc
@@ -70,8 +71,9 @@ class MinibatchEPModel(abc.ABC):
         (then nothing is written). Call in cross-replica context. Returns the number of skipped updates.
         """
 
+    @abc.abstractmethod
     def check_minibatch_objective(self) -> None:
-        """A ``ValueError`` when the model's settings do not allow its minibatch objective (default: they do)."""
+        """A ``ValueError`` when the model's settings do not allow its minibatch objective (checked before a step)."""
 
     @abc.abstractmethod
     def minibatch_objective(self, batch) -> tf.Tensor:

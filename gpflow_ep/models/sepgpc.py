@@ -3,9 +3,9 @@ SEPGPC: scalable sparse EP classification (Hernández-Lobato & Hernández-Lobato
 Gaussian process classification via expectation propagation", AISTATS).
 
 Inducing values u = f(Z) keep their FITC conditionals p(f_i | u) = N(υ_iᵀu, s_i),
-s_i = K_ii - k_iᵀK_uu⁻¹k_i (the paper's eq. 2), and are *not* marginalised, so every likelihood
+s_i = K_ii - k_iᵀK_uu⁻¹k_i (the paper's Sec. 2.1), and are *not* marginalised, so every likelihood
 term ϕ_i(u) = ∫ p(y_i | f) N(f; υ_iᵀu, s_i) df depends on u through one projection. Its EP site is
-one scalar Gaussian in h_i = υ_iᵀu (Sec. 2.1): O(n) site memory, O(nm²) per sweep. In whitened
+one scalar Gaussian in h_i = υ_iᵀu (eq. 2): O(n) site memory, O(nm²) per sweep. In whitened
 coordinates v = L⁻¹u the projections are a_i = L⁻¹k_i and q(v) is
 :class:`~gpflow_ep.ep.WhitenedGaussian`. The site update is the engine's, with the FITC variance
 s_i added to the cavity inside the likelihood's tilted moments (App. A.2: the probit's
@@ -25,7 +25,7 @@ minibatch step is the pure functions of :mod:`gpflow_ep.models.sparse_sites`. Th
 gives the prior blocks (:meth:`block_Kuu`, :meth:`block_Kuf`, :meth:`block_Kff`,
 :meth:`block_mean`) and its sites' layout.
 
-**Minibatches** (the paper's Sec. 3): a step on ``(X, Y, index)`` refreshes the batch's sites —
+**Minibatches** (the paper's Sec. 2.3): a step on ``(X, Y, index)`` refreshes the batch's sites —
 one damped EP update each from the stored q, which reaches the batch fixed point at fixed
 hyper-parameters — then takes a gradient step on the surrogate F_M at the refreshed q (the data
 term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq. (4)/(6)). The
@@ -311,7 +311,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         """q(f*) = ∫ p(f* | u) q(u) du from the stored q(u) (the whitened SVGP predictive)."""
         return self.posterior().predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
-    # ---------------------------------------------------------------- minibatches (the paper's Sec. 3)
+    # ---------------------------------------------------------------- minibatches (the paper's Sec. 2.3)
 
     def minibatch_frame(self, batch) -> Frame:
         """
@@ -400,7 +400,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         Put every site on the direction of the current hyper-parameters and inducing inputs,
         υ_i = K_uu⁻¹k_i, and rebuild Λ_u, η_u from the unchanged sites (the batch model's
         semantics), in O(nm²) for ``data = (X, Y)``. Optional: minibatch sites keep the direction
-        they were last updated with, as in the paper (Sec. 3); this re-projection also removes the
+        they were last updated with, as in the paper (Sec. 2.3); this re-projection also removes the
         slow round-off drift of the running sums.
         """
         self._reproject(self._check_full_data(data), check_positive_int(chunk_size, "chunk_size"))

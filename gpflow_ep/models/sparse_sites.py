@@ -1,11 +1,11 @@
 r"""
 Sparse EP's state and algebra (Hernández-Lobato & Hernández-Lobato 2016, "Scalable Gaussian process
-classification via expectation propagation", AISTATS; Sec. 2–3 and App. A): the sites, the
+classification via expectation propagation", AISTATS; Sec. 2.1–2.3 and App. A): the sites, the
 direction each was last updated with and q(u), in one module (:class:`SparseEPState`), and the pure
 functions of a minibatch step, which take tensors, never a model:
 
 * :func:`whitened_prior` — per (block, point) pair the whitened projections a_i = L⁻¹k_i, the FITC
-  variances s_i = K_ii - k_iᵀK_uu⁻¹k_i (the paper's eq. 2) and the prior means, from the prior
+  variances s_i = K_ii - k_iᵀK_uu⁻¹k_i (the paper's Sec. 2.1) and the prior means, from the prior
   blocks K_uu, K_uf, diag K_ff, m(X) of a model;
 * :meth:`SparseEPState.frame` — a minibatch's :class:`Frame`: those quantities, the stored
   directions υ_o of its pairs and q(v) from the stored q(u);
@@ -168,7 +168,7 @@ def unless_same(same, value, compute):
 def whitened_prior(blocks: PriorBlocks) -> WhitenedPrior:
     """
     Per (block, point) pair: L = chol(K_uu), A = L⁻¹K_uf, the FITC variances
-    s = diag K_ff - ‖a‖² ≥ 0 (the paper's eq. 2) and the prior means m, block-major pair rows.
+    s = diag K_ff - ‖a‖² ≥ 0 (the paper's Sec. 2.1) and the prior means m, block-major pair rows.
     """
     L = tf.linalg.cholesky(blocks.Kuu)
     A = tf.linalg.triangular_solve(L, blocks.Kuf)

@@ -1,6 +1,6 @@
 r"""
 The minibatch site refresh of sparse EP as an optimiser step (Hernández-Lobato & Hernández-Lobato
-2016, "Scalable Gaussian process classification via expectation propagation", AISTATS, Sec. 3):
+2016, "Scalable Gaussian process classification via expectation propagation", AISTATS, Sec. 2.3, eq. 6):
 ``MinibatchEP().step(model, batch)`` updates the sites of a minibatch and q(u) the way
 ``gpflow.optimizers.NaturalGradient`` updates ``q_mu``/``q_sqrt``, and a gradient optimiser (Adam,
 ADADELTA) steps the hyper-parameters on the model's minibatch loss -F_M at the refreshed q.

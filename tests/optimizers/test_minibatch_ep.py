@@ -141,7 +141,8 @@ def test_one_step_for_one_device_or_several_builds_the_frame_once(data):
     """
     ``fit``'s step is one function with or without a strategy, and it factorises K_uu once: three
     Choleskys per step (K_uu, q at the stored state, q after the refresh), the same under a
-    ``MirroredStrategy``. (Before, the distributed step rebuilt the frame for its gradient: five.)
+    ``MirroredStrategy``. (Before, the distributed step rebuilt the frame for its gradient: four
+    Choleskys, K_uu factorised twice.)
     """
     X, Y = data
     batch = next(iter(make_dataset((X, Y), 20, seed=0)))
