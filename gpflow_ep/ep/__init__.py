@@ -15,16 +15,25 @@ approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine do
 * :mod:`~gpflow_ep.ep.schedules` — the schedule interface, parallel and sequential schedules;
 * :mod:`~gpflow_ep.ep.double_loop` — the provably convergent double loop (schedule "convergent");
 * :mod:`~gpflow_ep.ep.convergence` — :class:`EPConvergenceWarning` for a run that did not converge;
-* :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood;
+* :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood of any algebra and factor;
 * :mod:`~gpflow_ep.ep.algebra` — the posterior-algebra interface; implemented by
   :mod:`~gpflow_ep.ep.gp_factorisation` (full GP), :mod:`~gpflow_ep.ep.whitened`
   (inducing points) and :mod:`~gpflow_ep.ep.linear_gaussian` (linear model, sites on the weights).
 """
 
-from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+from .algebra import (
+    JointPosterior,
+    SiteAlgebra,
+    SiteMarginals,
+    SitePosterior,
+    centred_natural_mean,
+    eye_like,
+    project_sites,
+    safe_cholesky,
+)
 from .convergence import EPConvergenceWarning, non_convergence_message, warn_if_not_converged
 from .double_loop import DoubleLoopResult, DoubleLoopSchedule, run_double_loop
-from .energy import ep_log_marginal_likelihood, site_energy_terms
+from .energy import EPEnergy, ep_log_marginal_likelihood, site_energy_terms
 from .factors import LikelihoodFactor, SiteFactor
 from .gp_factorisation import GPAlgebra, GPSiteFactorisation
 from .linear_gaussian import LinearGaussianAlgebra
@@ -68,7 +77,12 @@ __all__ = [
     "EP_MODES",
     "SiteAlgebra",
     "SiteMarginals",
+    "SitePosterior",
     "JointPosterior",
+    "centred_natural_mean",
+    "safe_cholesky",
+    "project_sites",
+    "eye_like",
     "GPAlgebra",
     "GPSiteFactorisation",
     "WhitenedAlgebra",
@@ -111,6 +125,7 @@ __all__ = [
     "get_schedule",
     "schedule_names",
     "run_ep",
+    "EPEnergy",
     "ep_log_marginal_likelihood",
     "site_energy_terms",
 ]

@@ -6,32 +6,119 @@ full GP, the whitened inducing values v for a sparse GP, the weights w for a lin
 sites act on scalar site variables h_i = w_iᵀx + o_i. The engine needs, for given site natural
 parameters (τ, ν):
 
-* :meth:`SiteAlgebra.marginals`: the marginal means and variances of all h_i under q (parallel
-  schedules, the energy), and whether q is proper;
-* :meth:`SiteAlgebra.log_normaliser` (optional): log ∫ p₀ Π t̃_i, for the convergent double loop;
+* :meth:`SiteAlgebra.posterior`: q itself for the sites, as a :class:`SitePosterior` — the
+  marginal means and variances of all h_i, whether q is proper, the log normaliser of q that the EP
+  energy needs (:func:`gpflow_ep.ep.ep_log_marginal_likelihood`) and the algebra's factorisation
+  for predictions; :meth:`SiteAlgebra.marginals` (parallel schedules) and
+  :meth:`SiteAlgebra.log_normaliser` (the convergent double loop) are read off it;
 * :meth:`SiteAlgebra.joint`: q itself as (Σ, μ) over x, with the rows w_i
   (:attr:`SiteAlgebra.site_rows`, identity when ``None``) and offsets o_i
   (:attr:`SiteAlgebra.site_offsets`), for schedules that visit one site at a time; a site change
   (Δτ, Δν) then updates q by :meth:`SiteAlgebra.update_joint` (a rank-one Sherman–Morrison step,
-  Minka 2001; rep spec §3.2 eq. 17).
+  Minka 2001, Sec. 3.2; Rasmussen & Williams 2006, eq. 3.70 for the GP case).
+
+The algebra each implementation shares is written here once: the centring of the sites on the
+prior mean (:func:`centred_natural_mean`), the Cholesky factor with its success flag
+(:func:`safe_cholesky`) and the natural parameters Λ = A T Aᵀ, η = A ν that sites on projections
+h = Aᵀx add to a Gaussian (:func:`project_sites`).
 
 Everything else (cavities, tilted moments, site updates, damping, relaxation, clipping, skip
 counts, convergence) is the engine's, written once in :mod:`gpflow_ep.ep`.
 """
 
 import abc
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import tensorflow as tf
 from check_shapes import check_shapes
 
-__all__ = ["SiteAlgebra", "SiteMarginals", "JointPosterior"]
+__all__ = [
+    "SiteAlgebra",
+    "SiteMarginals",
+    "SitePosterior",
+    "JointPosterior",
+    "centred_natural_mean",
+    "safe_cholesky",
+    "project_sites",
+    "eye_like",
+]
+
+
+def eye_like(square: tf.Tensor) -> tf.Tensor:
+    """The identity of the shape of ``square`` [..., M, M]."""
+    shape = tf.shape(square)
+    return tf.eye(shape[-1], batch_shape=shape[:-2], dtype=square.dtype)
+
+
+def safe_cholesky(matrix: tf.Tensor):
+    """
+    (L, ok): the Cholesky factor of ``matrix`` [..., M, M] and whether every factor succeeded
+    (finite, positive diagonal). TensorFlow fills a failed factor with NaNs; it is replaced by the
+    identity, so nothing downstream sees a NaN, and ``ok`` [] says whether to trust the result
+    (for the site algebras: whether q is a proper Gaussian).
+    """
+    chol = tf.linalg.cholesky(matrix)
+    ok = tf.reduce_all(tf.math.is_finite(chol)) & tf.reduce_all(tf.linalg.diag_part(chol) > 0.0)
+    return tf.where(ok, chol, eye_like(matrix)), ok
+
+
+def centred_natural_mean(precision: tf.Tensor, natural_mean: tf.Tensor, offset) -> tf.Tensor:
+    r"""
+    ν - τ o: the natural mean of a site exp(νh - ½τh²) on h = g + o as a site on g (the site
+    variable with its prior mean o removed), up to the constant factor exp(νo - ½τo²).
+    """
+    return natural_mean - precision * offset
+
+
+@check_shapes(
+    "A: [batch..., M, N]",
+    "precision: [batch..., N, 1]",
+    "natural_mean: [batch..., N, 1]",
+    "return[0]: [batch..., M, M]",
+    "return[1]: [batch..., M, 1]",
+)
+def project_sites(A: tf.Tensor, precision: tf.Tensor, natural_mean: tf.Tensor):
+    r"""
+    (Λ, η) = (A T Aᵀ, A ν), T = diag(τ): the natural parameters that sites exp(ν_i h_i - ½τ_i h_i²)
+    on the projections h = Aᵀx add to a Gaussian in x (one site per column of A; leading
+    dimensions are independent blocks).
+    """
+    return tf.matmul(A * tf.linalg.matrix_transpose(precision), A, transpose_b=True), A @ natural_mean
 
 
 class SiteMarginals(NamedTuple):
     mean: tf.Tensor  # [N, 1]
     var: tf.Tensor  # [N, 1]
     proper: tf.Tensor  # [] bool: q is a proper Gaussian (otherwise the moments are finite but meaningless)
+
+
+class SitePosterior(NamedTuple):
+    r"""
+    q for given sites (τ, ν), in the algebra's centred coordinates g_i = h_i - o_i (the offsets
+    o_i are usually the prior means; for algebras without offsets o = 0 and g = h):
+
+    * ``mean``, ``var`` [N, 1]: the marginal means of g_i and variances of h_i under q;
+    * ``precision`` [N, 1]: τ;  ``natural_mean`` [N, 1]: the centred ν - τ o;  ``offset``: o;
+    * ``log_normaliser`` []: log ∫ p₀(g) Π_i exp(ν_i g_i - ½τ_i g_i²) dg with the centred ν, which
+      for Gaussian log-normalisers g(·) is g(q) - g(p₀) (the first term of the EP energy,
+      Minka 2004; Rasmussen & Williams 2006, eq. 3.65); ``None`` when the algebra has none;
+    * ``proper`` []: q is a proper Gaussian (otherwise the rest is finite but meaningless);
+    * ``factorisation``: the algebra's own factorisation of q, for predictions (or ``None``).
+    """
+
+    mean: tf.Tensor
+    var: tf.Tensor
+    precision: tf.Tensor
+    natural_mean: tf.Tensor
+    offset: tf.Tensor
+    log_normaliser: Optional[tf.Tensor]
+    proper: tf.Tensor
+    factorisation: Any = None
+
+    @property
+    def marginals(self) -> SiteMarginals:
+        """The marginals of the site variables h_i = g_i + o_i."""
+        return SiteMarginals(self.mean + self.offset, self.var, self.proper)
 
 
 class JointPosterior(NamedTuple):
@@ -48,7 +135,24 @@ class SiteAlgebra(abc.ABC):
     #: [N, 1] offsets o_i; ``None``: 0
     site_offsets: Optional[tf.Tensor] = None
 
-    @abc.abstractmethod
+    @check_shapes(
+        "precision: [N, 1]",
+        "natural_mean: [N, 1]",
+        "return.mean: [N, 1]",
+        "return.var: [N, 1]",
+        "return.precision: [N, 1]",
+        "return.natural_mean: [N, 1]",
+        "return.proper: []",
+    )
+    def posterior(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> SitePosterior:
+        """
+        q for the sites (:class:`SitePosterior`). The default reads the marginals off
+        :meth:`marginals` with no offset and no log normaliser; the package's algebras override it
+        (and derive :meth:`marginals` from it).
+        """
+        q = self.marginals(precision, natural_mean)
+        return SitePosterior(q.mean, q.var, precision, natural_mean, tf.zeros_like(q.mean), None, q.proper)
+
     @check_shapes(
         "precision: [N, 1]",
         "natural_mean: [N, 1]",
@@ -57,7 +161,10 @@ class SiteAlgebra(abc.ABC):
         "return.proper: []",
     )
     def marginals(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> SiteMarginals:
-        """Means and variances of every site variable under q, [N, 1] each."""
+        """Means and variances of every site variable under q, [N, 1] each (from :meth:`posterior`)."""
+        if type(self).posterior is SiteAlgebra.posterior:
+            raise NotImplementedError(f"{type(self).__name__} must implement posterior or marginals")
+        return self.posterior(precision, natural_mean).marginals
 
     @abc.abstractmethod
     @check_shapes(
@@ -71,9 +178,16 @@ class SiteAlgebra(abc.ABC):
         """q(x) = N(μ, Σ)."""
 
     def log_normaliser(self, precision: tf.Tensor, natural_mean: tf.Tensor) -> tf.Tensor:
-        """log ∫ p₀(x) Π_i exp(ν_i h_i - ½ τ_i h_i²) dx, the normaliser of q (needed by the convergent
-        double loop, :mod:`gpflow_ep.ep.double_loop`)."""
-        raise ValueError(f"{type(self).__name__} has no log normaliser, so the convergent schedule cannot use it")
+        """
+        log ∫ p₀(x) Π_i exp(ν_i h_i - ½ τ_i h_i²) dx, the normaliser of q with the sites on h (not
+        on the centred g; needed by the convergent double loop, :mod:`gpflow_ep.ep.double_loop`):
+        the centred :attr:`SitePosterior.log_normaliser` plus Σ_i (ν_i o_i - ½τ_i o_i²).
+        """
+        q = self.posterior(precision, natural_mean)
+        if q.log_normaliser is None:
+            raise ValueError(f"{type(self).__name__} has no log normaliser, so the convergent schedule cannot use it")
+        o = q.offset
+        return q.log_normaliser + tf.reduce_sum(natural_mean * o - 0.5 * precision * tf.square(o))
 
     def prior_marginals(self, precision: tf.Tensor) -> SiteMarginals:
         """:meth:`marginals` at flat sites (q = prior; ``precision`` gives the shape). Override with

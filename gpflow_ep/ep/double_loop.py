@@ -50,7 +50,7 @@ shows its outer iteration, energy and last energy decrease on stderr when stderr
 """
 
 import time
-from typing import TYPE_CHECKING, List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import scipy.optimize
@@ -61,9 +61,7 @@ from ..summaries import summary_repr
 from .algebra import SiteAlgebra
 from .factors import SiteFactor, gaussian_log_normaliser
 from .schedules import EPRun, Schedule, register_schedule
-
-if TYPE_CHECKING:
-    from .settings import EPSettings
+from .settings import EPSettings
 
 __all__ = [
     "DoubleLoopResult",
@@ -186,7 +184,7 @@ def run_double_loop(
     factor: SiteFactor,
     precision,
     natural_mean,
-    settings: "EPSettings",
+    settings: EPSettings,
     progress: Optional[bool] = None,
 ) -> DoubleLoopResult:
     """
@@ -266,10 +264,37 @@ def run_double_loop(
 
 
 class DoubleLoopSchedule(Schedule):
-    """The ``"convergent"`` schedule: :func:`run_double_loop`; ``EPRun.history`` holds the energies E(v^(t))."""
+    """
+    The ``"convergent"`` schedule: :func:`run_double_loop`; ``EPRun.history`` holds the energies
+    E(v^(t)), and :meth:`run_with_extras` returns the :class:`DoubleLoopResult` too. It runs eagerly
+    (scipy's L-BFGS-B solves the inner problem) and needs the algebra's log normaliser.
+    """
+
+    compiled = False
+    needs_log_normaliser = True
 
     def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
         return run_double_loop(algebra, factor, precision, natural_mean, settings).run
+
+    def run_with_extras(
+        self, algebra, factor, precision, natural_mean, settings, *, progress: Optional[bool] = None
+    ) -> Tuple[EPRun, DoubleLoopResult]:
+        """(the run, its :class:`DoubleLoopResult`); ``progress`` as in :func:`run_double_loop`."""
+        result = run_double_loop(algebra, factor, precision, natural_mean, settings, progress=progress)
+        return result.run, result
+
+    def non_convergence_message(self, run, settings, where: str = "") -> str:
+        where = f" ({where})" if where else ""
+        sweeps = int(run.sweeps.numpy())
+        change = float(run.max_change.numpy())
+        return (
+            f"The convergent double loop{where} stopped after {sweeps} outer iterations (max_sweeps="
+            f"{settings.max_sweeps}) without converging: the energy fell by {change:.3g} in the last one; "
+            f"it stops when it falls by less than tol·max(1, |E|) (tol={settings.tol:g}) three times running. "
+            "Its energy can keep falling slowly (sublinearly) long after q's moments have settled, while the "
+            "marginal precisions of weights pinned at zero grow without bound: check whether q still moves, "
+            "raise max_sweeps or tol, or use regular EP (a damped parallel or sequential schedule) where it converges."
+        )
 
 
 register_schedule("convergent", DoubleLoopSchedule())

@@ -1,39 +1,51 @@
 r"""
-The EP (and power-EP) approximation to the log marginal likelihood.
+The EP (and power-EP) approximation to the log marginal likelihood, for every model.
 
 With Gaussian log-normalisers g(θ) = ½ log|S| + ½ mᵀS⁻¹m (constants cancel), the power-EP energy
-(Minka 2004; SEP spec §2.5 for α = 1; spike-and-slab spec §6 item 6) is
+(Minka 2004, Sec. 3; for α = 1 Rasmussen & Williams 2006, eq. 3.65, and Hernández-Lobato &
+Hernández-Lobato 2016, eqs. 26–28; for factors that are not likelihoods Hernández-Lobato &
+Hernández-Lobato 2011, eq. 9) is
 
     log Z_EP = g(q) - g(prior) + (1/α) Σ_i [ log Z_i + g(q^{\i}) - g(q_i) ],
 
-where Z_i = ∫ p(y_i | f)^α q^{\i}(f) df is the tilted normaliser and q_i, q^{\i} are the 1-D
-marginal and cavity of site i. The bracket is evaluated in the division-free form (SEP spec
-§2.5, corrected eq. 29, generalised to a removed fraction β = α):
+where Z_i = ∫ t_i(h)^α q^{\i}(h) dh is the tilted normaliser and q_i, q^{\i} are the 1-D
+marginal and cavity of site i. The bracket is evaluated in a division-free form (the 1-D form of
+Hernández-Lobato & Hernández-Lobato 2016, eq. 29, with its printed factor ½ and sign corrected,
+generalised to a removed fraction β = α):
 
     g(q^{\i}) - g(q_i) = ½ [ -log d_i + (β τ_i μ_i² - 2 β ν_i μ_i + β² ν_i² σ_i²) / d_i ],
     d_i = 1 - β τ_i σ_i².
 
-For α = 1 this is R&W eq. 3.65 (and rep spec §3.3). For a Gaussian likelihood it is exact, for
-any α. At an EP fixed point its gradient with respect to hyper-parameters, with the sites held
-fixed, is the gradient of the converged log Z_EP (the tilted moments match, so the derivative with
-respect to the cavity vanishes).
+For a Gaussian likelihood it is exact, for any α. At an EP fixed point its gradient with respect to
+hyper-parameters, with the sites held fixed, is the gradient of the converged log Z_EP (the tilted
+moments match, so the derivative with respect to the cavity vanishes).
 
-All quantities here are in the coordinates of the posterior algebra (the prior mean removed);
-``offset`` (the prior mean) is added to the cavity mean only when the likelihood is evaluated.
+:func:`ep_log_marginal_likelihood` takes a model's posterior algebra, its factors, the sites and
+the settings, and is the evidence of every EP model. The algebra's :class:`~gpflow_ep.ep.SitePosterior`
+gives g(q) - g(prior) and the marginals in its centred coordinates (the prior mean removed; the
+constant factors exp(ν o - ½τ o²) that centring takes out of the sites cancel between the two terms),
+and the offsets o are added to the cavity mean only where the factors are evaluated.
 """
 
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import tensorflow as tf
 from check_shapes import check_shapes
 
+from .algebra import SiteAlgebra
 from .factors import SiteFactor
+from .settings import EPSettings
 from .sites import cavity_distribution
 
-if TYPE_CHECKING:  # settings import the schedule registry
-    from .settings import EPSettings
+__all__ = ["EPEnergy", "site_energy_terms", "ep_log_marginal_likelihood"]
 
-__all__ = ["site_energy_terms", "ep_log_marginal_likelihood"]
+
+class EPEnergy(NamedTuple):
+    """log Z_EP (-∞ when q is improper, which has no evidence) and the sites it left out."""
+
+    log_marginal_likelihood: tf.Tensor  # []
+    num_left_out: tf.Tensor  # [] int32: sites whose cavity was improper (they contribute 0)
+    proper: tf.Tensor  # [] bool: q is proper
 
 
 @check_shapes(
@@ -45,7 +57,7 @@ __all__ = ["site_energy_terms", "ep_log_marginal_likelihood"]
     "return[1]: [N, 1]",
 )
 def site_energy_terms(
-    marginal_mean, marginal_var, precision, natural_mean, factor: SiteFactor, settings: "EPSettings", *, offset=0.0
+    marginal_mean, marginal_var, precision, natural_mean, factor: SiteFactor, settings: EPSettings, *, offset=0.0
 ):
     r"""
     Per-site terms (1/α)[log Z_i + g(q^{\i}) - g(q_i)], [N, 1], and a mask of the sites whose
@@ -66,20 +78,21 @@ def site_energy_terms(
     return tf.where(valid, terms, tf.zeros_like(terms)), valid
 
 
-@check_shapes(
-    "log_normaliser_ratio: []",
-    "marginal_mean: [N, 1]",
-    "marginal_var: [N, 1]",
-    "precision: [N, 1]",
-    "natural_mean: [N, 1]",
-    "return[0]: []",
-    "return[1]: []",
-)
+@check_shapes("precision: [N, 1]", "natural_mean: [N, 1]")
 def ep_log_marginal_likelihood(
-    log_normaliser_ratio, marginal_mean, marginal_var, precision, natural_mean, factor, settings, *, offset=0.0
-):
-    """log Z_EP (module docstring) and the number of sites left out for an improper cavity."""
-    terms, valid = site_energy_terms(
-        marginal_mean, marginal_var, precision, natural_mean, factor, settings, offset=offset
-    )
-    return log_normaliser_ratio + tf.reduce_sum(terms), tf.reduce_sum(tf.cast(~valid, tf.int32))
+    algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: EPSettings
+) -> EPEnergy:
+    """
+    log Z_EP (module docstring) of the sites (τ, ν) under the model's ``algebra`` and ``factor``,
+    for ``settings.power`` and ``settings.cavity``; differentiable in whatever the algebra and the
+    factor depend on, with the sites held fixed.
+
+    :raises ValueError: when the algebra has no log normaliser.
+    """
+    q = algebra.posterior(precision, natural_mean)
+    if q.log_normaliser is None:
+        raise ValueError(f"algebra: {type(algebra).__name__} has no log normaliser, so it has no EP energy")
+    terms, valid = site_energy_terms(q.mean, q.var, q.precision, q.natural_mean, factor, settings, offset=q.offset)
+    value = q.log_normaliser + tf.reduce_sum(terms)
+    value = tf.where(q.proper, value, tf.constant(-float("inf"), value.dtype))
+    return EPEnergy(value, tf.reduce_sum(tf.cast(~valid, tf.int32)), q.proper)

@@ -25,18 +25,9 @@ The normaliser needed by the EP energy is
 import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
-from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+from .algebra import JointPosterior, SiteAlgebra, SiteMarginals, SitePosterior, centred_natural_mean, safe_cholesky
 
 __all__ = ["GPSiteFactorisation", "GPAlgebra"]
-
-
-def _safe_cholesky(matrix):
-    """Cholesky factor and a flag; a failed factor is replaced by the identity."""
-    chol = tf.linalg.cholesky(matrix)
-    diag = tf.linalg.diag_part(chol)
-    ok = tf.reduce_all(tf.math.is_finite(chol)) & tf.reduce_all(diag > 0.0)
-    eye = tf.eye(tf.shape(matrix)[-1], dtype=matrix.dtype)
-    return tf.where(ok, chol, eye), ok
 
 
 class GPSiteFactorisation:
@@ -58,7 +49,7 @@ class GPSiteFactorisation:
         # positive part: B = I + A₊ K A₊
         a_pos = tf.sqrt(tf.maximum(tau, 0.0))
         B = tf.eye(n, dtype=dtype) + a_pos[:, None] * K * a_pos[None, :]
-        self._L_B, ok_B = _safe_cholesky(B)
+        self._L_B, ok_B = safe_cholesky(B)
         self._a_pos = a_pos
         self._V = tf.linalg.triangular_solve(self._L_B, a_pos[:, None] * K)  # L_B⁻¹ A₊ K
         self._nu_pos = tf.where(negative, tf.zeros_like(nu), nu)
@@ -75,7 +66,7 @@ class GPSiteFactorisation:
         )  # Σ₊[:, J], [N, |J|]
         P = tf.gather(S_J, self._J)  # Σ₊[J, J]
         C = tf.eye(tf.size(self._J), dtype=dtype) - a_neg[:, None] * P * a_neg[None, :]
-        self._L_C, ok_C = _safe_cholesky(C)
+        self._L_C, ok_C = safe_cholesky(C)
         self._a_neg = a_neg
         W = tf.linalg.triangular_solve(self._L_C, a_neg[:, None] * tf.transpose(S_J))  # [|J|, N]
         u = tf.linalg.triangular_solve(
@@ -142,24 +133,17 @@ class GPAlgebra(SiteAlgebra):
     def __init__(self, K, prior_mean):
         self.K, self.prior_mean = K, prior_mean
 
-    def factorise(self, precision, natural_mean) -> GPSiteFactorisation:
-        return GPSiteFactorisation(self.K, precision, natural_mean - precision * self.prior_mean)
-
     @inherit_check_shapes
-    def marginals(self, precision, natural_mean) -> SiteMarginals:
-        q = self.factorise(precision, natural_mean)
-        return SiteMarginals(q.mean + self.prior_mean, q.var, q.proper)
+    def posterior(self, precision, natural_mean) -> SitePosterior:
+        """q(g) for the sites (τ, ν - τ m) on g = f - m, factorised (:class:`GPSiteFactorisation`)."""
+        centred = centred_natural_mean(precision, natural_mean, self.prior_mean)
+        q = GPSiteFactorisation(self.K, precision, centred)
+        return SitePosterior(q.mean, q.var, precision, centred, self.prior_mean, q.log_normaliser_ratio, q.proper, q)
 
     @inherit_check_shapes
     def joint(self, precision, natural_mean) -> JointPosterior:
-        q = self.factorise(precision, natural_mean)
-        return JointPosterior(q.covariance(), q.mean + self.prior_mean, q.proper)
-
-    def log_normaliser(self, precision, natural_mean) -> tf.Tensor:
-        """log ∫ N(f; m, K) Π_i exp(ν_i f_i - ½ τ_i f_i²) df: the centred g(q) - g(prior) plus Σ (ν m - ½ τ m²)."""
-        q = self.factorise(precision, natural_mean)
-        m = self.prior_mean
-        return q.log_normaliser_ratio + tf.reduce_sum(natural_mean * m - 0.5 * precision * tf.square(m))
+        q = self.posterior(precision, natural_mean)
+        return JointPosterior(q.factorisation.covariance(), q.mean + self.prior_mean, q.proper)
 
     def prior_marginals(self, precision) -> SiteMarginals:
         return SiteMarginals(self.prior_mean, tf.linalg.diag_part(self.K)[:, None], tf.constant(True))

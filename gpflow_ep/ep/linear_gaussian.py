@@ -33,7 +33,7 @@ import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
 from ..validation import check_choice
-from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+from .algebra import JointPosterior, SiteAlgebra, SiteMarginals, SitePosterior, safe_cholesky
 
 __all__ = ["LinearGaussianAlgebra", "FORMS", "WOODBURY_MIN_DIM"]
 
@@ -41,13 +41,6 @@ FORMS = ("auto", "weights", "woodbury")
 #: ``form="auto"`` uses the Woodbury form only for n < d and d above this (module docstring)
 WOODBURY_MIN_DIM = 200
 _LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-def _cholesky(matrix):
-    """Cholesky factor and whether it succeeded (a failed factor is replaced by the identity)."""
-    chol = tf.linalg.cholesky(matrix)
-    ok = tf.reduce_all(tf.math.is_finite(chol)) & tf.reduce_all(tf.linalg.diag_part(chol) > 0.0)
-    return tf.where(ok, chol, tf.eye(tf.shape(matrix)[-1], dtype=matrix.dtype)), ok
 
 
 class LinearGaussianAlgebra(SiteAlgebra):
@@ -67,7 +60,7 @@ class LinearGaussianAlgebra(SiteAlgebra):
     def _weights_form(self, precision, natural_mean):
         X, s2 = self.X, self.noise_variance
         A = tf.matmul(X, X, transpose_a=True) / s2 + tf.linalg.diag(precision[:, 0])
-        L, ok = _cholesky(A)
+        L, ok = safe_cholesky(A)
         b = natural_mean + tf.matmul(X, self.y, transpose_a=True) / s2
         mean = tf.linalg.cholesky_solve(L, b)
         L_inv = tf.linalg.triangular_solve(L, tf.eye(tf.shape(A)[0], dtype=A.dtype), lower=True)
@@ -81,7 +74,7 @@ class LinearGaussianAlgebra(SiteAlgebra):
         site_mean = natural_mean / tau
         XD = X / tf.transpose(tau)  # X D⁻¹, [n, d]
         K = s2 * tf.eye(tf.shape(X)[0], dtype=X.dtype) + tf.matmul(XD, X, transpose_b=True)
-        L, ok = _cholesky(K)
+        L, ok = safe_cholesky(K)
         residual = self.y - tf.matmul(X, site_mean)
         alpha = tf.linalg.cholesky_solve(L, residual)
         mean = site_mean + tf.matmul(XD, alpha, transpose_a=True)
@@ -92,12 +85,29 @@ class LinearGaussianAlgebra(SiteAlgebra):
     # ---------------------------------------------------------------- SiteAlgebra
 
     @inherit_check_shapes
-    def marginals(self, precision, natural_mean) -> SiteMarginals:
+    def posterior(self, precision, natural_mean) -> SitePosterior:
+        """q(w) for the sites (no offsets: h_i = w_i), with the log normaliser log Z(τ, ν) of the module docstring."""
+        n = tf.cast(tf.shape(self.X)[0], self.X.dtype)
+        s2 = self.noise_variance
         if self.form == "woodbury":
-            *_, mean, var, ok = self._woodbury_form(precision, natural_mean)
+            L, site_mean, residual, alpha, mean, var, ok = self._woodbury_form(precision, natural_mean)
+            tau = tf.where(precision > 0.0, precision, tf.ones_like(precision))
+            sites = tf.reduce_sum(0.5 * _LOG_2PI - 0.5 * tf.math.log(tau) + 0.5 * tf.square(natural_mean) / tau)
+            log_det_K = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
+            log_z = sites + (-0.5 * n * _LOG_2PI - 0.5 * log_det_K - 0.5 * tf.reduce_sum(residual * alpha))
         else:
-            *_, mean, var, ok = self._weights_form(precision, natural_mean)
-        return SiteMarginals(mean, var, ok & tf.reduce_all(var > 0.0))
+            d = tf.cast(tf.shape(self.X)[1], self.X.dtype)
+            L, _, b, mean, var, ok = self._weights_form(precision, natural_mean)
+            log_det_A = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
+            log_z = (
+                -0.5 * n * tf.math.log(2.0 * np.pi * s2)
+                - 0.5 * tf.reduce_sum(tf.square(self.y)) / s2
+                + 0.5 * d * _LOG_2PI
+                - 0.5 * log_det_A
+                + 0.5 * tf.reduce_sum(b * mean)
+            )
+        offset = tf.zeros_like(precision)
+        return SitePosterior(mean, var, precision, natural_mean, offset, log_z, ok & tf.reduce_all(var > 0.0))
 
     @inherit_check_shapes
     def joint(self, precision, natural_mean) -> JointPosterior:
@@ -111,26 +121,3 @@ class LinearGaussianAlgebra(SiteAlgebra):
     def prior_joint(self, precision) -> JointPosterior:
         d = tf.shape(precision)[0]
         return JointPosterior(tf.eye(d, dtype=precision.dtype), tf.zeros_like(precision), tf.constant(False))
-
-    @check_shapes("precision: [D, 1]", "natural_mean: [D, 1]", "return: []")
-    def log_normaliser(self, precision, natural_mean) -> tf.Tensor:
-        """log Z(τ, ν) = log ∫ N(y | Xw, σ²I) Π_i exp(ν_i w_i - ½ τ_i w_i²) dw (module docstring)."""
-        n = tf.cast(tf.shape(self.X)[0], self.X.dtype)
-        d = tf.cast(tf.shape(self.X)[1], self.X.dtype)
-        s2 = self.noise_variance
-        if self.form == "woodbury":
-            L, site_mean, residual, alpha, _, _, _ = self._woodbury_form(precision, natural_mean)
-            tau = tf.where(precision > 0.0, precision, tf.ones_like(precision))
-            sites = tf.reduce_sum(0.5 * _LOG_2PI - 0.5 * tf.math.log(tau) + 0.5 * tf.square(natural_mean) / tau)
-            log_det_K = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
-            gauss = -0.5 * n * _LOG_2PI - 0.5 * log_det_K - 0.5 * tf.reduce_sum(residual * alpha)
-            return sites + gauss
-        L, _, b, mean, _, _ = self._weights_form(precision, natural_mean)
-        log_det_A = 2.0 * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
-        return (
-            -0.5 * n * tf.math.log(2.0 * np.pi * s2)
-            - 0.5 * tf.reduce_sum(tf.square(self.y)) / s2
-            + 0.5 * d * _LOG_2PI
-            - 0.5 * log_det_A
-            + 0.5 * tf.reduce_sum(b * mean)
-        )

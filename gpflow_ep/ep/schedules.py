@@ -6,7 +6,11 @@ takes a model's posterior algebra (:class:`~gpflow_ep.ep.SiteAlgebra`), the site
 (:class:`~gpflow_ep.ep.SiteFactor`), warm-start sites and the :class:`~gpflow_ep.ep.EPSettings`,
 and returns an :class:`EPRun`. Schedules are registered by name (:func:`register_schedule`) and
 chosen with ``EPSettings(schedule=name)``, so a new one (e.g. a convergent double loop) is an
-addition, not a copy. Both built-in loops are ``tf.while_loop``s (DESIGN principle 4):
+addition, not a copy. A schedule declares what it needs (:attr:`Schedule.compiled`,
+:attr:`Schedule.needs_log_normaliser`, :attr:`Schedule.one_site_at_a_time`), so models ask their
+schedule instead of testing its name, and returns what it computed beyond the run
+(:meth:`Schedule.run_with_extras`, e.g. the double loop's energies). Both built-in loops are
+``tf.while_loop``s, so a run compiles into one graph:
 
 * **parallel**: every site is updated from the same q, the update is damped, then q is rebuilt
   from all sites (``algebra.marginals``). A sweep whose damped sites give an improper q
@@ -20,17 +24,18 @@ Convergence (``settings.criterion``):
 * "sites" (default): the largest change of a site natural parameter in a sweep (on the undamped
   proposal, so damping cannot fake convergence) is ≤ ``tol`` and no site was skipped in it;
 * "alpha": the paper's R = ‖a_t - a_{t-1}‖₂ ≤ ``tol`` over the per-site statistics
-  a_i = ∂log Z_i/∂(cavity mean) of the latest visits (``dual``; Qi & Guo §6.2, rep spec §3.2),
+  a_i = ∂log Z_i/∂(cavity mean) of the latest visits (``dual``; Qi & Guo 2012, Sec. 6.2),
   with at least one site accepted in the sweep;
 * "moments": the largest change of a marginal mean or variance of the site variables under q over
-  the sweep (after damping) is ≤ ``tol`` and no site was skipped (spike-and-slab spec §2.4).
+  the sweep (after damping) is ≤ ``tol`` and no site was skipped (the rule of Hernández-Lobato &
+  Hernández-Lobato 2011, whose R-EP runs until q's moments settle).
 
 Improper cavities are skipped and counted, never turned into NaN. ``EPRun.history`` holds the
 convergence statistic of every sweep (zeros after the last; -1 for a rejected parallel sweep).
 """
 
 import abc
-from typing import TYPE_CHECKING, Dict, NamedTuple
+from typing import Any, Dict, NamedTuple, Tuple
 
 import tensorflow as tf
 from check_shapes import check_shapes
@@ -38,11 +43,9 @@ from check_shapes import check_shapes
 from ..summaries import summary_repr
 from .algebra import JointPosterior, SiteAlgebra
 from .factors import SiteFactor
+from .settings import EPSettings
 from .sites import cavity_distribution
 from .update import accept_proposal, propose_sites
-
-if TYPE_CHECKING:  # settings import the schedule registry
-    from .settings import EPSettings
 
 __all__ = [
     "EPRun",
@@ -78,8 +81,28 @@ class EPRun(NamedTuple):
         return summary_repr(self)
 
 
+#: what each convergence measure is, as the non-convergence message words it
+_MEASURES = {
+    "sites": "the largest change of a site natural parameter in the last sweep",
+    "alpha": "R = ‖a_t − a_(t−1)‖₂ over the per-site statistics in the last sweep",
+    "moments": "the largest change of a marginal mean or variance of q in the last sweep",
+}
+
+
 class Schedule(abc.ABC):
-    """An EP driver: runs site updates until convergence or ``settings.max_sweeps`` sweeps."""
+    """
+    An EP driver: runs site updates until convergence or ``settings.max_sweeps`` sweeps. The class
+    attributes declare what it needs; models and optimisers read them rather than the schedule's name.
+    """
+
+    #: True: :meth:`run` is TensorFlow ops only and may be traced into a compiled function (a
+    #: ``tf.function`` loss); False: it runs eagerly only (e.g. it calls scipy), so callers run it
+    #: outside ``tf.function`` and cannot re-run it inside a compiled training loss
+    compiled: bool = True
+    #: True: it needs :meth:`SiteAlgebra.log_normaliser` (the algebra's :attr:`SitePosterior.log_normaliser`)
+    needs_log_normaliser: bool = False
+    #: True: it visits one site at a time, through :meth:`SiteAlgebra.joint` and :meth:`SiteAlgebra.update_joint`
+    one_site_at_a_time: bool = False
 
     @abc.abstractmethod
     def run(
@@ -88,9 +111,40 @@ class Schedule(abc.ABC):
         factor: SiteFactor,
         precision: tf.Tensor,
         natural_mean: tf.Tensor,
-        settings: "EPSettings",
+        settings: EPSettings,
     ) -> EPRun:
         """EP from the warm-start sites (``precision``, ``natural_mean``, each [N, 1])."""
+
+    def run_with_extras(
+        self, algebra, factor, precision, natural_mean, settings: EPSettings, **options
+    ) -> Tuple[EPRun, Any]:
+        """
+        (:meth:`run`'s :class:`EPRun`, the schedule's extras or ``None``). ``options`` are the
+        schedule's own (e.g. the double loop's ``progress``); the default has none and no extras.
+        """
+        if options:
+            raise ValueError(f"{type(self).__name__} takes no options; got {sorted(options)}")
+        return self.run(algebra, factor, precision, natural_mean, settings), None
+
+    def non_convergence_message(self, run: EPRun, settings: EPSettings, where: str = "") -> str:
+        """
+        The warning text for a ``run`` (eager tensors) that did not converge: sweeps run, the measure
+        and its last value, the tolerance, skipped updates, and what to try. ``where`` names the
+        caller, e.g. ``"EPGPC.run_ep"``.
+        """
+        where = f" ({where})" if where else ""
+        sweeps = int(run.sweeps.numpy())
+        change = float(run.max_change.numpy())
+        skipped = int(run.num_skipped.numpy())
+        skipped_last = int(run.skipped_last_sweep.numpy())
+        skips = f"; {skipped} site updates skipped ({skipped_last} in the last sweep)" if skipped else ""
+        return (
+            f"EP{where} did not converge in {sweeps} sweeps (max_sweeps={settings.max_sweeps}, schedule="
+            f"'{settings.schedule}', damping={settings.damping or 'default'}): {_MEASURES[settings.criterion]} "
+            f"(criterion='{settings.criterion}') was {change:.3g}, above tol={settings.tol:g}{skips}. "
+            "Try more damping (a smaller damping=), a larger max_sweeps or tol, or schedule='sequential'; "
+            "the sites are those of the last sweep."
+        )
 
 
 _SCHEDULES: Dict[str, Schedule] = {}
@@ -105,6 +159,7 @@ def register_schedule(name: str, schedule: Schedule) -> Schedule:
 
 
 def get_schedule(name: str) -> Schedule:
+    """The schedule registered as ``name``; a ``ValueError`` naming ``schedule`` when there is none."""
     if name not in _SCHEDULES:
         raise ValueError(f"schedule must be one of {schedule_names()}; got {name!r}")
     return _SCHEDULES[name]
@@ -124,8 +179,8 @@ def schedule_names():
     "return.converged: []",
     "return.sweeps: []",
 )
-def run_ep(algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: "EPSettings") -> EPRun:
-    """Run the schedule named by ``settings.schedule``."""
+def run_ep(algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: EPSettings) -> EPRun:
+    """Run the schedule named by ``settings.schedule`` (:func:`get_schedule`)."""
     return get_schedule(settings.schedule).run(algebra, factor, precision, natural_mean, settings)
 
 
@@ -138,7 +193,7 @@ def site_change(old_tau, new_tau, old_nu, new_nu, ok):
     return tf.reduce_max(tf.where(ok, diff, tf.zeros_like(diff)))
 
 
-def converged(change, skipped_now, num_sites, settings: "EPSettings"):
+def converged(change, skipped_now, num_sites, settings: EPSettings):
     """ "sites": small change and nothing skipped; "alpha": small R and at least one accepted update
     (a sweep that skips every site leaves the statistics unchanged, R = 0, and proves nothing)."""
     done = change <= settings.tol
@@ -170,7 +225,7 @@ def record(history, sweep, value):
     return tf.tensor_scatter_nd_update(history, [[sweep]], [value])
 
 
-def outcome(state, num_sites, settings: "EPSettings", num_rejected) -> EPRun:
+def outcome(state, num_sites, settings: EPSettings, num_rejected) -> EPRun:
     """The :class:`EPRun` of a schedule's final loop state (fields named as in :class:`EPRun`)."""
     return EPRun(
         precision=state.precision,
@@ -294,6 +349,8 @@ class _SweepState(NamedTuple):
 
 class SequentialSchedule(Schedule):
     """Sequential EP with rank-one updates of q (module docstring)."""
+
+    one_site_at_a_time = True
 
     def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
         dtype = precision.dtype

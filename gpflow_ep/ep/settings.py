@@ -14,12 +14,11 @@ from tensorflow.core.function.trace_type import default_types
 
 from ..validation import check_choice, check_positive_int, check_range
 from .relaxation import Relaxation
-from .schedules import schedule_names
 
 __all__ = ["EPSettings", "DEFAULT_DAMPING", "CAVITY_CHOICES", "CRITERIA", "EP_MODES"]
 
 #: "fractional": the cavity removes the fraction α of the site (standard power EP); "full": it
-#: removes the whole site (the literal reading of Qi & Guo's App. C, rep spec §5).
+#: removes the whole site (the literal reading of Qi & Guo 2012, App. C).
 CAVITY_CHOICES = ("fractional", "full")
 #: convergence statistics, see :mod:`gpflow_ep.ep.schedules`
 CRITERIA = ("sites", "alpha", "moments")
@@ -37,8 +36,9 @@ class EPSettings:
 
     :param power: α ∈ (0, 1]; 1 is EP, α < 1 power EP (the tilted distribution uses p(y|f)^α).
     :param cavity: "fractional" (default; q / t̃^α) or "full" (q / t̃), see :data:`CAVITY_CHOICES`.
-    :param schedule: the name of a registered schedule (:func:`gpflow_ep.ep.get_schedule`):
-        "parallel" (default) or "sequential", or one registered by the user.
+    :param schedule: the name of a registered schedule: "parallel" (default), "sequential",
+        "convergent", or one registered by the user; the name is checked where the schedule is
+        looked up (:func:`gpflow_ep.ep.get_schedule`: a model's constructor and ``run_ep``).
     :param damping: ρ ∈ (0, 1], the weight of the new site in a batch EP run; ``None`` (default)
         takes the schedule's :data:`DEFAULT_DAMPING` (0.8 parallel, 1 sequential). The settings hold
         the number in force (``EPSettings().damping == 0.8``), and a defaulted damping follows the
@@ -51,15 +51,15 @@ class EPSettings:
         sweep and none was skipped) or "alpha" (Qi & Guo's R = ‖a_t - a_{t-1}‖₂ ≤ ``tol`` over the
         per-site statistics a_i = ∂log Z_i/∂(cavity mean), called ``dual`` in this package; the
         option keeps the paper's name) or "moments" (no marginal mean or variance of q moved by more
-        than ``tol`` in a sweep and none was skipped; the spike-and-slab paper's rule, spec §2.4; the
-        change is after damping, so strong damping makes it easier to meet).
+        than ``tol`` in a sweep and none was skipped; the rule of Hernández-Lobato & Hernández-Lobato
+        2011; the change is after damping, so strong damping makes it easier to meet).
     :param ep_mode: "nested" (default: the training loss re-runs EP, warm-started) or "alternated"
         (the loss uses the stored sites; :class:`gpflow_ep.optimizers.EP` refreshes them).
     :param relaxation: relaxed-EP settings (:class:`~gpflow_ep.ep.Relaxation`), or ``None``
         (default) for (power) EP; relaxation needs ``power=1``.
     :param min_precision: site clipping: a proposed site precision below this value is raised to it,
-        keeping the tilted mean (spike-and-slab spec §2.3 item 4); ``None`` (default) allows any
-        precision, negative ones included. Not with ``relaxation``.
+        keeping the tilted mean (the constraints (13) of Hernández-Lobato & Hernández-Lobato 2011);
+        ``None`` (default) allows any precision, negative ones included. Not with ``relaxation``.
     """
 
     power: float = 1.0
@@ -81,7 +81,8 @@ class EPSettings:
         set_ = object.__setattr__
         set_(self, "power", check_range(self.power, "power", 0.0, 1.0))
         check_choice(self.cavity, "cavity", CAVITY_CHOICES)
-        check_choice(self.schedule, "schedule", schedule_names())
+        if not isinstance(self.schedule, str) or not self.schedule:
+            raise ValueError(f"schedule must be the name of a registered schedule; got {self.schedule!r}")
         if self.damping is None:
             set_(self, "damping", DEFAULT_DAMPING.get(self.schedule, 1.0))
             set_(self, "_damping_is_default", True)

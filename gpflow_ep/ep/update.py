@@ -5,17 +5,15 @@ is ``settings.power`` (and ``settings.cavity``), relaxed EP is ``settings.relaxa
 reduces relaxed EP to EP exactly (the relaxed cavity equals the cavity).
 """
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import tensorflow as tf
 from check_shapes import check_shapes
 
 from .factors import SiteFactor
 from .relaxation import penalised_line_search, relaxation_objective, relaxed_message, relaxed_terms
+from .settings import EPSettings
 from .sites import Cavity, clip_site, damp, site_update
-
-if TYPE_CHECKING:  # settings import the schedule registry
-    from .settings import EPSettings
 
 __all__ = ["SiteProposal", "propose_sites", "accept_proposal", "site_means"]
 
@@ -47,7 +45,7 @@ def site_means(precision, natural_mean):
     "return.natural_mean: [N, 1]",
     "return.valid: [N, 1]",
 )
-def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, settings: "EPSettings") -> SiteProposal:
+def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, settings: EPSettings) -> SiteProposal:
     """
     The undamped EP update of the visited sites (:mod:`gpflow_ep.ep.sites`, steps 2–3).
 

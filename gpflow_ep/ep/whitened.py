@@ -30,9 +30,18 @@ from typing import NamedTuple, Optional
 import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
-from .algebra import JointPosterior, SiteAlgebra, SiteMarginals
+from .algebra import (
+    JointPosterior,
+    SiteAlgebra,
+    SiteMarginals,
+    SitePosterior,
+    centred_natural_mean,
+    eye_like,
+    project_sites,
+    safe_cholesky,
+)
 
-__all__ = ["WhitenedGaussian", "WhitenedAlgebra", "Projections", "SitePairs", "blocked", "flat"]
+__all__ = ["WhitenedGaussian", "WhitenedAlgebra", "Projections", "SitePairs", "blocked", "flat", "eye_like"]
 
 
 class Projections(NamedTuple):
@@ -51,12 +60,8 @@ class WhitenedGaussian:
 
     @check_shapes("Lambda: [batch..., M, M]", "eta: [batch..., M, 1]")
     def __init__(self, Lambda, eta):
-        eye = eye_like(Lambda)
-        chol = tf.linalg.cholesky(eye + Lambda)
-        ok = tf.reduce_all(tf.math.is_finite(chol)) & tf.reduce_all(tf.linalg.diag_part(chol) > 0.0)
-        self.proper = ok
         #: L_B = chol(I + Λ) (the identity when q is improper)
-        self.cholesky = tf.where(ok, chol, eye)
+        self.cholesky, self.proper = safe_cholesky(eye_like(Lambda) + Lambda)
         #: c = L_B⁻¹η
         self.half_mean = tf.linalg.triangular_solve(self.cholesky, eta)
 
@@ -64,9 +69,7 @@ class WhitenedGaussian:
     @check_shapes("A: [batch..., M, N]", "precision: [batch..., N, 1]", "natural_mean: [batch..., N, 1]")
     def from_sites(A, precision, natural_mean) -> "WhitenedGaussian":
         """Λ = A T Aᵀ, η = A ν from [..., M, N] projections and [..., N, 1] sites (one per column)."""
-        return WhitenedGaussian(
-            tf.matmul(A * tf.linalg.matrix_transpose(precision), A, transpose_b=True), A @ natural_mean
-        )
+        return WhitenedGaussian(*project_sites(A, precision, natural_mean))
 
     @staticmethod
     def from_factor(cholesky, half_mean, proper) -> "WhitenedGaussian":
@@ -130,12 +133,6 @@ class WhitenedGaussian:
         return mean, cov
 
 
-def eye_like(square):
-    """The identity of the shape of ``square`` [..., M, M]."""
-    shape = tf.shape(square)
-    return tf.eye(shape[-1], batch_shape=shape[:-2], dtype=square.dtype)
-
-
 class SitePairs:
     """
     Which (block, point) pair each site acts on (module docstring): ``index`` [S] into the C·P pairs
@@ -196,19 +193,24 @@ class WhitenedAlgebra(SiteAlgebra):
 
     def factorise(self, precision, natural_mean) -> WhitenedGaussian:
         """Sites act on f; q(v) sees the sites of f - m(X), (τ, ν - τ m), summed on their pairs."""
-        tau, nu = (self.pairs.sum(t) for t in (precision, natural_mean - precision * self.prior_mean))
+        return self._factorise_centred(precision, centred_natural_mean(precision, natural_mean, self.prior_mean))
+
+    def _factorise_centred(self, precision, centred):
+        tau, nu = self.pairs.sum(precision), self.pairs.sum(centred)
         return WhitenedGaussian.from_sites(self.A, blocked(tau, self.A), blocked(nu, self.A))
+
+    @inherit_check_shapes
+    def posterior(self, precision, natural_mean) -> SitePosterior:
+        """q(v) for the centred sites, with the marginals of every site's projection (one per pair)."""
+        centred = centred_natural_mean(precision, natural_mean, self.prior_mean)
+        q = self._factorise_centred(precision, centred)
+        mean, var = self.site_projections(q)
+        return SitePosterior(mean, var, precision, centred, self.prior_mean, q.log_normaliser_ratio, q.proper, q)
 
     def site_projections(self, q: WhitenedGaussian):
         """Mean and variance of every site's a_iᵀv under ``q`` (computed once per pair), [S, 1] each."""
         mean, var = q.project(self.A)
         return self.pairs.gather(flat(mean)), self.pairs.gather(flat(var))
-
-    @inherit_check_shapes
-    def marginals(self, precision, natural_mean) -> SiteMarginals:
-        q = self.factorise(precision, natural_mean)
-        mean, var = self.site_projections(q)
-        return SiteMarginals(mean + self.prior_mean, var, q.proper)
 
     @inherit_check_shapes
     def joint(self, precision, natural_mean) -> JointPosterior:

@@ -5,8 +5,6 @@ engine (schedule dispatch, evidence). A model adds only its posterior algebra
 """
 
 import abc
-import functools
-import weakref
 from typing import Optional
 
 import gpflow
@@ -16,40 +14,9 @@ from gpflow.config import default_float
 from gpflow.models import ExternalDataTrainingLossMixin
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
-from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, ep_log_marginal_likelihood, run_ep
+from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, run_ep
 from ..validation import check_prediction_inputs, model_input_dim, require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
-
-
-class compiled_per_model:
-    """
-    ``@tf.function(autograph=False)`` for a model method, with one traced function per model
-    instead of one per class. A model traces its EP run once per EP setting; TensorFlow counts
-    tracings per *code object* and warns ("triggered tf.function retracing") after five, which a
-    script with a few models would hit although nothing retraces needlessly. So each model's
-    function gets its own code object (the method's, renamed ``<method>_<model id>``). The
-    functions are held weakly, so they go with their model.
-    """
-
-    def __init__(self, method):
-        self.method = method
-        self._functions: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-        functools.update_wrapper(self, method)
-
-    def __get__(self, model, owner=None):
-        if model is None:
-            return self
-        function = self._functions.get(model)
-        if function is None:
-            method, ref = self.method, weakref.ref(model)
-
-            def call(*args):
-                return method(ref(), *args)
-
-            call.__code__ = call.__code__.replace(co_name=f"{self.method.__name__}_{id(model):x}")
-            function = tf.function(call, autograph=False)
-            self._functions[model] = function
-        return function
 
 
 class EPModel:
@@ -154,16 +121,6 @@ class EPModel:
         value = evidence()
         self.ep_diagnostics.record_evidence(value)
         return value
-
-    def _evidence(self, log_normaliser_ratio, mean, var, precision, centred_natural_mean, factor, offset, proper):
-        """
-        The (power-)EP energy of :mod:`gpflow_ep.ep.energy` for the model's settings; -∞ when q is
-        improper (possible only away from a fixed point), which has no evidence.
-        """
-        log_z, _ = ep_log_marginal_likelihood(
-            log_normaliser_ratio, mean, var, precision, centred_natural_mean, factor, self.ep_settings, offset=offset
-        )
-        return tf.where(proper, log_z, tf.constant(-float("inf"), log_z.dtype))
 
 
 class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):

@@ -30,9 +30,17 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 
-from ..ep import EPRun, EPSettings, GPAlgebra, run_ep, warn_if_not_converged
+from ..ep import (
+    EPRun,
+    EPSettings,
+    GPAlgebra,
+    ep_log_marginal_likelihood,
+    get_schedule,
+    run_ep,
+    warn_if_not_converged,
+)
 from ..validation import check_data, check_kernel_inputs
-from .ep_base import EPModel, EPPosteriorBase, compiled_per_model
+from .ep_base import EPModel, EPPosteriorBase
 
 
 class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
@@ -61,6 +69,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         X, Y = check_data(data, likelihood)
         check_kernel_inputs(kernel, X.shape[1], "kernel", "data[0] (X)")
         settings = EPSettings().updated(**ep_options)
+        get_schedule(settings.schedule)  # a ValueError naming ``schedule`` when none is registered under the name
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.data = data_input_to_tensor((X, Y))
         self.num_data = X.shape[0]
@@ -88,33 +97,39 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         :attr:`ep_settings` for this run only (``EPSettings.updated``): ``run_ep(power=0.5)``
         gives the sites of a model built with ``power=0.5``.
 
+        A schedule that compiles (:attr:`~gpflow_ep.ep.Schedule.compiled`) runs as one compiled
+        function, traced once per model and settings, when called eagerly, and inline when called
+        inside a compiled function (the nested training loss); an eager-only schedule (the
+        convergent double loop) runs eagerly.
+
         :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
         :warns EPConvergenceWarning: when the run did not converge (eagerly; inside a compiled loss
             the outcome is in :attr:`ep_diagnostics`).
         """
         settings = self.ep_settings.updated(**overrides)
-        if settings.schedule == "convergent":  # the double loop runs eagerly (scipy inside)
-            run = self._run_schedule(self._algebra(), self._factor(*self.data), settings)
-        else:
+        if get_schedule(settings.schedule).compiled and tf.executing_eagerly():
             run = self._run_ep_compiled(settings)
+        else:
+            run = self._run_ep_inline(settings)
         warn_if_not_converged(run, settings, f"{type(self).__name__}.run_ep")
         return run
 
-    @compiled_per_model
-    def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
+    def _run_ep_inline(self, settings: EPSettings) -> EPRun:
         return self._run_schedule(self._fixed_algebra(), self._factor(*self.data), settings)
+
+    @tf.function(autograph=False)
+    def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
+        return self._run_ep_inline(settings)
 
     # ---------------------------------------------------------------- objective
 
     @check_shapes("return: []")
     def log_marginal_likelihood(self) -> tf.Tensor:
         """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
-        algebra = self._algebra()
-        tau, nu = self.sites.read()
-        q = algebra.factorise(tau, nu)
-        centred = nu - tau * algebra.prior_mean
-        factor = self._factor(*self.data)
-        return self._evidence(q.log_normaliser_ratio, q.mean, q.var, tau, centred, factor, algebra.prior_mean, q.proper)
+        energy = ep_log_marginal_likelihood(
+            self._algebra(), self._factor(*self.data), *self.sites.read(), self.ep_settings
+        )
+        return energy.log_marginal_likelihood
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
@@ -134,17 +149,20 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         compiled function it gives the stored sites.
         """
         stored = (*self.sites.read(), tf.stop_gradient(tf.convert_to_tensor(self.sites.dual)))
-        if self.ep_settings.schedule == "convergent":
+        if not get_schedule(self.ep_settings.schedule).compiled:
             if not tf.executing_eagerly() or bool(self.ep_state_is_current()):
                 return stored
-            run = run_ep(self._algebra(), self._factor(*self.data), *stored[:2], self.ep_settings)
-            return run.precision, run.natural_mean, run.dual
-        return tf.cond(self.ep_state_is_current(), lambda: stored, lambda: self._fixed_point_compiled(self.ep_settings))
+            return self._fixed_point(self.ep_settings)
+        fixed_point = self._fixed_point_compiled if tf.executing_eagerly() else self._fixed_point
+        return tf.cond(self.ep_state_is_current(), lambda: stored, lambda: fixed_point(self.ep_settings))
 
-    @compiled_per_model
-    def _fixed_point_compiled(self, settings: EPSettings):
+    def _fixed_point(self, settings: EPSettings):
         run = run_ep(self._fixed_algebra(), self._factor(*self.data), *self.sites.read(), settings)
         return run.precision, run.natural_mean, run.dual
+
+    @tf.function(autograph=False)
+    def _fixed_point_compiled(self, settings: EPSettings):
+        return self._fixed_point(settings)
 
     @inherit_check_shapes
     def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
@@ -167,7 +185,7 @@ class EPPosterior(EPPosteriorBase):
         super().__init__(model)
         if sites is None:
             sites = (*model.sites.read(), tf.convert_to_tensor(model.sites.dual))
-        self.factorisation = model._algebra().factorise(*sites[:2])
+        self.factorisation = model._algebra().posterior(*sites[:2]).factorisation
         self.dual = sites[2]
 
     def _predict_latent(self, Xnew, full_cov: bool):

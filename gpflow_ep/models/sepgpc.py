@@ -55,9 +55,17 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel
 from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
 
-from ..ep import EPRun, EPSettings, SitePairs, WhitenedAlgebra, warn_if_not_converged
+from ..ep import (
+    EPRun,
+    EPSettings,
+    SitePairs,
+    WhitenedAlgebra,
+    ep_log_marginal_likelihood,
+    get_schedule,
+    warn_if_not_converged,
+)
 from ..validation import check_inducing_variable, check_positive_int, check_training_data
-from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase
 from .ep_state import ep_state_attribute
 from .minibatch import MinibatchEPModel, SiteRefresh
 from .sparse_sites import (
@@ -221,13 +229,22 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         """
         sites = self._check_full_data(data)
         settings = self._check_schedule(self.ep_settings.updated(**overrides))
-        run = self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, settings)
+        run = self._run_ep_sites(sites, settings)
         warn_if_not_converged(run, settings, f"{type(self).__name__}.run_ep")
         return run
 
-    def _run_ep_sites(self, sites: SiteBatch) -> EPRun:
-        """``run_ep`` on validated site data (the model's settings): the nested loss's run."""
-        run = self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, self.ep_settings)
+    def _run_ep_sites(self, sites: SiteBatch, settings: EPSettings) -> EPRun:
+        """
+        EP on validated site data: one compiled function (traced once per model and settings) when
+        called eagerly, inline inside a compiled function (the nested training loss), as GPflow
+        compiles where it is called.
+        """
+        run = self._run_ep_compiled if tf.executing_eagerly() else self._run_ep_inline
+        return run(sites.X, sites.Y, sites.pairs.index, settings)
+
+    def _nested_run(self, sites: SiteBatch) -> EPRun:
+        """The nested loss's run (the model's settings)."""
+        run = self._run_ep_sites(sites, self.ep_settings)
         warn_if_not_converged(run, self.ep_settings, f"{type(self).__name__} nested training loss")
         return run
 
@@ -237,17 +254,21 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
             return SitePairs()
         return SitePairs(site_pair, self.num_blocks * tf.shape(X)[0])
 
-    @staticmethod
-    def _check_schedule(settings: EPSettings) -> EPSettings:
-        if settings.schedule == "convergent":
+    @classmethod
+    def _check_schedule(cls, settings: EPSettings) -> EPSettings:
+        """The settings, unless their schedule needs what this algebra lacks (the schedule declares it)."""
+        if get_schedule(settings.schedule).needs_log_normaliser:
             raise ValueError(
-                "schedule: the convergent double loop needs the normaliser of q over all sites, which the "
+                f"schedule: {settings.schedule!r} needs the normaliser of q over all sites, which the "
                 "inducing-point algebra does not provide; use 'parallel' or 'sequential' (or EPGPC)"
             )
         return settings
 
-    @compiled_per_model
+    @tf.function(autograph=False)
     def _run_ep_compiled(self, X, Y, site_pair, settings: EPSettings) -> EPRun:
+        return self._run_ep_inline(X, Y, site_pair, settings)
+
+    def _run_ep_inline(self, X, Y, site_pair, settings: EPSettings) -> EPRun:
         pairs = self._pairs(X, site_pair)
         L, A, s, prior_mean = (tf.stop_gradient(t) for t in whitened_prior(self.prior_blocks(X)))
         sites = SiteBatch(X, Y, pairs)
@@ -265,13 +286,9 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
 
     def _log_marginal_likelihood_sites(self, sites: SiteBatch) -> tf.Tensor:
         _, A, s, prior_mean = whitened_prior(self.prior_blocks(sites.X))
-        tau, nu = self.sites.read()
         algebra = self._algebra(A, prior_mean, sites.pairs)
-        q = algebra.factorise(tau, nu)
-        mean, var = algebra.site_projections(q)
-        site_mean = algebra.prior_mean
         factor = self._site_factor(sites, s)
-        return self._evidence(q.log_normaliser_ratio, mean, var, tau, nu - tau * site_mean, factor, site_mean, q.proper)
+        return ep_log_marginal_likelihood(algebra, factor, *self.sites.read(), self.ep_settings).log_marginal_likelihood
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
@@ -284,7 +301,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
             return self.minibatch_objective(data)
         sites = self._check_full_data(data)
         return self._evidence_objective(
-            lambda: self._run_ep_sites(sites), lambda: self._log_marginal_likelihood_sites(sites)
+            lambda: self._nested_run(sites), lambda: self._log_marginal_likelihood_sites(sites)
         )
 
     # ---------------------------------------------------------------- prediction

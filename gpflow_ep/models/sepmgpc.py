@@ -37,7 +37,7 @@ from gpflow.base import InputData, MeanAndVariance
 from gpflow.config import default_float
 from gpflow.kernels import Kernel
 
-from ..ep import EPSettings, SitePairs
+from ..ep import EPSettings, SitePairs, get_schedule
 from ..kernels.class_independent import ClassIndependent, ClassInducingPoints
 from ..likelihoods.labels import class_labels_to_index
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
@@ -119,13 +119,13 @@ class SEPMGPC(SEPGPC):
     def _num_sites(self, num_data: int) -> int:
         return 2 * num_data * (self.likelihood.num_classes - 1)
 
-    @staticmethod
-    def _check_schedule(settings: EPSettings) -> EPSettings:
-        SEPGPC._check_schedule(settings)
-        if settings.schedule != "parallel":
+    @classmethod
+    def _check_schedule(cls, settings: EPSettings) -> EPSettings:
+        super()._check_schedule(settings)
+        if get_schedule(settings.schedule).one_site_at_a_time:
             raise ValueError(
-                f"schedule: the two sites of a multi-class factor are updated together; use 'parallel', not "
-                f"{settings.schedule!r}"
+                f"schedule: the two sites of a multi-class factor are updated together; {settings.schedule!r} "
+                "updates one site at a time: use 'parallel'"
             )
         if settings.power != 1.0:
             raise ValueError(f"power: multi-class EP factors are defined for power = 1; got {settings.power}")

@@ -55,12 +55,13 @@ from ..ep import (
     EPSettings,
     LinearGaussianAlgebra,
     cavity_distribution,
-    run_double_loop,
+    ep_log_marginal_likelihood,
+    get_schedule,
     warn_if_not_converged,
 )
 from ..ep.linear_gaussian import FORMS
 from ..validation import check_choice, check_inputs, check_prediction_inputs, check_range
-from .ep_base import EPModel, compiled_per_model
+from .ep_base import EPModel
 from .spike_slab_factor import SpikeSlabFactor
 
 __all__ = ["SpikeSlabRegression", "exact_spike_slab_posterior"]
@@ -167,19 +168,25 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
         :warns EPConvergenceWarning: when the run did not converge.
         """
         settings = self.ep_settings.updated(**overrides)
-        if settings.schedule == "convergent":
-            tau, nu = self.sites.read()
-            result = run_double_loop(self._algebra(), self._prior_factor(), tau, nu, settings, progress=progress)
-            self.double_loop_result = result
-            run = self._store_run(result.run)
+        schedule = get_schedule(settings.schedule)
+        if schedule.compiled:
+            run = self._run_ep_compiled(settings) if tf.executing_eagerly() else self._run_ep_inline(settings)
         else:
-            run = self._run_ep_compiled(settings)
+            options = {} if progress is None else {"progress": progress}
+            tau, nu = self.sites.read()
+            run, extras = schedule.run_with_extras(self._algebra(), self._prior_factor(), tau, nu, settings, **options)
+            if extras is not None:
+                self.double_loop_result = extras
+            run = self._store_run(run)
         warn_if_not_converged(run, settings, "SpikeSlabRegression.run_ep")
         return run
 
-    @compiled_per_model
-    def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
+    def _run_ep_inline(self, settings: EPSettings) -> EPRun:
         return self._run_schedule(self._algebra(), self._prior_factor(), settings)
+
+    @tf.function(autograph=False)
+    def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
+        return self._run_ep_inline(settings)
 
     # ---------------------------------------------------------------- objective
 
@@ -187,16 +194,12 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
     def log_marginal_likelihood(self) -> tf.Tensor:
         """log Z_EP = log Z(ṽ) + Σ_i z̃_i = -E at the stored sites (the paper's eq. 9), differentiable in
         σ², v_s, p_s with the sites held fixed."""
-        algebra = self._algebra()
-        tau, nu = self.sites.read()
-        q = algebra.marginals(tau, nu)
-        return self._evidence(
-            algebra.log_normaliser(tau, nu), q.mean, q.var, tau, nu, self._prior_factor(), 0.0, q.proper
-        )
+        energy = ep_log_marginal_likelihood(self._algebra(), self._prior_factor(), *self.sites.read(), self.ep_settings)
+        return energy.log_marginal_likelihood
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
-        if self.ep_settings.ep_mode == "nested" and self.method == "convergent":
+        if self.ep_settings.ep_mode == "nested" and not get_schedule(self.ep_settings.schedule).compiled:
             raise ValueError(
                 "ep_mode: the convergent method runs eagerly; use ep_mode='alternated' to learn σ², v_s, p_s"
             )

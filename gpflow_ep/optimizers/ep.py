@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass, field, fields
 from typing import List
 
-from ..ep import EPSettings
+from ..ep import EPSettings, get_schedule
 from ..ep.convergence import EPConvergenceWarning, non_convergence_message
 from ..summaries import summary_repr
 from ..validation import check_positive_int
@@ -61,7 +61,8 @@ class EP:
     """
 
     def __init__(self, *, warn: bool = True, backoff: int = 0, **ep_options):
-        EPSettings().updated(**ep_options)  # validates names and values
+        settings = EPSettings().updated(**ep_options)  # validates names and values
+        get_schedule(settings.schedule)  # and that the schedule is registered
         self.ep_options = {k: v for k, v in ep_options.items() if v is not None}
         self.warn = warn
         self.backoff = 0 if backoff == 0 else check_positive_int(backoff, "backoff")

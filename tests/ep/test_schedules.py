@@ -66,8 +66,9 @@ class _OneSweep(Schedule):
 
 
 def test_a_registered_schedule_is_an_ep_settings_choice():
+    """The name is checked where the schedule is looked up (settings do not import the registry)."""
     with pytest.raises(ValueError, match="schedule"):
-        EPSettings(schedule="one-sweep")
+        get_schedule("one-sweep")
     register_schedule("one-sweep", _OneSweep())
     settings = EPSettings(schedule="one-sweep")
     rng = np.random.default_rng(0)

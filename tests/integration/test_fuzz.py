@@ -7,7 +7,7 @@ duplicated inputs, a single point) never produces NaN: class probabilities are f
 state finite.
 
 The default run draws ``DEFAULT_EXAMPLES`` cases per configuration, derandomised (the same cases in
-every CI run); ``pytest -m slow tests/models/test_fuzz.py`` draws ``SLOW_EXAMPLES`` random ones.
+every CI run); ``pytest -m slow tests/integration/test_fuzz.py`` draws ``SLOW_EXAMPLES`` random ones.
 """
 
 import gpflow

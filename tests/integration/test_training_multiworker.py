@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).parent / "scripts" / "multiworker_fit.py"
+SCRIPT = Path(__file__).parent.parent / "scripts" / "multiworker_fit.py"
 TIMEOUT = 240  # seconds for one group of processes (start-up ≈ 5 s each, 2 cores shared)
 
 
