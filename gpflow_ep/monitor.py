@@ -49,7 +49,7 @@ import tensorflow as tf
 from gpflow.monitor import ModelToTensorBoard, Monitor, MonitorTaskGroup, ToTensorBoard
 
 from .evaluation import held_out_metrics
-from .models.minibatch import MinibatchEP
+from .models.minibatch import MinibatchEPModel
 from .validation import check_positive_int
 
 __all__ = [
@@ -82,7 +82,7 @@ EP_SCALAR_TAGS = ("ep/log_marginal_likelihood", *EP_RUN_TAGS, "ep/damping", "ep/
 
 
 def _is_minibatch_ep(model) -> bool:
-    return isinstance(model, MinibatchEP)
+    return isinstance(model, MinibatchEPModel)
 
 
 class EPDiagnosticsToTensorBoard(ToTensorBoard):

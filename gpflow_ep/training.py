@@ -7,13 +7,15 @@ An epoch is one pass over a fresh permutation of the data in batches of ``batch_
 batch of an epoch holds the remainder (as in Keras and ``tf.data``), so every point is seen once
 per epoch and no batch holds a site twice. Per step, for a minibatch M:
 
-* models with minibatch EP (:class:`~gpflow_ep.models.MinibatchEP`, e.g.
-  :class:`~gpflow_ep.models.SEPGPC`) first refresh the sites of M (damped by the model's
-  ``EPSettings.minibatch_damping``), then take a gradient step on the minibatch surrogate -F_M at
-  the refreshed q (``refresh_and_objective``) of Hernández-Lobato & Hernández-Lobato (2016),
-  "Scalable Gaussian process classification via expectation propagation", AISTATS. With the full
-  batch, ``minibatch_damping=0.5`` and :class:`~gpflow_ep.optimizers.SignAdaptive` this is that
-  paper's batch SEP with "inner" updates; with minibatches it is its stochastic SEP;
+* models with minibatch EP (:class:`~gpflow_ep.models.MinibatchEPModel`: :class:`~gpflow_ep.models.SEPGPC`,
+  :class:`~gpflow_ep.models.SEPMGPC`) first refresh the sites of M (the optimiser step
+  :class:`~gpflow_ep.optimizers.MinibatchEP`, damped by the model's ``EPSettings.minibatch_damping``),
+  then take a gradient step on the minibatch surrogate -F_M at the refreshed q of
+  Hernández-Lobato & Hernández-Lobato (2016), "Scalable Gaussian process classification via
+  expectation propagation", AISTATS, Sec. 2.3, on the same frame of the batch (kernel matrices and
+  chol(K_uu) once per step). With the full batch, ``minibatch_damping=0.5`` and
+  :class:`~gpflow_ep.optimizers.SignAdaptive` this is that paper's batch SEP with "inner" updates;
+  with minibatches it is its stochastic SEP;
 * EP models that hold their data (:class:`~gpflow_ep.models.EPModel` with GPflow's internal-data
   loss: :class:`~gpflow_ep.models.EPGPC` and subclasses, ``SpikeSlabRegression``) follow their
   ``ep_mode``: in ``"nested"`` (the default) every gradient step is on ``training_loss()``, which
@@ -27,13 +29,15 @@ per epoch and no batch holds a site twice. Per step, for a minibatch M:
 Only public methods of the models are called.
 
 ``strategy=`` a ``tf.distribute`` strategy (build the model and the optimiser under
-``strategy.scope()``) splits every batch over the replicas: each replica computes its part of the
-site refresh from the same q(u); the changes of q(u) are summed across replicas and all state is
-assigned in cross-replica context, so the run gives the same numbers as on one device. Each replica
-differentiates F_{M_r}/R (or SVGP's loss / R); the optimiser sums the gradients, which equals the
-single-device gradient of F_M when the replicas get equal batch shares. The refreshes are gathered
-with ``strategy.gather``/``reduce``, so this holds across processes too
-(``MultiWorkerMirroredStrategy``); a worker that stops answering is a :class:`WorkerFailedError`.
+``strategy.scope()``) splits every batch over the replicas; the step is the same function with or
+without one (TensorFlow's default strategy then). Each replica computes its part of the site
+refresh from the same q(u); the refreshes are merged (``merge_call``: rows gathered, changes of q(u)
+summed) and written once in cross-replica context, so the run gives the same numbers as on one
+device. Each replica differentiates F_{M_r}/R (or SVGP's loss / R); the optimiser sums the
+gradients, which equals the single-device gradient of F_M when the replicas get equal batch
+shares. The refreshes are gathered with ``strategy.gather``/``reduce``, so this holds across
+processes too (``MultiWorkerMirroredStrategy``); a worker that stops answering is a
+:class:`WorkerFailedError`.
 
 Reliability: array data are validated before anything is compiled; a step whose loss or new
 parameters are not finite is undone (the trainable variables and the optimiser's state, as built
@@ -53,8 +57,9 @@ from gpflow.config import default_float
 from gpflow.keras import tf_keras
 from gpflow.models import InternalDataTrainingLossMixin
 
-from .models import CheckedExternalDataTrainingLossMixin, EPModel, MinibatchEP, SiteRefresh
+from .models import CheckedExternalDataTrainingLossMixin, EPModel, MinibatchEPModel
 from .monitor import PeriodicMonitor
+from .optimizers import MinibatchEP
 from .progress import ProgressBar, is_terminal
 from .validation import check_positive_int, check_training_data
 
@@ -131,7 +136,7 @@ def paper_adadelta():
 
 
 def _uses_minibatch_ep(model) -> bool:
-    return isinstance(model, MinibatchEP)
+    return isinstance(model, MinibatchEPModel)
 
 
 def _holds_data(model) -> bool:
@@ -168,9 +173,7 @@ def make_dataset(
 
 
 def _gradient_loss(model, batch):
-    """The loss whose gradient the step follows, without any site refresh."""
-    if _uses_minibatch_ep(model):
-        return -(model.minibatch_objective(batch) + model.log_prior_density())
+    """The loss whose gradient the step follows (models without minibatch EP)."""
     if _holds_data(model):
         return model.training_loss()
     return model.training_loss(batch[:2])
@@ -223,68 +226,45 @@ def _check_made_in_scope(model, strategy: tf.distribute.Strategy) -> None:
 
 def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None) -> Callable:
     """
-    A compiled step ``step(batch) -> StepResult(loss, skipped, applied)``: minibatch site refresh
-    (for a :class:`~gpflow_ep.models.MinibatchEP` model) followed by one optimiser step; with
-    ``strategy``, ``batch`` is a distributed batch. A step whose loss or new parameters are not
-    finite is undone (parameters and optimiser state restored; a refresh never writes non-finite
-    sites, see ``apply_refresh``) and reported as ``applied = False``. With ``strategy``, every
-    variable of the model must have been made under ``strategy.scope()`` (``ValueError`` otherwise).
+    A compiled step ``step(batch) -> StepResult(loss, skipped, applied)``: for a minibatch-EP model
+    the site refresh (:class:`~gpflow_ep.optimizers.MinibatchEP`) and the gradient step on -F_M at
+    the refreshed q, sharing the batch's frame; for any other model the gradient step. One step for
+    one device or several: it runs in the replicas of ``strategy`` (default: TensorFlow's default
+    strategy, one device), ``batch`` then being a distributed batch. A step whose loss or new
+    parameters are not finite is undone (parameters and optimiser state restored; a refresh never
+    writes non-finite sites) and reported as ``applied = False``. With ``strategy``, every variable
+    of the model must have been made under ``strategy.scope()`` (``ValueError`` otherwise).
     """
     if strategy is not None:
         _check_made_in_scope(model, strategy)
+    strategy = strategy or tf.distribute.get_strategy()
     variables = model.trainable_variables
     if isinstance(optimizer, tf_keras.optimizers.Optimizer):  # slots now: the step is traced once, not twice
-        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+        with strategy.scope():
             optimizer.build(variables)
     guard = _FiniteGuard(variables, optimizer)
-
-    if strategy is None:
-
-        @tf.function(autograph=False)
-        def step(batch):
-            skipped = tf.constant(0)
-            saved = guard.save()
-            with tf.GradientTape() as tape:
-                if _uses_minibatch_ep(model):  # site refresh, then F_M at the refreshed q (shared work)
-                    objective, skipped = model.refresh_and_objective(batch)
-                    loss = -(objective + model.log_prior_density())
-                else:
-                    loss = _gradient_loss(model, batch)
-            optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-            # (stateful ops of a tf.function run in program order: the check sees the new values)
-            return StepResult(loss, skipped, guard.check_and_restore(saved, loss))
-
-        return step
-
     replicas = strategy.num_replicas_in_sync
+    minibatch_ep = MinibatchEP() if _uses_minibatch_ep(model) else None
 
-    def replica_gradient_step(batch):
+    def replica_step(batch):
+        skipped = tf.constant(0)
         with tf.GradientTape() as tape:
-            loss = _gradient_loss(model, batch) / replicas
+            if minibatch_ep is not None:  # site refresh, then F_M at the refreshed q (one frame)
+                objective, skipped = minibatch_ep.refreshed_objective(model, batch)
+                loss = -(objective + model.log_prior_density())
+            else:
+                loss = _gradient_loss(model, batch)
+            loss = loss / replicas  # the optimiser sums the replicas' gradients
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return loss
-
-    def merged(per_replica: SiteRefresh) -> SiteRefresh:
-        """All replicas' refreshes on every worker: site and pair rows gathered in replica order, q's changes summed."""
-        total = tf.distribute.ReduceOp.SUM
-        return SiteRefresh(
-            strategy.gather(per_replica.index, axis=0),
-            tuple(strategy.gather(rows, axis=0) for rows in per_replica.site_state),
-            tuple(strategy.reduce(total, change, axis=None) for change in per_replica.posterior_change),
-            strategy.reduce(total, per_replica.num_skipped, axis=None),
-            None if per_replica.pair_index is None else strategy.gather(per_replica.pair_index, axis=0),
-            tuple(strategy.gather(rows, axis=0) for rows in per_replica.pair_state),
-        )
+        return loss, skipped
 
     @tf.function(autograph=False)
     def step(batch):
-        skipped = tf.constant(0)
         saved = guard.save()
-        if _uses_minibatch_ep(model):  # every replica proposes from the same q; merged, then written once
-            refresh = merged(strategy.run(model.propose_refresh, args=(batch,)))
-            skipped = model.apply_refresh(refresh)
-        losses = strategy.run(replica_gradient_step, args=(batch,))
+        losses, skipped = strategy.run(replica_step, args=(batch,))
         loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        skipped = strategy.experimental_local_results(skipped)[0]  # the merged refresh's count, on every replica
+        # (stateful ops of a tf.function run in program order: the check sees the new values)
         return StepResult(loss, skipped, guard.check_and_restore(saved, loss))
 
     return step

@@ -27,6 +27,7 @@ from gpflow_ep.monitor import (
     HeldOutToTensorBoard,
     ep_monitor,
 )
+from gpflow_ep.optimizers import MinibatchEP
 from gpflow_ep.training import fit, make_dataset
 
 
@@ -89,13 +90,13 @@ def test_sepgpc_minibatch_records_refreshes(tmp_path, data):
 
 
 def test_minibatch_training_writes_no_full_run_tags_until_a_run_happens(tmp_path, data):
-    """The README's minibatch loop (training_loss_closure over make_dataset batches, Adam): no full EP
+    """The README's minibatch loop (MinibatchEP().loss_closure over make_dataset batches, Adam): no full EP
     run was attempted, so ep/converged, ep/sweeps, ... are not written (not 0, not NaN) and the refresh
     tags are; once run_ep happened, its outcome is written at the next call."""
     (X, Y), _ = data
     model = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:8].copy(), num_data=len(X))
     task = EPDiagnosticsToTensorBoard(str(tmp_path), model, data=(X, Y))
-    loss = model.training_loss_closure(iter(make_dataset((X, Y), batch_size=20, seed=0)))
+    loss = MinibatchEP().loss_closure(model, iter(make_dataset((X, Y), batch_size=20, seed=0)))
     optimizer = gpflow.keras.tf_keras.optimizers.Adam(0.01)
     task(0)  # before training: neither a run nor a refresh
     for step in range(1, 4):

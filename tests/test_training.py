@@ -18,6 +18,7 @@ from gpflow.keras import tf_keras
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC
+from gpflow_ep.optimizers import MinibatchEP
 from gpflow_ep.training import NonFiniteStepWarning, fit, make_dataset, make_train_step, paper_adadelta
 
 SCRIPT = Path(__file__).parent / "scripts" / "distributed_step.py"
@@ -163,17 +164,18 @@ def test_fit_trains_every_kind_of_model(data, model_name):
 
 def test_sepgpc_in_a_plain_gpflow_loop(data):
     """
-    SEPGPC is a drop-in for SVGP: a plain ``optimizer.minimize(training_loss_closure(...))`` loop
-    over (X, Y, index) batches trains it (the loss refreshes the batch's sites); (X, Y) minibatches
-    are refused at once with a ValueError that says what to do.
+    SEPGPC is a drop-in for SVGP: a plain ``optimizer.minimize(loss)`` loop over (X, Y, index) batches
+    trains it, with ``loss = MinibatchEP().loss_closure(model, batches)`` (each call refreshes the
+    batch's sites, then returns -F_M); (X, Y) minibatches are refused at once with a ValueError that
+    says what to do.
     """
     (X, Y), (Xt, Yt) = data
     m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:20].copy(), num_data=len(X))
     adam = tf_keras.optimizers.Adam(0.01)
     plain = iter(tf.data.Dataset.from_tensor_slices((X, Y)).repeat().batch(100))
     with pytest.raises(ValueError, match=r"\(X, Y, index\)"):
-        adam.minimize(m.training_loss_closure(plain), m.trainable_variables)
-    closure = m.training_loss_closure(iter(make_dataset((X, Y), 100)))
+        adam.minimize(MinibatchEP().loss_closure(m, plain), m.trainable_variables)
+    closure = MinibatchEP().loss_closure(m, iter(make_dataset((X, Y), 100)))
     adam.minimize(closure, m.trainable_variables)  # one eager step, then compiled as GPflow's notebooks do
     step = tf.function(lambda: adam.minimize(closure, m.trainable_variables))
     for _ in range(119):

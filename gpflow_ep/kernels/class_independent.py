@@ -56,7 +56,7 @@ class ClassIndependent(Kernel):
     def num_classes(self) -> int:
         return len(self.kernels)
 
-    def _groups(self):
+    def groups(self):
         """(kernel, classes it serves), each distinct kernel object once."""
         groups = {}
         for c, k in enumerate(self.kernels):
@@ -76,7 +76,7 @@ class ClassIndependent(Kernel):
         x2, c2 = (x, c) if X2 is None else self._split(X2)
         same = tf.equal(c[:, None], c2[None, :])
         total = tf.zeros(tf.stack([tf.shape(x)[0], tf.shape(x2)[0]]), X.dtype)
-        for kernel, members in self._groups():
+        for kernel, members in self.groups():
             both = same & self._in(c, members)[:, None]
             total += tf.where(both, kernel.K(x, x2), tf.zeros_like(total))
         return total
@@ -85,7 +85,7 @@ class ClassIndependent(Kernel):
     def K_diag(self, X: TensorType) -> tf.Tensor:
         x, c = self._split(X)
         total = tf.zeros(tf.shape(x)[:1], X.dtype)
-        for kernel, members in self._groups():
+        for kernel, members in self.groups():
             total += tf.where(self._in(c, members), kernel.K_diag(x), tf.zeros_like(total))
         return total
 

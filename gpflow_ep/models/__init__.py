@@ -5,7 +5,7 @@ from .dgp_aep import DGPAEP
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel
 from .epgp import EPGP
 from .epgpc import EPGPC, EPPosterior
-from .minibatch import MinibatchEP, SiteRefresh
+from .minibatch import MinibatchEPModel, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgp import SEPGP
@@ -31,6 +31,6 @@ __all__ = [
     "EPSettings",
     "EPModel",
     "CheckedExternalDataTrainingLossMixin",
-    "MinibatchEP",
+    "MinibatchEPModel",
     "SiteRefresh",
 ]

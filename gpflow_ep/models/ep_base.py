@@ -5,8 +5,6 @@ engine (schedule dispatch, evidence). A model adds only its posterior algebra
 """
 
 import abc
-import functools
-import weakref
 from typing import Optional
 
 import gpflow
@@ -19,42 +17,6 @@ from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwne
 from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, run_ep
 from ..validation import check_prediction_inputs, model_input_dim, require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
-
-
-class compiled_per_model:
-    """
-    Deprecated (to be removed once no model uses it): EP models now compile where they are called,
-    as GPflow does: a method decorated with ``@tf.function(autograph=False)`` (one traced function
-    per model, through ``tf.function``'s own per-instance binding) that an eager ``run_ep`` calls,
-    while inside a compiled function the undecorated method runs inline.
-
-    ``@tf.function(autograph=False)`` for a model method, with one traced function per model
-    instead of one per class. A model traces its EP run once per EP setting; TensorFlow counts
-    tracings per *code object* and warns ("triggered tf.function retracing") after five, which a
-    script with a few models would hit although nothing retraces needlessly. So each model's
-    function gets its own code object (the method's, renamed ``<method>_<model id>``). The
-    functions are held weakly, so they go with their model.
-    """
-
-    def __init__(self, method):
-        self.method = method
-        self._functions: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-        functools.update_wrapper(self, method)
-
-    def __get__(self, model, owner=None):
-        if model is None:
-            return self
-        function = self._functions.get(model)
-        if function is None:
-            method, ref = self.method, weakref.ref(model)
-
-            def call(*args):
-                return method(ref(), *args)
-
-            call.__code__ = call.__code__.replace(co_name=f"{self.method.__name__}_{id(model):x}")
-            function = tf.function(call, autograph=False)
-            self._functions[model] = function
-        return function
 
 
 class EPModel:
@@ -82,10 +44,11 @@ class EPModel:
     )
     sites_fitted = ep_state_attribute("sites_fitted", "1 once a full EP run stored its sites, else 0.")
 
-    def _init_ep(self, num_sites: int, settings: EPSettings) -> None:
+    def _init_ep(self, num_sites: int, settings: EPSettings, state: Optional[EPState] = None) -> None:
+        """Settings and EP state (``state``: a model's own :class:`EPState` subclass, default a plain one)."""
         require_float64(type(self).__name__)
         self.ep_settings = settings
-        state = EPState(num_sites, int(self._hyperparameter_values().shape[0]))
+        state = EPState(num_sites, int(self._hyperparameter_values().shape[0])) if state is None else state
         self._ep_state = OutOfSummary(state=state)
 
     @property

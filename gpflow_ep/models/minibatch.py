@@ -1,13 +1,16 @@
 """
-The minibatch-EP interface: what :func:`gpflow_ep.training.fit` (and a plain GPflow loop) needs
-from a model whose sites are refreshed one minibatch at a time.
+The minibatch-EP interface: what :class:`gpflow_ep.optimizers.MinibatchEP` (and through it
+:func:`gpflow_ep.training.fit` and a plain GPflow loop) needs from a model whose sites are refreshed
+one minibatch at a time.
 
-A step on a minibatch ``(X, Y, index)`` is: refresh the batch's sites (one damped EP update each,
-``EPSettings.minibatch_damping``), update q accordingly, and take a gradient step on an objective
-whose gradient estimates that of the evidence at the refreshed q (SEP spec §3). The refresh is
-split into a proposal that writes nothing and its application, so that ``tf.distribute`` replicas
-can propose from the same q and the proposals can be merged before q changes
-(per-site and per-pair rows are concatenated in replica order, q's changes summed, on every worker).
+A step on a minibatch ``(X, Y, index)`` is: build the batch's frame once (prior blocks, their
+factorisation and the stored q), propose one damped EP update of each of its sites from it
+(nothing written), apply the proposal (the sites and q), and take a gradient step on an objective
+whose gradient estimates that of the evidence at the refreshed q (Hernández-Lobato &
+Hernández-Lobato 2016, Sec. 2.3, "Training using minibatches"). Proposal and application are
+separate so that ``tf.distribute`` replicas propose from the same q and the proposals are merged
+before q changes (per-site and per-pair rows concatenated in replica order, q's changes summed, on
+every worker).
 """
 
 import abc
@@ -17,7 +20,7 @@ import tensorflow as tf
 
 from ..summaries import summary_repr
 
-__all__ = ["SiteRefresh", "MinibatchEP"]
+__all__ = ["SiteRefresh", "MinibatchEPModel"]
 
 
 class SiteRefresh(NamedTuple):
@@ -41,11 +44,21 @@ class SiteRefresh(NamedTuple):
         return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in parts])
 
 
-class MinibatchEP(abc.ABC):
+class MinibatchEPModel(abc.ABC):
     """
-    A model trained by minibatch EP. ``training_loss((X, Y, index))`` of such a model performs
-    the whole step's refresh (so a plain GPflow loop trains it); the methods below are its parts.
+    A model trained by minibatch EP (:class:`~gpflow_ep.models.SEPGPC`, :class:`~gpflow_ep.models.SEPMGPC`).
+    Its ``ep_state`` applies refreshes (``ep_state.apply_refresh(refresh, L)`` and
+    ``ep_state.whitened(L)``, :class:`~gpflow_ep.models.sparse_sites.SparseEPState`); its
+    objectives never write state.
     """
+
+    @abc.abstractmethod
+    def minibatch_frame(self, batch):
+        """The quantities of ``batch = (X, Y, index)`` a step needs, computed once (a ``Frame``)."""
+
+    @abc.abstractmethod
+    def refresh_proposal(self, frame) -> Tuple[SiteRefresh, tf.Tensor]:
+        """The refresh of the frame's sites from the stored q (nothing written), and the pairs' projections after it."""
 
     @abc.abstractmethod
     def propose_refresh(self, batch) -> SiteRefresh:
@@ -59,14 +72,9 @@ class MinibatchEP(abc.ABC):
         """
 
     @abc.abstractmethod
-    def minibatch_objective(self, batch) -> tf.Tensor:
-        """The objective of the gradient step at the stored q (its gradient estimates the evidence's)."""
+    def check_minibatch_objective(self) -> None:
+        """A ``ValueError`` when the model's settings do not allow its minibatch objective (checked before a step)."""
 
     @abc.abstractmethod
-    def refresh_and_objective(self, batch) -> Tuple[tf.Tensor, tf.Tensor]:
-        """
-        One single-device step's model part: refresh the batch's sites, then the objective at the
-        refreshed q; returns (objective, number of skipped site updates). Equal to
-        ``apply_refresh(propose_refresh(batch))`` followed by ``minibatch_objective(batch)``
-        (implementations may share work between the two).
-        """
+    def minibatch_objective(self, batch) -> tf.Tensor:
+        """The objective of the gradient step at the stored q (its gradient estimates the evidence's); pure."""

@@ -1,51 +1,47 @@
 r"""
-SEPGPC: scalable sparse EP classification (Hernández-Lobato & Hernández-Lobato 2016; SEP spec).
+SEPGPC: scalable sparse EP classification (Hernández-Lobato & Hernández-Lobato 2016, "Scalable
+Gaussian process classification via expectation propagation", AISTATS).
 
 Inducing values u = f(Z) keep their FITC conditionals p(f_i | u) = N(υ_iᵀu, s_i),
-s_i = K_ii - k_iᵀK_uu⁻¹k_i (spec §1.2), and are *not* marginalised, so every likelihood term
-ϕ_i(u) = ∫ p(y_i | f) N(f; υ_iᵀu, s_i) df depends on u through one projection. Its EP site is
-one scalar Gaussian in h_i = υ_iᵀu (spec §1.4): O(n) site memory, O(nm²) per sweep. In whitened
+s_i = K_ii - k_iᵀK_uu⁻¹k_i (the paper's Sec. 2.1), and are *not* marginalised, so every likelihood
+term ϕ_i(u) = ∫ p(y_i | f) N(f; υ_iᵀu, s_i) df depends on u through one projection. Its EP site is
+one scalar Gaussian in h_i = υ_iᵀu (eq. 2): O(n) site memory, O(nm²) per sweep. In whitened
 coordinates v = L⁻¹u the projections are a_i = L⁻¹k_i and q(v) is
-:class:`~gpflow_ep.ep.WhitenedGaussian` (spec §1.6). The site update is the engine's, with the
-FITC variance s_i added to the cavity inside the likelihood's tilted moments (spec §2.2: the
-probit's b_i = 1 + s_i + σ²_{\i}).
+:class:`~gpflow_ep.ep.WhitenedGaussian`. The site update is the engine's, with the FITC variance
+s_i added to the cavity inside the likelihood's tilted moments (App. A.2: the probit's
+b_i = 1 + s_i + σ²_{\i}).
 
-The evidence log Z_q (spec §2.5, with the corrected eq. 29) is the engine's EP energy;
-``training_loss(data)`` is -log Z_q with the sites held fixed, whose gradient equals the paper's
-eq. (4) at an EP fixed point (spec §2.6, "exact" variant). ``ep_mode="nested"`` (default) runs
-EP to convergence inside the loss — the batch "FITC-EP"/GFITC training of the paper, driven by
-``gpflow.optimizers.Scipy``; at convergence SEP equals GFITC (spec T2).
+The evidence log Z_q (the paper's eq. 29, with ½ on its quadratic terms and -½ log(1 - ν̃σ²)) is
+the engine's EP energy; ``training_loss((X, Y))`` is -log Z_q with the sites held fixed, whose
+gradient equals the paper's eq. (4) at an EP fixed point. ``ep_mode="nested"`` (default) runs EP
+to convergence inside the loss — the batch "FITC-EP"/GFITC training of the paper, driven by
+``gpflow.optimizers.Scipy``; at convergence SEP equals GFITC (Naish-Guzman & Holden 2008).
 
 The model keeps q(u) as natural parameters in u-space (``posterior_precision`` Λ_u,
 ``posterior_shift`` η_u), so it predicts without the training data, like ``gpflow.models.SVGP``.
+Its EP state — the sites, the direction each site was last updated with and q(u) — is one module,
+``model.ep_state`` (:class:`~gpflow_ep.models.sparse_sites.SparseEPState`), and the algebra of a
+minibatch step is the pure functions of :mod:`gpflow_ep.models.sparse_sites`. The model itself
+gives the prior blocks (:meth:`block_Kuu`, :meth:`block_Kuf`, :meth:`block_Kff`,
+:meth:`block_mean`) and its sites' layout.
 
-**Minibatches** (spec §3; the :class:`~gpflow_ep.models.MinibatchEP` interface, its refresh in
-``sep_refresh.py`` and its surrogate in ``sep_surrogate.py``): every site also
-keeps the direction υ_i it was last updated with (``site_directions`` U, O(nm) memory), and
-Λ_u = Σ_i τ_i υ_iυ_iᵀ, η_u = Σ_i ν_i υ_i are running sums. A refresh of the sites of a batch
-``(X, Y, index)`` costs O(|M|m² + m³): the cavity removes the fraction β of the site's old
-contribution (τ_o, ν_o on υ_o) from q — the engine's rank-one downdate
-(:func:`~gpflow_ep.ep.cavity_distribution`) — evaluated on the fresh direction υ_n = K_uu⁻¹k_i
-(:meth:`~gpflow_ep.ep.Cavity.of`); the new site is the engine's :func:`~gpflow_ep.ep.propose_sites`
-(power, relaxation and clipping included), damped by ``minibatch_damping`` (0.99 in the paper), or
-by the batch damping when the batch holds most sites (:func:`~gpflow_ep.models.sep_refresh.refresh_damping`).
-With fixed hyper-parameters this reaches the batch fixed point. The gradient step then uses the
-surrogate F_M of spec §2.6 at the refreshed q: q and the cavities of the batch frozen, the data
-term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq. (4)/(6).
-``training_loss((X, Y, index))`` does both (refresh, then -F_M), so a plain GPflow loop over
-``(X, Y, index)`` batches trains the model; F_M's *value* is not an evidence; use
-:meth:`log_marginal_likelihood` on the full data for that.
+**Minibatches** (the paper's Sec. 2.3): a step on ``(X, Y, index)`` refreshes the batch's sites —
+one damped EP update each from the stored q, which reaches the batch fixed point at fixed
+hyper-parameters — then takes a gradient step on the surrogate F_M at the refreshed q (the data
+term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq. (4)/(6)). The
+refresh is an optimiser step, :class:`gpflow_ep.optimizers.MinibatchEP`, as GPflow pairs
+``NaturalGradient`` with Adam; :func:`gpflow_ep.training.fit` and
+``MinibatchEP().loss_closure(model, batches)`` (a plain GPflow loop) do both.
+``training_loss((X, Y, index))`` is -F_M at the stored state (no refresh); F_M's *value* is not
+an evidence; use :meth:`log_marginal_likelihood` on the full data for that.
 
-**Blocks and pairs.** The algebra carries a leading dimension of C independent blocks of u
-(K_uu [C, M, M], q(v) per block) and lets several sites act on one (block, point) *pair*
-(:class:`~gpflow_ep.ep.SitePairs`): their natural parameters add up on the pair's projection,
-which is computed once, and the pair keeps one direction (row c·n + i of ``site_directions``).
-Here C = 1 and each site has its own pair; :class:`~gpflow_ep.models.SEPMGPC` has one block per
-class and 2(C - 1) sites on C pairs per point, and overrides only the ``_block_*`` prior hooks and
-``_site_data``.
+**Blocks and pairs.** The algebra carries a leading dimension of C independent blocks of u and
+lets several sites act on one (block, point) pair (:class:`~gpflow_ep.ep.SitePairs`). Here C = 1
+and each site has its own pair; :class:`~gpflow_ep.models.SEPMGPC` has one block per class and
+2(C - 1) sites on C pairs per point, and overrides only the prior blocks and ``_site_data``.
 """
 
-from typing import Optional
+from typing import Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -64,20 +60,29 @@ from ..ep import (
     EPSettings,
     SitePairs,
     WhitenedAlgebra,
-    WhitenedGaussian,
-    blocked,
     ep_log_marginal_likelihood,
-    flat,
+    get_schedule,
     warn_if_not_converged,
 )
 from ..validation import check_inducing_variable, check_positive_int, check_training_data
-from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, compiled_per_model
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase
 from .ep_state import ep_state_attribute
-from .sep_refresh import SEPRefresh
-from .sep_surrogate import PriorBlocks, SiteBatch, surrogate_objective
+from .minibatch import MinibatchEPModel, SiteRefresh
+from .sparse_sites import (
+    Frame,
+    PriorBlocks,
+    SiteBatch,
+    SparseEPState,
+    batch_cavities,
+    propose_refresh,
+    refresh_damping,
+    sites_in_sync,
+    surrogate_objective,
+    whitened_prior,
+)
 
 
-class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin):
+class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossMixin):
     """
     Sparse EP with inducing points, a drop-in for ``gpflow.models.SVGP``.
 
@@ -110,19 +115,9 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         #: one site per point here; a model whose points have several sites (SEPMGPC) says how many
         self.num_sites = self._num_sites(num_data)
         self.jitter = default_jitter() if jitter is None else float(jitter)
-        self._init_ep(self.num_sites, settings)
         C, M = self.num_blocks, self.inducing_variable.num_inducing // self.num_blocks
-        blocks = () if C == 1 else (C,)  # one GP: Λ_u [M, M], η_u [M, 1] as SVGP users expect
-        self.ep_state.posterior_precision = tf.Variable(
-            np.zeros(blocks + (M, M)), dtype=default_float(), trainable=False, name="posterior_precision"
-        )
-        self.ep_state.posterior_shift = tf.Variable(
-            np.zeros(blocks + (M, 1)), dtype=default_float(), trainable=False, name="posterior_shift"
-        )
-        #: the direction υ = K_uu⁻¹k each (block, point) pair's sites were last updated with, row c·n + i
-        self.ep_state.site_directions = tf.Variable(
-            np.zeros((C * num_data, M)), dtype=default_float(), trainable=False, name="site_directions"
-        )
+        hyperparameters = int(self._hyperparameter_values().shape[0])
+        self._init_ep(self.num_sites, settings, state=SparseEPState(self.num_sites, hyperparameters, C, num_data, M))
 
     posterior_precision = ep_state_attribute("posterior_precision", "Λ_u, q(u)'s precision (EP state).")
     posterior_shift = ep_state_attribute("posterior_shift", "η_u, q(u)'s precision times mean (EP state).")
@@ -188,49 +183,40 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         else:
             self._check_full_data(data)
 
-    # ---------------------------------------------------------------- posterior algebra
+    # ---------------------------------------------------------------- prior blocks (the model's hooks)
 
-    def _block_Kuu(self):
+    def block_Kuu(self) -> tf.Tensor:
         """K_uu of every block (with jitter), [C, M, M]."""
         return covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)[None]
 
-    def _block_Kuf(self, X):
+    def block_Kuf(self, X) -> tf.Tensor:
         """K_uf of every block at the points X, [C, M, P]."""
         return covariances.Kuf(self.inducing_variable, self.kernel, X)[None]
 
-    def _block_Kff(self, X, full_cov: bool):
+    def block_Kff(self, X, full_cov: bool) -> tf.Tensor:
         """The prior covariance of every block's f at X, [C, P, P], or its diagonal [C, P]."""
         return self.kernel(X, full_cov=full_cov)[None]
 
-    def _block_mean(self, X):
+    def block_mean(self, X) -> tf.Tensor:
         """The prior mean of every block's f at X, [C, P]."""
         return tf.transpose(self.mean_function(X))
 
-    def _chol_Kuu(self):
-        return tf.linalg.cholesky(self._block_Kuu())
-
-    def _prior_blocks(self, X) -> PriorBlocks:
+    def prior_blocks(self, X) -> PriorBlocks:
         """The prior's K_uu, K_uf, diag K_ff and m of every block at the points X."""
-        return PriorBlocks(
-            self._block_Kuu(), self._block_Kuf(X), self._block_Kff(X, full_cov=False), self._block_mean(X)
-        )
+        return PriorBlocks(self.block_Kuu(), self.block_Kuf(X), self.block_Kff(X, full_cov=False), self.block_mean(X))
 
-    def _prior(self, X, blocks: Optional[PriorBlocks] = None):
-        """
-        Per (block, point) pair: L = chol(K_uu) [C, M, M], A = L⁻¹K_uf [C, M, P], FITC variances
-        s = diag K_ff - ‖a‖² ≥ 0 and prior means m, each [C·P, 1] (block-major pair rows), from
-        ``blocks`` (default: computed at X).
-        """
-        b = self._prior_blocks(X) if blocks is None else blocks
-        L = tf.linalg.cholesky(b.Kuu)
-        A = tf.linalg.triangular_solve(L, b.Kuf)
-        s = tf.maximum(b.Kff_diag - tf.reduce_sum(tf.square(A), axis=-2), 0.0)
-        return L, A, tf.reshape(s, [-1, 1]), tf.reshape(b.mean, [-1, 1])
+    def cholesky_Kuu(self) -> tf.Tensor:
+        """L = chol(K_uu) of every block, [C, M, M]."""
+        return tf.linalg.cholesky(self.block_Kuu())
 
     def _algebra(self, A, prior_mean, pairs: SitePairs) -> WhitenedAlgebra:
         """The engine's algebra of the sites (plain [M, P] projections when there is one block)."""
         plain = pairs.plain and self.num_blocks == 1
         return WhitenedAlgebra(A[0] if plain else A, pairs.gather(prior_mean), pairs)
+
+    def _site_factor(self, sites: SiteBatch, fitc_variance):
+        """The factors of ``sites`` with the FITC variances of their pairs added to the cavity."""
+        return self._factor(sites.X, sites.Y, sites.pairs.gather(fitc_variance))
 
     # ---------------------------------------------------------------- running EP
 
@@ -243,13 +229,22 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         """
         sites = self._check_full_data(data)
         settings = self._check_schedule(self.ep_settings.updated(**overrides))
-        run = self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, settings)
+        run = self._run_ep_sites(sites, settings)
         warn_if_not_converged(run, settings, f"{type(self).__name__}.run_ep")
         return run
 
-    def _run_ep_sites(self, sites: "SiteBatch") -> EPRun:
-        """``run_ep`` on validated site data (the model's settings): the nested loss's run."""
-        run = self._run_ep_compiled(sites.X, sites.Y, sites.pairs.index, self.ep_settings)
+    def _run_ep_sites(self, sites: SiteBatch, settings: EPSettings) -> EPRun:
+        """
+        EP on validated site data: one compiled function (traced once per model and settings) when
+        called eagerly, inline inside a compiled function (the nested training loss), as GPflow
+        compiles where it is called.
+        """
+        run = self._run_ep_compiled if tf.executing_eagerly() else self._run_ep_inline
+        return run(sites.X, sites.Y, sites.pairs.index, settings)
+
+    def _nested_run(self, sites: SiteBatch) -> EPRun:
+        """The nested loss's run (the model's settings)."""
+        run = self._run_ep_sites(sites, self.ep_settings)
         warn_if_not_converged(run, self.ep_settings, f"{type(self).__name__} nested training loss")
         return run
 
@@ -259,42 +254,28 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
             return SitePairs()
         return SitePairs(site_pair, self.num_blocks * tf.shape(X)[0])
 
-    @staticmethod
-    def _check_schedule(settings: EPSettings) -> EPSettings:
-        if settings.schedule == "convergent":
+    @classmethod
+    def _check_schedule(cls, settings: EPSettings) -> EPSettings:
+        """The settings, unless their schedule needs what this algebra lacks (the schedule declares it)."""
+        if get_schedule(settings.schedule).needs_log_normaliser:
             raise ValueError(
-                "schedule: the convergent double loop needs the normaliser of q over all sites, which the "
+                f"schedule: {settings.schedule!r} needs the normaliser of q over all sites, which the "
                 "inducing-point algebra does not provide; use 'parallel' or 'sequential' (or EPGPC)"
             )
         return settings
 
-    @compiled_per_model
+    @tf.function(autograph=False)
     def _run_ep_compiled(self, X, Y, site_pair, settings: EPSettings) -> EPRun:
-        pairs = self._pairs(X, site_pair)
-        L, A, s, prior_mean = (tf.stop_gradient(t) for t in self._prior(X))
-        run = self._run_schedule(self._algebra(A, prior_mean, pairs), self._factor(X, Y, pairs.gather(s)), settings)
-        centred = run.natural_mean - run.precision * pairs.gather(prior_mean)
-        self._store_posterior(L, A, pairs.sum(run.precision), pairs.sum(centred))
-        return run
+        return self._run_ep_inline(X, Y, site_pair, settings)
 
-    def _store_posterior(self, L, A, pair_precision, pair_shift):
-        """
-        q(u) in u-space from the sites summed on their pairs (τ, ν - τm): per block
-        Λ_u = L⁻ᵀ(A T Aᵀ)L⁻¹, η_u = L⁻ᵀ A (ν - τ m); directions υ = L⁻ᵀa of every pair.
-        Nothing is written unless all of them are finite.
-        """
-        directions = flat(tf.linalg.matrix_transpose(tf.linalg.triangular_solve(L, A, adjoint=True)))
-        Lambda_v = tf.matmul(A * tf.linalg.matrix_transpose(blocked(pair_precision, A)), A, transpose_b=True)
-        eta_v = A @ blocked(pair_shift, A)
-        half = tf.linalg.triangular_solve(L, Lambda_v, adjoint=True)  # L⁻ᵀΛ_v
-        values = (
-            directions,
-            tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True),
-            tf.linalg.triangular_solve(L, eta_v, adjoint=True),
-        )
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in values])
-        for variable, value in zip((self.site_directions, self.posterior_precision, self.posterior_shift), values):
-            variable.assign(tf.where(finite, tf.reshape(value, variable.shape), variable))
+    def _run_ep_inline(self, X, Y, site_pair, settings: EPSettings) -> EPRun:
+        pairs = self._pairs(X, site_pair)
+        L, A, s, prior_mean = (tf.stop_gradient(t) for t in whitened_prior(self.prior_blocks(X)))
+        sites = SiteBatch(X, Y, pairs)
+        run = self._run_schedule(self._algebra(A, prior_mean, pairs), self._site_factor(sites, s), settings)
+        centred = run.natural_mean - run.precision * pairs.gather(prior_mean)
+        self.ep_state.store_posterior(L, A, pairs.sum(run.precision), pairs.sum(centred))
+        return run
 
     # ---------------------------------------------------------------- objective
 
@@ -303,52 +284,39 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
         return self._log_marginal_likelihood_sites(self._check_full_data(data))
 
-    def _log_marginal_likelihood_sites(self, sites: "SiteBatch") -> tf.Tensor:
-        _, A, s, prior_mean = self._prior(sites.X)
+    def _log_marginal_likelihood_sites(self, sites: SiteBatch) -> tf.Tensor:
+        _, A, s, prior_mean = whitened_prior(self.prior_blocks(sites.X))
         algebra = self._algebra(A, prior_mean, sites.pairs)
-        factor = self._factor(sites.X, sites.Y, sites.pairs.gather(s))
+        factor = self._site_factor(sites, s)
         return ep_log_marginal_likelihood(algebra, factor, *self.sites.read(), self.ep_settings).log_marginal_likelihood
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
         """
         ``data = (X, Y)`` (all n points): log Z_q (in nested mode after EP is run to convergence).
-        ``data = (X, Y, index)`` (a minibatch): the batch's sites are refreshed, then F_M at the
-        refreshed q (:meth:`refresh_and_objective`).
+        ``data = (X, Y, index)`` (a minibatch): F_M at the stored state (:meth:`minibatch_objective`;
+        nothing is written: the minibatch site refresh is :class:`gpflow_ep.optimizers.MinibatchEP`).
         """
         if isinstance(data, (tuple, list)) and len(data) == 3:
-            return self.refresh_and_objective(data)[0]
+            return self.minibatch_objective(data)
         sites = self._check_full_data(data)
         return self._evidence_objective(
-            lambda: self._run_ep_sites(sites), lambda: self._log_marginal_likelihood_sites(sites)
+            lambda: self._nested_run(sites), lambda: self._log_marginal_likelihood_sites(sites)
         )
 
     # ---------------------------------------------------------------- prediction
 
-    def _stored_posterior(self):
-        """The stored Λ_u [C, M, M] and η_u [C, M, 1]."""
-        C, M = self.num_blocks, self.site_directions.shape[-1]
-        return tf.reshape(self.posterior_precision, [C, M, M]), tf.reshape(self.posterior_shift, [C, M, 1])
-
-    def _posterior_v(self, L, posterior_precision=None, posterior_shift=None) -> WhitenedGaussian:
-        """q(v) from q(u) (default: the stored one): Λ_v = LᵀΛ_uL, η_v = Lᵀη_u, per block."""
-        Lambda_u, eta_u = self._stored_posterior()
-        Lambda_u = Lambda_u if posterior_precision is None else posterior_precision
-        eta_u = eta_u if posterior_shift is None else posterior_shift
-        Lambda_v = tf.matmul(L, tf.matmul(Lambda_u, L), transpose_a=True)
-        return WhitenedGaussian(Lambda_v, tf.matmul(L, eta_u, transpose_a=True))
-
     @property
     def q_mu(self):
         """E[u] under q, [M, C] (C = 1 here; for ``gpflow.conditionals.conditional`` with ``white=False``)."""
-        L = self._chol_Kuu()
-        return tf.transpose((L @ self._posterior_v(L).mean)[..., 0])
+        L = self.cholesky_Kuu()
+        return tf.transpose((L @ self.ep_state.whitened(L).mean)[..., 0])
 
     @property
     def q_sqrt(self):
         """Lower-triangular square roots of Cov[u] per block, [C, M, M]."""
-        L = self._chol_Kuu()
-        cov = L @ self._posterior_v(L).covariance() @ tf.linalg.matrix_transpose(L)
+        L = self.cholesky_Kuu()
+        cov = L @ self.ep_state.whitened(L).covariance() @ tf.linalg.matrix_transpose(L)
         return tf.linalg.cholesky(0.5 * (cov + tf.linalg.matrix_transpose(cov)))
 
     def posterior(self) -> "SEPPosterior":
@@ -360,83 +328,106 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         """q(f*) = ∫ p(f* | u) q(u) du from the stored q(u) (the whitened SVGP predictive)."""
         return self.posterior().predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
-    # ---------------------------------------------------------------- minibatches (spec §3)
+    # ---------------------------------------------------------------- minibatches (the paper's Sec. 2.3)
+
+    def minibatch_frame(self, batch) -> Frame:
+        """
+        The :class:`~gpflow_ep.models.sparse_sites.Frame` of ``batch = (X, Y, index)``: its sites,
+        the prior blocks at its points (live, for the surrogate's gradient), their whitened algebra
+        and the stored directions and q(v), computed once for a whole step.
+        """
+        sites = self._check_minibatch(batch)
+        return self.ep_state.frame(sites, self.prior_blocks(sites.X))
+
+    def _frame(self, batch: Union[Frame, tuple]) -> Frame:
+        return batch if isinstance(batch, Frame) else self.minibatch_frame(batch)
+
+    def refresh_proposal(self, frame: Frame) -> Tuple[SiteRefresh, tf.Tensor]:
+        """
+        One damped EP update (:func:`~gpflow_ep.models.sparse_sites.refresh_damping`) of each site of
+        ``frame``'s batch from the stored q (nothing written), and Lᵀυ of each pair after it
+        (:func:`~gpflow_ep.models.sparse_sites.propose_refresh`).
+        """
+        index = frame.sites.index
+        tf.debugging.assert_equal(
+            tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
+        )
+        settings = self.ep_settings
+        rows = self.ep_state.site_rows(index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        damping = refresh_damping(settings, sites_in_sync(tf.size(index)), self.num_sites)
+        return propose_refresh(frame, cavities, self._site_factor(frame.sites, frame.s), rows, settings, damping)
+
+    @check_shapes(
+        "return.index: [B]",
+        "return.posterior_change[0]: [C, M, M]",
+        "return.posterior_change[1]: [C, M, 1]",
+        "return.num_skipped: []",
+        "return.pair_index: [P]",
+        "return.pair_state[0]: [P, M]",
+    )
+    def propose_refresh(self, batch) -> SiteRefresh:
+        """
+        One damped EP update of each site of ``batch = (X, Y, index)`` from the stored q, through
+        the engine; writes nothing. ``site_state`` is (τ, ν, dual) of the batch's sites, and b with
+        relaxation; ``pair_state`` the directions υ of their pairs (rows ``pair_index`` of
+        :attr:`site_directions`); ``posterior_change`` (ΔΛ_u, Δη_u) per block.
+        """
+        return self.refresh_proposal(self._frame(batch))[0]
+
+    def apply_refresh(self, refresh: SiteRefresh) -> tf.Tensor:
+        """
+        Write a refresh (:meth:`~gpflow_ep.models.sparse_sites.SparseEPState.apply_refresh`: sites,
+        directions, q's change and :attr:`ep_diagnostics`); one with a non-finite value is not
+        written (``refresh_rejected`` = 1). Returns the number of site updates skipped (all of the
+        batch's when rejected).
+        """
+        return self.ep_state.apply_refresh(refresh)[0]
+
+    @check_shapes("return: []")
+    def refresh_sites(self, batch) -> tf.Tensor:
+        """``apply_refresh(propose_refresh(batch))``; returns the number of skipped site updates."""
+        return self.apply_refresh(self.propose_refresh(batch))
 
     @check_shapes("return: []")
     def minibatch_objective(self, batch) -> tf.Tensor:
         """
-        F_M (spec §2.6) for ``batch = (X, Y, index)`` at the stored sites: with q(u) (μ, Σ) and each
-        batch site's cavity frozen,
+        F_M (the paper's eq. 6, :func:`~gpflow_ep.models.sparse_sites.surrogate_objective`) for
+        ``batch = (X, Y, index)`` or its :class:`~gpflow_ep.models.sparse_sites.Frame`, at the stored
+        sites: with q(u) (μ, Σ) and each batch site's cavity frozen,
 
             F = -½ log|K_uu| - ½ tr(K_uu⁻¹(Σ + μμᵀ)) + n/(α|M|) Σ_{i∈M} log Z_i(ξ),
 
         log Z_i the tilted normaliser (power α) at the cavity evaluated on the fresh
-        υ_i(ξ) = K_uu⁻¹k_i (mean υ_iᵀμ + shift_i υ_iᵀw_i, variance s_i + υ_iᵀΣυ_i +
-        scale_i (υ_iᵀw_i)², w_i = Συ_i^old). Its gradient is an unbiased estimate of the gradient
-        of log Z_q at an EP fixed point (the paper's eq. 6); its value is not an evidence. Sites
-        whose cavity is improper contribute 0.
+        υ_i(ξ) = K_uu⁻¹k_i. Its gradient is an unbiased estimate of the gradient of log Z_q at an EP
+        fixed point; its value is not an evidence. Sites whose cavity is improper contribute 0.
         """
-        sites = self._check_minibatch(batch)
-        self._check_surrogate_settings(self.ep_settings)
-        return surrogate_objective(self, sites, self._minibatch_frame(sites), self.ep_settings)
-
-    @check_shapes("return[0]: []", "return[1]: []")
-    def refresh_and_objective(self, batch):
-        """
-        One minibatch step's model part (spec §3): refresh the batch's sites, rebuild q, and return
-        F_M at the refreshed q and the number of skipped updates. Shares the kernel matrices,
-        chol(K_uu) and the projections between the two halves. A refresh whose q would be improper
-        (possible only with negative site precisions) is not applied: all its updates count as
-        skipped and F_M is taken at the unchanged q.
-        """
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            raise ValueError(
-                "SEPGPC's minibatch training loss refreshes sites, which needs the replicas' refreshes merged: "
-                "train with gpflow_ep.training.fit(model, data, strategy=...)"
-            )
-        sites = self._check_minibatch(batch)
+        frame = self._frame(batch)
         settings = self.ep_settings
-        self._check_surrogate_settings(settings)
-        refresh, fr, A_site = self._propose_refresh(sites, settings)
-        d_Lambda, d_eta = refresh.posterior_change
-        Lambda_u, eta_u = self._stored_posterior()
-        q_new = self._posterior_v(fr.L, Lambda_u + d_Lambda, eta_u + d_eta)
-
-        def accepted():
-            self._write_refresh(refresh)
-            return q_new.cholesky, q_new.half_mean, q_new.proper, A_site, refresh.num_skipped
-
-        def rejected():  # nothing written; the unchanged q and every update counted as skipped
-            self._reject_refresh(sites.index)
-            return fr.q.cholesky, fr.q.half_mean, fr.q.proper, fr.A_old, tf.size(sites.index)
-
-        cholesky, half_mean, proper, A_old, num_skipped = tf.cond(
-            q_new.proper & refresh.is_finite(), accepted, rejected
-        )
-        refreshed = fr._replace(
-            A_old=A_old,
-            q=WhitenedGaussian.from_factor(cholesky, half_mean, proper),
-            same=tf.equal(num_skipped, 0),
-        )
-        return surrogate_objective(self, sites, refreshed, settings), num_skipped
+        self.check_minibatch_objective()
+        index = frame.sites.index
+        rows = self.ep_state.site_rows(index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        dtype = frame.L.dtype
+        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype) / settings.power  # n/(α|M|)
+        return surrogate_objective(frame, cavities, self._site_factor(frame.sites, frame.s), scale, settings.power)
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """
         Put every site on the direction of the current hyper-parameters and inducing inputs,
         υ_i = K_uu⁻¹k_i, and rebuild Λ_u, η_u from the unchanged sites (the batch model's
         semantics), in O(nm²) for ``data = (X, Y)``. Optional: minibatch sites keep the direction
-        they were last updated with, as in the paper (spec §3); this re-projection also removes the
-        slow round-off drift of the running sums (spec §3 [A]).
+        they were last updated with, as in the paper (Sec. 2.3); this re-projection also removes the
+        slow round-off drift of the running sums.
         """
         self._reproject(self._check_full_data(data), check_positive_int(chunk_size, "chunk_size"))
 
-    def _reproject(self, sites: "SiteBatch", chunk_size: int) -> None:
+    def _reproject(self, sites: SiteBatch, chunk_size: int) -> None:
         """``reproject_sites`` on validated full data, ``chunk_size`` points at a time."""
-        L = self._chol_Kuu()
+        L = self.cholesky_Kuu()
         tau, nu = self.sites.read()
         C, N = self.num_blocks, self.num_data
-        prior_mean = tf.reshape(self._block_mean(sites.X), [-1, 1])
+        prior_mean = tf.reshape(self.block_mean(sites.X), [-1, 1])
         pair_tau = tf.reshape(sites.pairs.sum(tau), [C, N])
         pair_shift = tf.reshape(sites.pairs.sum(nu - tau * sites.pairs.gather(prior_mean)), [C, N])
         M = self.site_directions.shape[-1]
@@ -444,22 +435,18 @@ class SEPGPC(EPModel, SEPRefresh, GPModel, CheckedExternalDataTrainingLossMixin)
         eta = tf.zeros((C, M, 1), default_float())
         for start in range(0, N, chunk_size):
             stop = min(start + chunk_size, N)
-            U = self._directions(L, sites.X[start:stop])  # [C, P, M]
+            Kuf = self.block_Kuf(sites.X[start:stop])
+            solved = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)
+            U = tf.linalg.matrix_transpose(solved)  # υ = K_uu⁻¹k of every block, [C, P, M]
             Lambda += tf.matmul(U * pair_tau[:, start:stop, None], U, transpose_a=True)
             eta += tf.matmul(U, pair_shift[:, start:stop, None], transpose_a=True)
             rows = (tf.range(C)[:, None] * N + tf.range(start, stop)[None, :])[..., None]
             self.site_directions.scatter_nd_update(rows, U)
-        self.posterior_precision.assign(tf.reshape(Lambda, self.posterior_precision.shape))
-        self.posterior_shift.assign(tf.reshape(eta, self.posterior_shift.shape))
+        self.ep_state.assign_posterior(Lambda, eta)
 
-    def _directions(self, L, X):
-        """υ = K_uu⁻¹k(X) = L⁻ᵀL⁻¹k(X) of every block, as rows [C, P, M]."""
-        Kuf = self._block_Kuf(X)
-        solved = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)
-        return tf.linalg.matrix_transpose(solved)
-
-    @staticmethod
-    def _check_surrogate_settings(settings: EPSettings) -> None:
+    def check_minibatch_objective(self) -> None:
+        """A ``ValueError`` unless the settings allow the minibatch objective F_M (eagerly, before a step)."""
+        settings = self.ep_settings
         if settings.cavity == "full" and settings.power != 1.0:
             raise ValueError(
                 "cavity: the minibatch objective F_M is derived for the fractional cavity; with cavity='full' and "
@@ -473,15 +460,15 @@ class SEPPosterior(EPPosteriorBase):
 
     def __init__(self, model: SEPGPC):
         super().__init__(model)
-        self._L = model._chol_Kuu()
-        self._q = model._posterior_v(self._L)
+        self.cholesky = model.cholesky_Kuu()
+        self.q = model.ep_state.whitened(self.cholesky)
 
-    def _predict_blocks(self, Xnew, full_cov: bool):
+    def predict_blocks(self, Xnew, full_cov: bool):
         """q(f*) - m of every block: means [C, N], covariances [C, N, N] or variances [C, N]."""
         model = self.model
-        A_star = tf.linalg.triangular_solve(self._L, model._block_Kuf(Xnew))
-        return self._q.predict(A_star, model._block_Kff(Xnew, full_cov), full_cov=full_cov)
+        A_star = tf.linalg.triangular_solve(self.cholesky, model.block_Kuf(Xnew))
+        return self.q.predict(A_star, model.block_Kff(Xnew, full_cov), full_cov=full_cov)
 
     def _predict_latent(self, Xnew, full_cov: bool):
-        mean, cov = self._predict_blocks(Xnew, full_cov)
+        mean, cov = self.predict_blocks(Xnew, full_cov)
         return mean[0], cov[0]

@@ -37,12 +37,13 @@ from gpflow.base import InputData, MeanAndVariance
 from gpflow.config import default_float
 from gpflow.kernels import Kernel
 
-from ..ep import EPSettings, SitePairs
+from ..ep import EPSettings, SitePairs, get_schedule
 from ..kernels.class_independent import ClassIndependent, ClassInducingPoints
 from ..likelihoods.labels import class_labels_to_index
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
 from ..validation import check_inputs, check_prediction_inputs
-from .sepgpc import SEPGPC, SiteBatch
+from .sepgpc import SEPGPC
+from .sparse_sites import SiteBatch
 
 __all__ = ["SEPMGPC"]
 
@@ -64,7 +65,7 @@ class SEPMGPC(SEPGPC):
         σ² = 1e-3), and converge slowly even at 0.5 (300 sweeps to a site change of ~1e-3); larger
         σ² converges in ~100 sweeps. The same damping bounds a minibatch refresh of most sites
         (``fit`` with ``batch_size`` near N): it uses min(``minibatch_damping``, ``damping``·N/b) for a batch of b
-        points (:func:`~gpflow_ep.models.sep_refresh.refresh_damping`), so full-batch training converges
+        points (:func:`~gpflow_ep.models.sparse_sites.refresh_damping`), so full-batch training converges
         instead of alternating.
     """
 
@@ -118,13 +119,13 @@ class SEPMGPC(SEPGPC):
     def _num_sites(self, num_data: int) -> int:
         return 2 * num_data * (self.likelihood.num_classes - 1)
 
-    @staticmethod
-    def _check_schedule(settings: EPSettings) -> EPSettings:
-        SEPGPC._check_schedule(settings)
-        if settings.schedule != "parallel":
+    @classmethod
+    def _check_schedule(cls, settings: EPSettings) -> EPSettings:
+        super()._check_schedule(settings)
+        if get_schedule(settings.schedule).one_site_at_a_time:
             raise ValueError(
-                f"schedule: the two sites of a multi-class factor are updated together; use 'parallel', not "
-                f"{settings.schedule!r}"
+                f"schedule: the two sites of a multi-class factor are updated together; {settings.schedule!r} "
+                "updates one site at a time: use 'parallel'"
             )
         if settings.power != 1.0:
             raise ValueError(f"power: multi-class EP factors are defined for power = 1; got {settings.power}")
@@ -144,31 +145,31 @@ class SEPMGPC(SEPGPC):
         class order.
         """
         parts, order = [], []
-        for kernel, members in self.kernel._groups():
+        for kernel, members in self.kernel.groups():
             parts.append(compute(kernel, tf.stack([self.inducing_variable.inducing_points[c].Z for c in members])))
             order += members
         stacked = tf.concat(parts, axis=0)
         return stacked if order == sorted(order) else tf.gather(stacked, np.argsort(order))
 
-    def _block_Kuu(self):
+    def block_Kuu(self):
         M = self.site_directions.shape[-1]
         jitter = self.jitter * tf.eye(M, dtype=default_float())
         return self._per_kernel(lambda k, Z: tf.vectorized_map(lambda z: k(z) + jitter, Z))
 
-    def _block_Kuf(self, X):
+    def block_Kuf(self, X):
         def kuf(k, Z):  # one kernel matrix between all the classes' inducing inputs and X
             g, M = tf.shape(Z)[0], tf.shape(Z)[1]
             return tf.reshape(k(tf.reshape(Z, [g * M, -1]), X), [g, M, -1])
 
         return self._per_kernel(kuf)
 
-    def _block_Kff(self, X, full_cov: bool):
+    def block_Kff(self, X, full_cov: bool):
         def kff(k, Z):  # the same for every class of a kernel
             return tf.repeat(k(X, full_cov=full_cov)[None], tf.shape(Z)[0], axis=0)
 
         return self._per_kernel(kff)
 
-    def _block_mean(self, X):
+    def block_mean(self, X):
         return tf.tile(tf.transpose(self.mean_function(X)), [self.num_classes, 1])
 
     # ---------------------------------------------------------------- points → sites
@@ -205,5 +206,5 @@ class SEPMGPC(SEPGPC):
         if full_cov or full_output_cov:
             raise ValueError("full_cov: SEPMGPC predicts independent marginals per class; no full covariances")
         Xnew = check_prediction_inputs(Xnew, self.input_dim)
-        mean, var = self.posterior()._predict_blocks(Xnew, full_cov=False)
+        mean, var = self.posterior().predict_blocks(Xnew, full_cov=False)
         return tf.transpose(mean) + self.mean_function(Xnew), tf.transpose(var)

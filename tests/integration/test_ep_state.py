@@ -74,7 +74,8 @@ def test_the_ep_state_is_one_module_with_its_own_summary(data, name):
     summary = model.ep_state_summary()
     assert "sites.precision" in summary and "diagnostics.converged" in summary
     if isinstance(model, SEPGPC):
-        assert {"EPState.posterior_precision", "EPState.posterior_shift", "EPState.site_directions"} <= set(rows)
+        names = ("posterior_precision", "posterior_shift", "site_directions")  # SparseEPState: q(u) and directions
+        assert {f"{type(state).__name__}.{name}" for name in names} <= set(rows)
     # still the model's variables (tf.Module), so code that saves or restores model.variables keeps the state
     assert {id(v) for v in state.variables} <= {id(v) for v in model.variables}
     assert not {id(v) for v in state.variables} & {id(v) for v in model.trainable_variables}

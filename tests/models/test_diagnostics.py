@@ -12,6 +12,7 @@ from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC
 from gpflow_ep.models.diagnostics import EPDiagnostics
+from gpflow_ep.optimizers import MinibatchEP
 from gpflow_ep.training import make_dataset
 
 
@@ -20,11 +21,11 @@ def _kernel():
 
 
 def test_after_the_readmes_minibatch_loop_the_diagnostics_report_the_refreshes_and_no_run():
-    """The README's SVGP → SEPGPC loop (training_loss_closure over make_dataset batches, Adam): only
+    """The README's SVGP → SEPGPC loop (MinibatchEP().loss_closure over make_dataset batches, Adam): only
     refreshes happened, so nothing about a full run (no converged=False, no NaN evidence) is reported."""
     X, Y = two_dimensional(60, seed=4)
     model = SEPGPC(_kernel(), Probit(), X[:8].copy(), num_data=len(X))
-    loss = model.training_loss_closure(iter(make_dataset((X, Y), batch_size=20, seed=0)))
+    loss = MinibatchEP().loss_closure(model, iter(make_dataset((X, Y), batch_size=20, seed=0)))
     optimizer = tf_keras.optimizers.Adam(0.01)
     for _ in range(5):
         optimizer.minimize(loss, model.trainable_variables)

@@ -1,4 +1,4 @@
-"""SEPGPC (batch / FITC-EP): oracles of the SEP spec §10 (T1, T2, T3, T9, T11)."""
+"""SEPGPC (batch / FITC-EP) against independent oracles: full EP, GFITC, GPflow's conditional, finite differences."""
 
 import gpflow
 import numpy as np
@@ -9,7 +9,7 @@ from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.ep import tilted_moments
 from gpflow_ep.likelihoods import NoisyStep, Probit
 from gpflow_ep.models import EPGPC, SEPGPC
-from gpflow_ep.optimizers import EP, EPConvergenceWarning
+from gpflow_ep.optimizers import EP, EPConvergenceWarning, MinibatchEP
 
 
 class PrecomputedKernel(gpflow.kernels.Kernel):
@@ -73,7 +73,7 @@ def test_converged_sep_equals_gfitc(data):
     gfitc = EPGPC((idx, Y), PrecomputedKernel(K_fitc), Probit(), tol=1e-12, max_sweeps=2000, ep_mode="alternated")
     assert EP().minimize(gfitc).converged
     np.testing.assert_allclose(sep.log_marginal_likelihood(data), gfitc.log_marginal_likelihood(), rtol=0, atol=1e-8)
-    # GFITC's predictive at new x*: cov(f*, f) = Q_*f, var f* = K_** (SEP spec T2), from its sites:
+    # GFITC's predictive at new x*: cov(f*, f) = Q_*f, var f* = K_** (Naish-Guzman & Holden 2008), from its sites:
     # mean Q_*f (ν - Tμ), var K_** - Q_*f (T - TΣT) Q_f*, Σ = (K_fitc⁻¹ + T)⁻¹, μ = Σν
     tau, nu = (v.numpy()[:, 0] for v in gfitc.sites.read())
     Sigma = np.linalg.inv(np.linalg.inv(K_fitc) + np.diag(tau))
@@ -153,11 +153,12 @@ def test_batch_ep_needs_all_points(data):
         SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=0)
 
 
-# ------------------------------------------------------------------------------ minibatches (spec §3)
+# ------------------------------------------------------------------------------ minibatches (the SEP paper, Sec. 2.3)
 
 
 def test_minibatch_ep_reaches_the_batch_fixed_point(data):
-    """T6: ρ = 0.99, |M| = 12 ≠ m: the minibatch scheme of spec §3 converges to batch EP's sites."""
+    """T6: ρ = 0.99, |M| = 12 ≠ m: the minibatch scheme of Hernández-Lobato & Hernández-Lobato (2016, Sec. 2.3)
+    converges to batch EP's sites."""
     X, Y = data
     Z = X[::4].copy()
     batch = _converged_sep(data, Z)
@@ -200,7 +201,8 @@ def test_minibatch_gradients_average_to_the_exact_gradient(data, likelihood, pow
 
 
 def _reference_surrogate(m, X, Y, index):
-    """F_M of spec §2.6 written directly in u-space (dense inverses) and left to autodiff."""
+    """F_M (Hernández-Lobato & Hernández-Lobato 2016, eqs. 4 and 6) written directly in u-space (dense inverses)
+    and left to autodiff."""
     Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=m.jitter)
     Kuu0 = tf.stop_gradient(Kuu)
     Sigma = tf.linalg.inv(tf.linalg.inv(Kuu0) + m.posterior_precision)
@@ -247,7 +249,7 @@ def _stale_minibatch_model(data):
 
 def test_surrogate_gradient_equals_autodiff_of_the_definition(data):
     """
-    The closed-form partials of F_M (``SEPGPC._surrogate``) against autodiff of the spec's formula,
+    The closed-form partials of F_M (``sparse_sites.surrogate_objective``) against autodiff of its definition,
     away from any fixed point, with stored directions ≠ fresh ones. Both are exact in float64;
     with cond(K_uu) ≲ 1e4 here round-off stays far below the 1e-8 relative tolerance.
     """
@@ -263,14 +265,15 @@ def test_surrogate_gradient_equals_autodiff_of_the_definition(data):
 
 
 def test_fused_step_equals_refresh_then_surrogate(data):
-    """The training step's shared-factorisation path = ``refresh_sites`` followed by ``minibatch_objective``."""
+    """The training step's shared-frame path (``MinibatchEP.refreshed_objective``) = ``refresh_sites`` followed by
+    ``minibatch_objective``."""
     X, Y = data
     idx = np.array([0, 4, 9, 16, 25, 36, 7])
     a, b = _stale_minibatch_model(data), _stale_minibatch_model(data)
     for m in (a, b):
         m.ep_settings = m.ep_settings.updated(minibatch_damping=0.9)
     with tf.GradientTape() as tape:
-        fused, _ = a.refresh_and_objective((X[idx], Y[idx], idx))
+        fused, _ = MinibatchEP().refreshed_objective(a, (X[idx], Y[idx], idx))
     g_fused = tape.gradient(fused, a.trainable_variables)
     b.refresh_sites((X[idx], Y[idx], idx))
     with tf.GradientTape() as tape:
@@ -303,7 +306,7 @@ def test_inner_updates_raise_the_evidence_like_outer_updates():
     """
     T10: the paper's batch SEP — one damped parallel sweep, then one sign-adaptive gradient step
     (``fit`` on the full batch) — raises the converged log Z_q and ends comparable to outer updates
-    (EP to convergence before every step). The spec's toy check reached 83–95 % of the outer gain;
+    (EP to convergence before every step; the paper's Fig. 1 left). A toy check reached 83–95 % of the outer gain;
     we ask for 80 %, and for no checkpoint to fall more than 5 % of the gain below the previous one.
     """
     from copy import deepcopy
@@ -359,7 +362,7 @@ def test_a_refresh_that_would_leave_q_improper_is_not_applied(data):
     state = (m.sites.precision, m.sites.natural_mean, m.site_directions, m.posterior_precision, m.posterior_shift)
     before = [v.numpy().copy() for v in state]
     idx = np.arange(0, len(X), 3)
-    objective, skipped = m.refresh_and_objective((X[idx], Y[idx], idx))
+    objective, skipped = MinibatchEP().refreshed_objective(m, (X[idx], Y[idx], idx))
     assert int(skipped) == len(idx) and np.isfinite(objective.numpy())
     for v, b in zip(state, before):
         np.testing.assert_array_equal(v.numpy(), b)

@@ -8,7 +8,7 @@ from gpflow_ep.optimizers import SignAdaptive
 
 
 def _reference(x0, grad, steps, eta0, up=1.02, down=0.5):
-    """The rule of Hernández-Lobato & Hernández-Lobato (2016), App. A.6, written out for a vector, in NumPy."""
+    """The rule of Hernández-Lobato & Hernández-Lobato (2016, Sec. 2.3, App. A.6) for a vector, in NumPy."""
     x, eta, prev = np.array(x0, float), np.full(len(x0), eta0), np.zeros(len(x0))
     for _ in range(steps):
         g = grad(x)

@@ -1,0 +1,186 @@
+r"""
+The compiled minibatch training step of the sparse EP models against GPflow's SVGP, side by side in
+one process.
+
+Goals (issue 28): SEPGPC's step at most 1.1 times SVGP's (same M, batch and kernel, probit
+likelihood), SEPMGPC's at most 1.5 times that of SVGP with ``MultiClass`` (RobustMax) at C = 5 and
+C = 10. The SEP models (Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3; Villacampa-Calvo &
+Hernández-Lobato 2017) use ``fit``'s step (``gpflow_ep.training.make_train_step``: the
+minibatch site refresh, then one Adam step on the surrogate); SVGP uses a plain compiled Adam step
+(``tf.function`` around ``optimizer.minimize(lambda: model.training_loss(batch), ...)``).
+
+Data: n = 20,000 points in 8-D (standard normal inputs; a noisy linear label for two classes, the
+argmax of C noisy linear functions for C classes), SE-ARD kernels, M random inducing inputs. For each
+(M, batch) in {(50, 200), (100, 500)} every step is compiled and warmed up, then each method runs
+``--steps`` steps per round for ``--rounds`` rounds, the methods interleaved (the order reversed every
+other round); the report gives the median seconds per step and, per round, the ratio of each SEP
+model to its SVGP, summarised by the median over the rounds.
+
+    python -m benchmarks.step_speed [--quick] [--out-dir results/step_speed]
+
+writes ``step_speed[_quick].json`` and ``.md`` there (the table of ``docs/benchmarks/step_speed.md``).
+"""
+
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import gpflow
+import numpy as np
+import tensorflow as tf
+
+from gpflow_ep.likelihoods import MultiClassStep, Probit
+from gpflow_ep.models import SEPGPC, SEPMGPC
+from gpflow_ep.training import make_dataset, make_train_step
+
+from . import common
+
+log = common.progress_logger("step_speed")
+QUICK_HELP = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps"
+GOALS = {"SEPGPC": 1.1, "SEPMGPC": 1.5}
+
+
+def _data(n: int, D: int, num_classes: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Standard normal inputs and labels: {0, 1} [n, 1] floats (C = 2) or integer classes [n, 1]."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, D))
+    if num_classes == 2:
+        return X, (X[:, :1] + 0.5 * rng.standard_normal((n, 1)) > 0).astype(np.float64)
+    W = rng.standard_normal((D, num_classes))
+    scores = X @ W + 0.5 * rng.standard_normal((n, num_classes))
+    return X, np.argmax(scores, axis=1)[:, None].astype(np.int64)
+
+
+def _svgp_step(model, optimizer):
+    """A plain compiled Adam step on SVGP's ELBO (what a GPflow user writes)."""
+    variables = model.trainable_variables
+
+    @tf.function(autograph=False)
+    def step(batch):
+        loss = lambda: model.training_loss(batch[:2])  # noqa: E731
+        optimizer.minimize(loss, variables)
+        return loss()
+
+    return step
+
+
+def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]) -> Dict[str, common.TimedSteps]:
+    """Each method's compiled step and batch iterator for one (M, batch): SEP models and their SVGPs."""
+    steppers = {}
+    for C in classes:
+        X, Y = _data(n, D, 2 if C == 2 else C, seed=C)
+        Z = common.random_subset(X, M, seed=1)
+        if C == 2:
+            sep = SEPGPC(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+            svgp = gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+            names = ("SEPGPC", "SVGP")
+        else:
+            sep = SEPMGPC(common.se_ard_kernel(D), MultiClassStep(C), Z.copy(), num_data=n)
+            svgp = gpflow.models.SVGP(
+                common.se_ard_kernel(D), gpflow.likelihoods.MultiClass(C), Z.copy(), num_latent_gps=C, num_data=n
+            )
+            names = (f"SEPMGPC C={C}", f"SVGP RobustMax C={C}")
+        for name, model, make in zip(names, (sep, svgp), (make_train_step, _svgp_step)):
+            optimizer = common.make_optimizer("adam:0.01")
+            steppers[name] = common.TimedSteps(
+                make(model, optimizer), iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))
+            )
+    return steppers
+
+
+def _pairs(classes: Sequence[int]) -> List[Tuple[str, str, str]]:
+    """(SEP method, its SVGP, goal key) for each number of classes."""
+    return [
+        ("SEPGPC", "SVGP", "SEPGPC") if C == 2 else (f"SEPMGPC C={C}", f"SVGP RobustMax C={C}", "SEPMGPC")
+        for C in classes
+    ]
+
+
+def run_config(n: int, D: int, M: int, batch_size: int, classes, rounds: int, steps: int, warmup: int) -> Dict:
+    steppers = _steppers(n, D, M, batch_size, classes)
+    for name, stepper in steppers.items():
+        stepper.run(warmup)  # compiles
+        log(f"M={M} batch={batch_size}: {name} compiled and warmed up")
+    names = list(steppers)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            steppers[name].run(steps)
+        log(
+            f"M={M} batch={batch_size} round {r + 1}/{rounds}: "
+            + ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
+        )
+    times = {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}  # the first chunk is the warm-up
+    ratios = {}
+    for sep, svgp, goal in _pairs(classes):
+        per_round = times[sep] / times[svgp]
+        median = float(np.median(per_round))
+        ratios[f"{sep} / {svgp}"] = dict(
+            median=median,
+            min=float(per_round.min()),
+            max=float(per_round.max()),
+            goal=GOALS[goal],
+            met=bool(median <= GOALS[goal]),
+        )
+    return dict(
+        M=M,
+        batch_size=batch_size,
+        per_step_ms={name: float(1e3 * np.median(t)) for name, t in times.items()},
+        ratios=ratios,
+    )
+
+
+def run(n: int, D: int, configs, classes, rounds: int, steps: int, warmup: int) -> Dict:
+    results = [run_config(n, D, M, B, classes, rounds, steps, warmup) for M, B in configs]
+    return dict(
+        config=dict(n=n, D=D, classes=list(classes), rounds=rounds, steps=steps, warmup=warmup, configs=configs),
+        results=results,
+    )
+
+
+def markdown(report: Dict) -> str:
+    c = report["config"]
+    lines = common.markdown_header("Compiled training step: sparse EP against SVGP", report)
+    lines += [
+        "",
+        f"n = {c['n']} points in {c['D']}-D, SE-ARD kernels, Adam 0.01; {c['rounds']} interleaved rounds of "
+        f"{c['steps']} steps per method after {c['warmup']} warm-up steps (compilation excluded); medians.",
+        "",
+        "| M | batch | SEP method | SEP ms/step | SVGP ms/step | ratio (median of rounds) | range | goal |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for result in report["results"]:
+        for sep, svgp, _ in _pairs(c["classes"]):
+            r = result["ratios"][f"{sep} / {svgp}"]
+            lines.append(
+                f"| {result['M']} | {result['batch_size']} | {sep} | {result['per_step_ms'][sep]:.2f} | "
+                f"{result['per_step_ms'][svgp]:.2f} | {r['median']:.2f}x | {r['min']:.2f}–{r['max']:.2f} | "
+                f"≤ {r['goal']}x {'met' if r['met'] else 'not met'} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = common.benchmark_parser("benchmarks.step_speed", __doc__, "results/step_speed", QUICK_HELP)
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")
+    args, command = common.parse_command_line(parser, argv)
+    if args.quick:
+        settings = dict(n=2000, D=8, configs=[(10, 50)], classes=[2, 3], rounds=3, steps=3, warmup=2)
+    else:
+        settings = dict(
+            n=20000,
+            D=8,
+            configs=[(50, 200), (100, 500)],
+            classes=[2, 5, 10],
+            rounds=args.rounds,
+            steps=args.steps,
+            warmup=5,
+        )
+    report = common.timed_report(command, lambda: run(**settings))
+    prefix = Path(args.out_dir) / ("step_speed_quick" if args.quick else "step_speed")
+    json_path, md_path = common.write_report(prefix, report, markdown(report))
+    log(f"wrote {json_path} and {md_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
