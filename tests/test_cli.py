@@ -113,7 +113,7 @@ def test_help_and_listing_do_not_import_tensorflow(argv, call, status, request):
 
 
 def test_bench_describes_each_benchmark(capsys, monkeypatch, request):
-    """Every benchmark is listed with a one-line description (written for users: no spec sections)."""
+    """Every benchmark is listed with a one-line description (written for users: no internal references)."""
     monkeypatch.chdir(request.config.rootpath)
     assert main(["bench"]) == 0
     lines = capsys.readouterr().out.splitlines()[1:]

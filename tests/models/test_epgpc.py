@@ -87,8 +87,8 @@ def _quad_tilted(log_t, m, v):
 @pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.1), BinaryHinge()], ids=["probit", "noisy_step", "hinge"])
 def test_ep_fixed_point_identities(classification_data, lik):
     """
-    At convergence every site's cavity × likelihood has the moments of q's marginal (rep spec §8
-    item 4), checked with an independent adaptive quadrature, to 1e-8.
+    At convergence every site's cavity × likelihood has the moments of q's marginal (Minka 2001,
+    §3.2: the EP fixed-point condition), checked with an independent adaptive quadrature, to 1e-8.
     """
     X, Y = classification_data
     X, Y = X[:20], Y[:20]

@@ -1,4 +1,4 @@
-"""PowerEP: EP's engine with power α (rep spec §5, §8 items 9–11)."""
+"""PowerEP: EP's engine with power α (Minka 2004; Qi & Guo 2012)."""
 
 import gpflow
 import numpy as np
@@ -23,7 +23,7 @@ def _kernel(variance=1.0):
 @pytest.mark.parametrize("cavity", ["fractional", "full"])
 @pytest.mark.parametrize("schedule", ["parallel", "sequential"])
 def test_power_one_is_ep(data, cavity, schedule):
-    """rep spec §8 item 9: PEP with u = 1 equals EP, for both cavity readings."""
+    """PEP with u = 1 equals EP, for both cavity readings."""
     runs = []
     for cls, kw in [(EPGPC, {}), (PowerEP, dict(power=1.0, cavity=cavity))]:
         m = cls(data, _kernel(), NoisyStep(0.1), schedule=schedule, ep_mode="alternated", **kw)
@@ -44,7 +44,7 @@ def test_cavity_readings_differ_below_power_one(data):
 
 @pytest.mark.parametrize("cls, kw", [(EPGPC, {}), (PowerEP, dict(power=0.8))])
 def test_scale_equivariance_of_ep_and_pep(data, cls, kw):
-    """rep spec §8 item 10: a step likelihood sees only sign(f): K and 9K give the same z* = μ*/σ*."""
+    """A step likelihood sees only sign(f): K and 9K give the same z* = μ*/σ*."""
     X, _ = data
     Xs = two_dimensional(50, seed=9)[0]
     z = []
@@ -58,7 +58,7 @@ def test_scale_equivariance_of_ep_and_pep(data, cls, kw):
 
 
 def test_prediction_identities(data):
-    """rep spec §8 item 11: p(y* = 1) ∈ [ε, 1 - ε]; on training inputs μ* equals q's marginal."""
+    """p(y* = 1) ∈ [ε, 1 - ε]; on training inputs μ* equals q's marginal."""
     X, Y = data
     m = PowerEP(data, _kernel(), NoisyStep(0.1), tol=1e-10, max_sweeps=500, ep_mode="alternated")
     EP().minimize(m)

@@ -1,4 +1,4 @@
-"""RelaxedEP: relaxed moment matching as an option of the EP engine (rep spec §4, §8)."""
+"""RelaxedEP: relaxed moment matching as an option of the EP engine (Qi & Guo 2012)."""
 
 import gpflow
 import numpy as np
@@ -22,7 +22,7 @@ def _kernel(variance=1.0):
 
 @pytest.mark.parametrize("schedule", ["sequential", "parallel"])
 def test_large_penalty_follows_ep_trajectory(data, schedule):
-    """rep spec §8 item 8: c = 1e3 (unit amplitude) gives EP's sites sweep by sweep, all b = 0."""
+    """c = 1e3 (unit amplitude) gives EP's sites sweep by sweep, all b = 0."""
     for sweeps in [1, 2, 4]:
         runs = []
         for cls, kw in [(EPGPC, {}), (RelaxedEP, dict(penalty=1e3))]:
@@ -39,8 +39,8 @@ def test_large_penalty_follows_ep_trajectory(data, schedule):
 def test_scale_equivariance_of_penalty(data):
     """
     Scaling g → 3g (kernel 9K) turns a relaxation precision b into b/9, so c|b| becomes (c/9)|b|:
-    REP with (9K, c) equals REP with (K, c/9) (rep spec §2.1; §8 item 10 states the inverse
-    pairing "(K, 9c)", which contradicts §2.1 and this derivation).
+    REP with (9K, c) equals REP with (K, c/9) (not the inverse pairing (K, 9c), which this derivation
+    rules out).
     """
     Xs = two_dimensional(30, seed=9)[0]
     out = []
@@ -57,7 +57,7 @@ def test_scale_equivariance_of_penalty(data):
 
 def test_relaxation_targets_flipped_labels():
     """
-    rep spec §8 item 18 (behavioural): with c = 1 (the spec's prototype value) the sites that get
+    Behavioural: with c = 1 (Qi & Guo 2012's prototype value) the sites that get
     b > 0 are mislabelled more often than the base flip rate (20 %).
     """
     X, Y, clean = noisy_mixture(100, flip_rate=0.2, seed=1)

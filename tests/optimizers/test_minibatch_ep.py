@@ -4,6 +4,8 @@ refresh writes the state, the objectives never do, and ``fit``'s one step builds
 with or without a ``tf.distribute`` strategy.
 """
 
+import warnings
+
 import gpflow
 import numpy as np
 import pytest
@@ -169,3 +171,19 @@ def test_the_guide_snippets_run():
         code = code.replace("range(200)", "range(3)").replace(".take(10)", ".take(2)")
         exec(compile(code, "docs/guide/sparse_training.md", "exec"), namespace)
     assert int(namespace["model"].ep_diagnostics.refreshes.numpy()) == 5  # 3 loop steps, 2 explicit refreshes
+
+
+def test_the_models_own_closure_over_minibatches_warns_that_it_does_not_refresh(data):
+    """
+    An SVGP loop kept unchanged (``model.training_loss_closure(batches)``) would train against the
+    initial sites: the model's closure of its pure objective warns and names MinibatchEP; a single
+    batch (the explicit two-step loop) and MinibatchEP's own closure do not warn.
+    """
+    X, Y = data
+    model = _model(data)
+    with pytest.warns(UserWarning, match=r"MinibatchEP\(\)\.loss_closure"):
+        model.training_loss_closure(iter(make_dataset((X, Y), batch_size=20)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.training_loss_closure((X[:20], Y[:20], np.arange(20)))
+        MinibatchEP().loss_closure(model, iter(make_dataset((X, Y), batch_size=20)))
