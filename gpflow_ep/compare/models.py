@@ -30,7 +30,14 @@ name                  task        model
                                   (:func:`~gpflow_ep.ep.robust_settings`; Jylänki et al. 2011)
 ``sepgp-t``           regression  :class:`~gpflow_ep.models.SEPGP`, the same, M inducing inputs
 ``svgp-t``            regression  ``gpflow.models.SVGP`` with the same Student-t likelihood
+``epgp``              counts      :class:`~gpflow_ep.models.EPGP`, ``Poisson`` (exp link), EP by
+                                  quadrature of the tilted moments
+``sepgp``             counts      :class:`~gpflow_ep.models.SEPGP`, ``Poisson``, M inducing inputs
+``vgp``, ``svgp``     counts      ``gpflow.models.VGP`` / ``SVGP`` with ``Poisson``
 ====================  ==========  ===============================================================
+
+A count model's GP has a constant mean function, trainable, started at the log of the training
+counts' mean, so that exp(f) starts at the data's scale (every count model the same).
 
 The objective column is what each model maximises: log Z_EP for the EP models, the ELBO for the
 variational ones (a pseudo-likelihood's for the hinge models, comparable only with each other),
@@ -145,6 +152,23 @@ def student_t_likelihood(df: float = 4.0, scale: float = 0.3):
     return likelihood
 
 
+def _counts(name):
+    def builder(td: TaskData, num_inducing: int, seed: int):
+        s = td.split
+        data, kernel, likelihood = (s.X_train, s.Y_train), make_kernel(s.X_train.shape[1]), gpflow.likelihoods.Poisson()
+        mean = gpflow.mean_functions.Constant(math.log(max(float(s.Y_train.mean()), 1e-3)))
+        if name == "epgp":
+            return _internal(EPGP(data, kernel, likelihood, mean_function=mean))
+        if name == "vgp":
+            return _internal(gpflow.models.VGP(data, kernel, likelihood, mean_function=mean))
+        Z = inducing_inputs(s.X_train, num_inducing, seed)
+        if name == "sepgp":
+            return _external(SEPGP(kernel, likelihood, Z, len(s.X_train), mean_function=mean), data)
+        return _external(gpflow.models.SVGP(kernel, likelihood, Z, mean_function=mean, num_data=len(s.X_train)), data)
+
+    return builder
+
+
 def _regression(name):
     def builder(td: TaskData, num_inducing: int, seed: int):
         s = td.split
@@ -200,6 +224,12 @@ MODELS: Dict[str, Dict[str, ModelSpec]] = {
         "epgp-t": ModelSpec(_regression("epgp-t"), "log Z_PEP (α = 0.5)"),
         "sepgp-t": ModelSpec(_regression("sepgp-t"), "log Z_PEP (α = 0.5)"),
         "svgp-t": ModelSpec(_regression("svgp-t"), "ELBO"),
+    },
+    "counts": {
+        "epgp": ModelSpec(_counts("epgp"), "log Z_EP"),
+        "sepgp": ModelSpec(_counts("sepgp"), "log Z_EP"),
+        "svgp": ModelSpec(_counts("svgp"), "ELBO"),
+        "vgp": ModelSpec(_counts("vgp"), "ELBO"),
     },
 }
 

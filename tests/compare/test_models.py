@@ -19,8 +19,10 @@ DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes
 
 
 @pytest.fixture(scope="module")
-def task_data():
-    return {task: load_task_data(name, max_train=30) for task, name in DATA.items()}
+def task_data(count_csv):
+    data = {task: load_task_data(name, max_train=30) for task, name in DATA.items()}
+    data["counts"] = load_task_data(csv_file=count_csv, target="n", task="counts", max_train=30)
+    return data
 
 
 @pytest.mark.parametrize("task, name", [(t, n) for t, specs in MODELS.items() for n in specs])
@@ -41,6 +43,9 @@ def test_check_models_by_task():
         check_models("epgpc,gpr", "binary")
     with pytest.raises(ValueError, match="'nope' is not a model of gpflow-ep compare; for multiclass data choose"):
         check_models("nope", "multiclass")
+    assert check_models(None, "counts") == ["epgp", "svgp", "vgp"]
+    with pytest.raises(ValueError, match="'epgpc' applies to binary data, not counts; .*epgp, sepgp, svgp, vgp"):
+        check_models("epgpc", "counts")
     for bad in ("", "vgp,vgp"):
         with pytest.raises(ValueError, match="models"):
             check_models(bad, "binary")
@@ -74,6 +79,17 @@ def test_the_catalogue_names_exactly_the_models_built():
     }
     assert model_label("multiclass", "svgp") == "SVGP (RobustMax)"
     assert model_label("binary", "svgp") == "SVGP (probit)"
+    assert model_label("counts", "sepgp") == "SEPGP (Poisson)"
+
+
+def test_count_models_share_a_poisson_likelihood_and_a_constant_mean(task_data):
+    """Every count model: GPflow's Poisson likelihood, and a constant mean started at the log of the
+    training counts' mean (exp(f) starts at the data's scale)."""
+    td = task_data["counts"]
+    for name in MODELS["counts"]:
+        model, _ = build_model(name, td, num_inducing=10)
+        assert isinstance(model.likelihood, gpflow.likelihoods.Poisson), name
+        np.testing.assert_allclose(model.mean_function.c.numpy(), np.log(td.split.Y_train.mean()), rtol=1e-12)
 
 
 def test_kernel_summary_says_what_its_range_is():

