@@ -13,8 +13,11 @@ EP tilted moments of GPflow's own ``Bernoulli`` and ``StudentT`` likelihoods (re
   ``tf.math.log_sigmoid(y f)`` instead of GPflow's log(1 - σ(f)), which is log 0 for f ≳ 37, with the
   logistic's bend at f = 0 declared as a kink (its log density has poles at ±iπ, so the mesh is graded
   there). Accurate to 1e-8 relative over cavity variances 1e-4…1e3, means within ±50.
-* ``StudentT``: the same quadrature with the density's peak f = y declared as a kink (the tilted
-  density is bimodal when the cavity is far from y, and the peak can be much narrower than the cavity).
+* ``StudentT``: the trapezoid rule over the mixing precision of its scale-mixture form
+  (:mod:`gpflow_ep.likelihoods.student_t_tilted`), falling back to the same quadrature with the
+  density's peak f = y declared as a kink when α(ν + 1)/2 < 1.25, and for the expected log-likelihood
+  (the tilted density is bimodal when the cavity is far from y, and the peak can be much narrower
+  than the cavity).
 * Any other ``Bernoulli`` link: the quadrature of GPflow's own log density.
 * ``Ordinal`` (Chu & Ghahramani, 2005): GPflow's density of class k with bin edges b_{k-1} < b_k
   (b_{-1} = -∞, b_K = +∞) is p(k | f) = (1 - 2ε) [Φ((b_k - f)/σ) - Φ((b_{k-1} - f)/σ)] + δ, with the
@@ -47,6 +50,7 @@ from ..ep.tilted import (
 )
 from ..numerics import log_ndtr
 from .labels import binary_labels_to_sign
+from .student_t_tilted import student_t_tilted
 
 __all__ = ["logistic_log_prob", "squashed_probit_tilted", "ordinal_log_prob", "ordinal_tilted"]
 
@@ -100,6 +104,9 @@ def _bernoulli_expected(likelihood, X, Y, m, v):
 def _bernoulli_kinks(likelihood, X, Y):
     """The logistic bends at f = 0 on a scale of 1 (poles of log σ at ±iπ); other links are smooth."""
     return tf.zeros_like(Y)[None] if _is_logistic(likelihood) else None
+
+
+tilted_moments.register(StudentT)(student_t_tilted)
 
 
 @tilted_kinks.register(StudentT)
