@@ -65,7 +65,7 @@ class Relaxation:
         precision: REP with (κK, c) equals REP with (K, c/κ) (the kernel amplitude only rescales the penalty).
     :param message_update: "A" (default), "B" or "C" (module docstring).
     :param objective: "paper" (eq. 36 verbatim, default) or "exact" (the true relaxed KL).
-    :param allow_negative_b: also search b ∈ (-0.999/λ_c, 0) (the paper's |b_i| allows negative b).
+    :param allow_negative_b: also search b ∈ (-0.999/λ_c, 0) (the paper's penalty c·abs(b_i) allows negative b).
     :param grid_size: log-spaced grid points on (0, b_max], b_max = ``b_max_scale``/λ_c.
     :param golden_steps: golden-section refinements around the best grid point.
     """
