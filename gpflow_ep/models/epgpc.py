@@ -83,7 +83,8 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
         X = self.data[0]
         return self.kernel(X), self.mean_function(X)
 
-    def _algebra(self) -> GPAlgebra:
+    def prior_algebra(self) -> GPAlgebra:
+        """The site algebra of the GP prior N(m_X, K) at the current hyper-parameters (differentiable)."""
         return GPAlgebra(*self._prior())
 
     def _fixed_algebra(self) -> GPAlgebra:
@@ -129,7 +130,7 @@ class EPGPC(EPModel, GPModel, InternalDataTrainingLossMixin):
     def log_marginal_likelihood(self) -> tf.Tensor:
         """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
         energy = ep_log_marginal_likelihood(
-            self._algebra(), self._factor(*self.data), *self.sites.read(), self.ep_settings
+            self.prior_algebra(), self._factor(*self.data), *self.sites.read(), self.ep_settings
         )
         return energy.log_marginal_likelihood
 
@@ -187,7 +188,7 @@ class EPPosterior(EPPosteriorBase):
         super().__init__(model)
         if sites is None:
             sites = (*model.sites.read(), tf.convert_to_tensor(model.sites.dual))
-        self.factorisation = model._algebra().posterior(*sites[:2]).factorisation
+        self.factorisation = model.prior_algebra().posterior(*sites[:2]).factorisation
         self.dual = sites[2]
 
     def _predict_latent(self, Xnew, full_cov: bool):
