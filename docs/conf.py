@@ -68,9 +68,6 @@ html_css_files = ["custom.css"]
 # entry once its docstring is fixed in the source (the build then warns if the substitution no longer
 # applies, so stale entries are noticed).
 DOCSTRING_PATCHES = {
-    "gpflow_ep.ep.tilted_moments": [
-        ("relaxed cavities at once).\n:param Y:", "relaxed cavities at once).\n\n:param Y:")
-    ],
     "gpflow_ep.ep.propose_sites": [
         (
             ":param cavity:\n* **cavity.mean** has shape [*N*, 1].\n"

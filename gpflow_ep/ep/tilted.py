@@ -101,13 +101,16 @@ def tilted_moments(
     """
     log Z, ∂log Z/∂m and ∂²log Z/∂m² of ∫ p(Y | f)^power N(f; cavity_mean, cavity_var) df.
 
+    Leading batch dimensions of the cavity broadcast against the sites (used to evaluate a grid of
+    relaxed cavities at once).
+
     :param likelihood: any GPflow likelihood with a registered closed form, or any
         ``ScalarLikelihood`` (adaptive Gauss–Hermite quadrature).
     :param X: inputs passed on to the likelihood (may be ``None`` for input-free likelihoods).
+    :param Y: the observations, one per site.
+    :param cavity_mean: the cavity means m.
+    :param cavity_var: the cavity variances v.
     :param power: the power-EP fraction α ∈ (0, 1]; a Python float.
-
-    Leading batch dimensions of the cavity broadcast against the sites (used to evaluate a grid of
-    relaxed cavities at once).
     """
     implementation = _dispatcher.dispatch(type(likelihood))
     return TiltedMoments(*implementation(likelihood, X, Y, cavity_mean, cavity_var, power))
