@@ -54,10 +54,14 @@ from scipy.stats import norm
 
 from gpflow_ep.datasets import noisy_mixture
 
-from . import common
+from .claims import claim_items
+from .models import ModelSlot, ep_fit, evaluate
 from .rep_toy import model_slot
+from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import finite_or_none, format_mean_se, mean_se, paired_differences
 
-_log = common.progress_logger("C2")
+_log = progress_logger("C2")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = "1 repetition, 60 points per class, 2,000 test points, c = 1"
@@ -81,7 +85,7 @@ PLOT_REP, PLOT_GRID = 0, 151
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
+    p = benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
     p.add_argument("--repetitions", type=int, default=None, help=f"repetitions per flip rate (default {REPETITIONS})")
     p.add_argument("--test-points", type=int, default=None, help=f"test points per repetition (default {TEST_POINTS})")
     p.add_argument("--c", default=None, help="comma-separated REP penalties run on every repetition (default 1,10)")
@@ -147,14 +151,14 @@ def dataset(flip_rate: float, rep: int, n_per_class: int, test_points: int):
 
 def predict(model, Xt, Yt) -> Dict:
     """Test error and NLPD with the posterior mean and with the α predictor, in chunks of ``CHUNK`` points."""
-    ev = common.evaluate(model, Xt, Yt, dual=True, chunk=CHUNK)
+    ev = evaluate(model, Xt, Yt, dual=True, chunk=CHUNK)
     finite = ev["finite"]
     return {
         "predictions_finite": finite,
-        "test_error": common.finite_or_none(ev["error"]) if finite else None,
-        "test_nlpd": common.finite_or_none(ev["nlpd"]),
-        "test_error_alpha": common.finite_or_none(ev["error_dual"]) if finite else None,
-        "test_nlpd_alpha": common.finite_or_none(ev["nlpd_dual"]),
+        "test_error": finite_or_none(ev["error"]) if finite else None,
+        "test_nlpd": finite_or_none(ev["nlpd"]),
+        "test_error_alpha": finite_or_none(ev["error_dual"]) if finite else None,
+        "test_nlpd_alpha": finite_or_none(ev["nlpd_dual"]),
     }
 
 
@@ -166,13 +170,13 @@ def grid_mean(model, lo, hi, n: int = PLOT_GRID):
     return g1, g2, mu.numpy().reshape(G1.shape)
 
 
-def run_one(slot: common.ModelSlot, data, flip_rate: float, width: float, rep: int) -> Dict:
+def run_one(slot: ModelSlot, data, flip_rate: float, width: float, rep: int) -> Dict:
     X, Y, clean, Xt, Yt = data
     model = slot.load(X, Y, {"likelihood.epsilon": flip_rate, "kernel.lengthscales": width})
     start = time.perf_counter()
     row = {"flip_rate": flip_rate, "eps": flip_rate, "width": width, "rep": rep, "method": slot.spec["name"]}
     row.update({k: v for k, v in slot.spec.items() if k != "name"})
-    row.update(common.ep_fit(model))
+    row.update(ep_fit(model))
     p_start = time.perf_counter()
     row.update(predict(model, Xt, Yt))
     row["predict_time_s"] = time.perf_counter() - p_start
@@ -210,20 +214,20 @@ def summarise(rows: List[Dict], width: float, flip_rates, methods) -> Dict:
             out[str(fr)][name] = {
                 "runs": len(rs),
                 "divergent": sum(int(r["diverged"]) for r in rs),
-                "mean_sweeps_converged": common.mean_se([r["sweeps"] for r in conv]),
-                "mean_sweeps_all": common.mean_se([r["sweeps"] for r in rs]),
-                "mean_skipped": common.mean_se([r["num_skipped"] for r in rs]),
-                "test_error": common.mean_se([r["test_error"] for r in rs]),
-                "test_error_alpha": common.mean_se([r["test_error_alpha"] for r in rs]),
-                "test_error_converged": common.mean_se([r["test_error"] for r in conv]),
-                "test_nlpd": common.mean_se([r["test_nlpd"] for r in rs]),
-                "test_nlpd_alpha": common.mean_se([r["test_nlpd_alpha"] for r in rs]),
-                "frac_b_positive": common.mean_se([r["frac_b_positive"] for r in rs]),
+                "mean_sweeps_converged": mean_se([r["sweeps"] for r in conv]),
+                "mean_sweeps_all": mean_se([r["sweeps"] for r in rs]),
+                "mean_skipped": mean_se([r["num_skipped"] for r in rs]),
+                "test_error": mean_se([r["test_error"] for r in rs]),
+                "test_error_alpha": mean_se([r["test_error_alpha"] for r in rs]),
+                "test_error_converged": mean_se([r["test_error"] for r in conv]),
+                "test_nlpd": mean_se([r["test_nlpd"] for r in rs]),
+                "test_nlpd_alpha": mean_se([r["test_nlpd_alpha"] for r in rs]),
+                "frac_b_positive": mean_se([r["frac_b_positive"] for r in rs]),
                 "relaxed_sites_total": relaxed,
                 "flipped_frac_among_relaxed_pooled": (
                     sum(r["num_flipped_among_relaxed"] for r in rs) / relaxed if relaxed else None
                 ),
-                "fit_time_s": common.mean_se([r["fit_time_s"] for r in rs]),
+                "fit_time_s": mean_se([r["fit_time_s"] for r in rs]),
             }
     return out
 
@@ -236,11 +240,11 @@ def paired(rows: List[Dict], a: str, b: str, fr: float, width: float, key: str) 
             r["rep"]: r.get(key) for r in rows if r["method"] == method and r["flip_rate"] == fr and r["width"] == width
         }
 
-    return common.paired_differences(by_rep(a), by_rep(b))
+    return paired_differences(by_rep(a), by_rep(b))
 
 
 def _pct(stat: Optional[Dict], digits=2) -> str:
-    return common.format_mean_se(stat, digits, scale=100.0, missing="–")
+    return format_mean_se(stat, digits, scale=100.0, missing="–")
 
 
 def _num(stat: Optional[Dict], digits=1) -> str:
@@ -364,7 +368,7 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
             + "mean test error (sites) "
             + ", ".join(f"{n} {100 * errs[n]:.2f}%" for n in methods)
             + f"; best REP ({best_rep_e[1]}) − best other ({best_other[1]}) = "
-            + common.format_mean_se(d, 2, signed=True, scale=100.0)
+            + format_mean_se(d, 2, signed=True, scale=100.0)
             + f" pts (wins/ties/losses {d['wins']}/{d['ties']}/{d['losses']}); α predictor: "
             + ", ".join(f"{n} {100 * errs_a[n]:.2f}%" for n in methods)
         )
@@ -374,7 +378,7 @@ def claims(summary: Dict, rows: List[Dict], width: float, flip_rates, methods, e
             if d["mean"] is not None:
                 pieces.append(
                     f"{f}, {n} (first {d['n']} repetitions): − EP = "
-                    + common.format_mean_se(d, 2, signed=True, scale=100.0)
+                    + format_mean_se(d, 2, signed=True, scale=100.0)
                     + f" pts (wins/ties/losses {d['wins']}/{d['ties']}/{d['losses']})"
                 )
     verdict = "reproduced" if ok_all else ("partly reproduced" if ok_any else "not reproduced")
@@ -551,7 +555,7 @@ def markdown(report: Dict) -> str:
             "",
         ]
     if report.get("claims"):
-        L += common.markdown_section("Claims", common.claim_items(report["claims"]), "*", blank_before=False) + [""]
+        L += markdown_section("Claims", claim_items(report["claims"]), "*", blank_before=False) + [""]
     L += [
         "Caveats: the mixture parameters, the kernel width and the tuned c and u of the paper are unknown; here "
         "the width is fixed at about one data standard deviation (where a prototype found EP failing to converge) "
@@ -585,7 +589,7 @@ def _default_reductions(reps: int, extra_c, extra_reps: int, extra_widths=()) ->
 
 
 def _write(report: Dict, out_dir: Path) -> None:
-    common.write_report(out_dir / "C2", report, markdown(report), indent=1)
+    write_report(out_dir / "C2", report, markdown(report), indent=1)
 
 
 def reanalyse(report: Dict) -> Dict:
@@ -607,9 +611,9 @@ def reanalyse(report: Dict) -> Dict:
 
 
 def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
-    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
+    args, command = parse_command_line(build_parser(), argv, shared=shared, log=_log)
     if args.rerender:
-        return common.rerender_report(Path(args.out_dir) / "C2", reanalyse, markdown, _log, indent=1)
+        return rerender_report(Path(args.out_dir) / "C2", reanalyse, markdown, _log, indent=1)
     if args.quick:
         reps, n_per_class, test_points, c_values = (
             QUICK["repetitions"],
@@ -624,14 +628,14 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     if args.test_points is not None:
         test_points = int(args.test_points)
     if args.c:
-        c_values = tuple(common.parse_list(args.c, float))
-    flip_rates = tuple(common.parse_list(args.flip_rates, float)) if args.flip_rates else FLIP_RATES
+        c_values = tuple(parse_list(args.c, float))
+    flip_rates = tuple(parse_list(args.flip_rates, float)) if args.flip_rates else FLIP_RATES
     width = float(args.width)
-    extra_widths = common.parse_list(args.extra_widths, float)
+    extra_widths = parse_list(args.extra_widths, float)
     if args.extra_c is None:
         extra_c = () if args.quick else EXTRA_C
     else:
-        extra_c = tuple(common.parse_list(args.extra_c, float))
+        extra_c = tuple(parse_list(args.extra_c, float))
     extra_c = tuple(c for c in extra_c if c not in c_values)
     specs = method_specs(c_values)
     extra_specs = method_specs(extra_c)[3:]
@@ -667,9 +671,9 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             },
             "reductions": args.reductions or _default_reductions(reps, extra_c, args.extra_c_repetitions, extra_widths),
         },
-        "machine": common.machine_info(),
+        "machine": machine_info(),
         "bayes": bayes_error(),
-        "started": common.utc_now(),
+        "started": utc_now(),
         "finished": None,
         "complete": False,
         "runs": [],
@@ -679,7 +683,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
         "timing": {},
     }
     t0 = time.perf_counter()
-    slots: Dict[str, common.ModelSlot] = {}
+    slots: Dict[str, ModelSlot] = {}
     curves: Dict[str, Dict[str, List[float]]] = {}
     plot_grids: Dict[str, tuple] = {}
     plot_data = None
@@ -760,7 +764,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             "boundary_panels": ", ".join(wanted) + (f"; best c by 20% mean test error: {best}" if best else ""),
         }
     report["complete"] = True
-    report["finished"] = common.utc_now()
+    report["finished"] = utc_now()
     report["timing"]["total_s"] = time.perf_counter() - t0
     _write(report, out_dir)
     _log(f"wrote {out_dir}/C2.json, C2.md and the figures ({report['timing']['total_s']:.0f} s)")

@@ -51,9 +51,12 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 from gpflow.kernels import Linear
 
-from . import common
+from .claims import claim_items
+from .models import ModelSlot, build_ep_model, ep_fit, fixed_noisy_step
+from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
 
-_log = common.progress_logger("C1")
+_log = progress_logger("C1")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = (
@@ -85,7 +88,7 @@ TIE = 0.01
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
+    p = benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
     p.add_argument(
         "--rerender",
         action="store_true",
@@ -294,16 +297,14 @@ def method_specs(u_values, c_values, ablation_c, cavities=CAVITIES) -> List[Dict
     return specs
 
 
-def model_slot(spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None) -> common.ModelSlot:
+def model_slot(spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None) -> ModelSlot:
     """
-    The model of ``spec`` (EP/PEP/REP, :func:`~benchmarks.common.build_ep_model`) on (X, Y) with
+    The model of ``spec`` (EP/PEP/REP, :func:`~benchmarks.models.build_ep_model`) on (X, Y) with
     ``NoisyStep(eps)`` fixed and the EP settings ``options`` (default :data:`EP_OPTIONS`), in a
-    :class:`~benchmarks.common.ModelSlot` for data sets of the shape of X.
+    :class:`~benchmarks.models.ModelSlot` for data sets of the shape of X.
     """
-    model = common.build_ep_model(
-        spec, (X, Y), kernel, common.fixed_noisy_step(eps), EP_OPTIONS if options is None else options
-    )
-    return common.ModelSlot(model, X, Y, spec=spec)
+    model = build_ep_model(spec, (X, Y), kernel, fixed_noisy_step(eps), EP_OPTIONS if options is None else options)
+    return ModelSlot(model, X, Y, spec=spec)
 
 
 def weight_posterior(model):
@@ -319,10 +320,10 @@ def weight_posterior(model):
     return mu.numpy()[:, 0], cov.numpy()[0], mu_alpha.numpy()[:, 0]
 
 
-def run_one(slot: common.ModelSlot, X, Y, eps: float, ref: Dict) -> Dict:
+def run_one(slot: ModelSlot, X, Y, eps: float, ref: Dict) -> Dict:
     model = slot.load(X, Y, {"likelihood.epsilon": eps})
     row = {"method": slot.spec["name"], "eps": eps, **{k: v for k, v in slot.spec.items() if k != "name"}}
-    row.update(common.ep_fit(model))
+    row.update(ep_fit(model))
     mean, cov, mean_alpha = weight_posterior(model)
     b = model.sites.relaxation.numpy()[:, 0]
     row.update(
@@ -643,7 +644,7 @@ def markdown(report: Dict) -> str:
                 f"{_g(me['log10_ratio_median'], 2)} | {ce['better']} / {ce['equal']} / {ce['worse']} | "
                 f"{_g(ce['log10_ratio_median'], 2)} | {s['both_better']} | {s.get('both_worse', '–')} |"
             )
-    L += common.markdown_section("Claims", common.claim_items(report["claims"]), "*")
+    L += markdown_section("Claims", claim_items(report["claims"]), "*")
     L += [
         "",
         "Caveats: the paper's point coordinates are unknown, so this is a replica, not the paper's problem. REP's "
@@ -659,7 +660,7 @@ def markdown(report: Dict) -> str:
 
 
 def _write(report: Dict, out_dir: Path) -> None:
-    common.write_report(out_dir / "C1", report, markdown(report), indent=1)
+    write_report(out_dir / "C1", report, markdown(report), indent=1)
 
 
 def reanalyse(report: Dict) -> Dict:
@@ -672,10 +673,10 @@ def reanalyse(report: Dict) -> Dict:
 
 
 def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
-    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
+    args, command = parse_command_line(build_parser(), argv, shared=shared, log=_log)
     out_dir = Path(args.out_dir)
     if args.rerender:
-        return common.rerender_report(out_dir / "C1", reanalyse, markdown, _log, indent=1)
+        return rerender_report(out_dir / "C1", reanalyse, markdown, _log, indent=1)
     t0 = time.perf_counter()
     if args.quick:
         eps_values, u_values, c_values = QUICK["eps"], QUICK["u"], QUICK["c"]
@@ -694,11 +695,11 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     if args.random_configs is not None:
         num_random = int(args.random_configs)
     if args.eps:
-        eps_values = tuple(common.parse_list(args.eps, float))
+        eps_values = tuple(parse_list(args.eps, float))
     if args.u:
-        u_values = tuple(common.parse_list(args.u, float))
+        u_values = tuple(parse_list(args.u, float))
     if args.c:
-        c_values = tuple(common.parse_list(args.c, float))
+        c_values = tuple(parse_list(args.c, float))
     random_specs += [
         {"name": f"REP(c={_fmt(c)})", "family": "REP", "c": c, "message_update": "A", "objective": "paper"}
         for c in random_c
@@ -723,8 +724,8 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             "grid": {"n": GRID_N, "coarse_n": GRID_COARSE_N, "half_width": GRID_HALF_WIDTH},
             "methods": [s["name"] for s in specs],
         },
-        "machine": common.machine_info(),
-        "started": common.utc_now(),
+        "machine": machine_info(),
+        "started": utc_now(),
         "finished": None,
         "exact": {},
         "runs": [],
@@ -733,7 +734,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
         "timing": {},
     }
     # ------------------------------------------------ the replica configuration
-    slots: Dict[str, common.ModelSlot] = {}
+    slots: Dict[str, ModelSlot] = {}
     for eps in eps_values:
         start = time.perf_counter()
         ref = exact_reference(TOY_X, TOY_Y, eps)
@@ -749,7 +750,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     eps = MAIN_EPS
     start = time.perf_counter()
     rnd_rows, configs = [], []
-    rnd_slots: Dict[str, common.ModelSlot] = {}
+    rnd_slots: Dict[str, ModelSlot] = {}
     for k in range(num_random):
         X, Y = random_configuration(k)
         configs.append(X.tolist())
@@ -774,7 +775,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     report["timing"]["random_s"] = time.perf_counter() - start
     report["claims"] = claims(report["runs"], report["random"], list(eps_values))
     report["timing"]["total_s"] = time.perf_counter() - t0
-    report["finished"] = common.utc_now()
+    report["finished"] = utc_now()
     _write(report, out_dir)
     _log(f"wrote {out_dir / 'C1.json'} and {out_dir / 'C1.md'} ({report['timing']['total_s']:.0f} s)")
     return 0

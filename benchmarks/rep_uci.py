@@ -35,7 +35,7 @@ verdicts, configuration, machine, timing) and ``<out-dir>/C3.md``. Both are rewr
 round of splits, so an interrupted run still leaves its partial results (``"complete": false``).
 
 Cost: the models of one dataset are built once and reused across splits
-(:class:`benchmarks.common.ModelSlot`: their training inputs and labels are non-trainable
+(:class:`benchmarks.models.ModelSlot`: their training inputs and labels are non-trainable
 ``tf.Variable``\ s that are re-assigned per split; sites, variational parameters and
 hyper-parameters are reset), so every compiled function is traced once per dataset instead of once
 per split (checked: identical results to fresh models). EP runs call the model's compiled EP
@@ -59,9 +59,12 @@ from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
 
-from . import common
+from .models import ModelSlot, build_ep_model, evaluate, fixed_noisy_step
+from .report import machine_info, utc_now, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import finite_or_none, format_mean_se, mean_se, paired_differences
 
-_log = common.progress_logger("C3")
+_log = progress_logger("C3")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = "Crabs, 1 split, maxiter 5"
@@ -79,7 +82,7 @@ EP_OPTIONS = dict(schedule="parallel", criterion="alpha", tol=1e-3, max_sweeps=1
 WIDTH_MAXITER, VGP_MAXITER, EP_PROBIT_MAXITER, QUICK_MAXITER = 50, 200, 100, 5
 
 
-#: the EP-family methods as specs of :func:`benchmarks.common.build_ep_model`
+#: the EP-family methods as specs of :func:`benchmarks.models.build_ep_model`
 EP_SPECS = {
     "EP": {"family": "EP"},
     "PEP(u=0.8)": {"family": "PEP", "u": 0.8, "cavity": "fractional"},
@@ -108,7 +111,7 @@ class DatasetModels:
         self.width, self.ep = {}, {}
         ep_probit = EPGPC(self.data, _iso_kernel(self.init_lengthscale, True), Probit(), ep_mode="nested")
         vgp = gpflow.models.VGP(self.data, _iso_kernel(self.init_lengthscale, True), Probit())
-        self.baselines = {"EP-probit": common.ModelSlot(ep_probit, X, Y), "VGP-probit": common.ModelSlot(vgp, X, Y)}
+        self.baselines = {"EP-probit": ModelSlot(ep_probit, X, Y), "VGP-probit": ModelSlot(vgp, X, Y)}
         self.shape = X.shape
 
     def ensure_eps(self, eps: float) -> None:
@@ -117,13 +120,11 @@ class DatasetModels:
             return
         data = self.data
         kernel = _iso_kernel(self.init_lengthscale, False)
-        width = common.build_ep_model(
-            {"family": "EP"}, data, kernel, common.fixed_noisy_step(eps), {"ep_mode": "nested"}
-        )
-        self.width[eps] = common.ModelSlot(width, *data)
+        width = build_ep_model({"family": "EP"}, data, kernel, fixed_noisy_step(eps), {"ep_mode": "nested"})
+        self.width[eps] = ModelSlot(width, *data)
         self.ep[eps] = {
-            name: common.ModelSlot(
-                common.build_ep_model(spec, data, _iso_kernel(1.0, False), common.fixed_noisy_step(eps), EP_OPTIONS),
+            name: ModelSlot(
+                build_ep_model(spec, data, _iso_kernel(1.0, False), fixed_noisy_step(eps), EP_OPTIONS),
                 *data,
                 spec=spec,
             )
@@ -146,10 +147,10 @@ def ep_result(model) -> Dict:
     return {
         "converged": bool(run.converged.numpy()),
         "sweeps": sweeps,
-        "final_R": common.finite_or_none(run.max_change.numpy()),
+        "final_R": finite_or_none(run.max_change.numpy()),
         "num_skipped": int(run.num_skipped.numpy()),
         "num_rejected": int(run.num_rejected.numpy()),
-        "log_Z_EP": common.finite_or_none(model.log_marginal_likelihood().numpy()),
+        "log_Z_EP": finite_or_none(model.log_marginal_likelihood().numpy()),
         "R_history": [float(f"{h:.4g}") for h in run.history.numpy()[:sweeps]],
     }
 
@@ -160,14 +161,14 @@ def evaluate_split(model, X_test, Y_test) -> Dict:
     their stored sites, no further EP run), and for EP models the test error of Minka's α predictor.
     """
     dual = isinstance(model, EPGPC)
-    ev = common.evaluate(model, X_test, Y_test, dual=dual)
-    out = {"test_error": ev["error"] if ev["mean_finite"] else None, "test_nlpd": common.finite_or_none(ev["nlpd"])}
+    ev = evaluate(model, X_test, Y_test, dual=dual)
+    out = {"test_error": ev["error"] if ev["mean_finite"] else None, "test_nlpd": finite_or_none(ev["nlpd"])}
     if dual:
         out["test_error_alpha"] = ev["error_dual"]
     return out
 
 
-def run_ep_method(slot: common.ModelSlot, split, lengthscale: float) -> Dict:
+def run_ep_method(slot: ModelSlot, split, lengthscale: float) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": lengthscale})
     start = time.perf_counter()
     row = ep_result(model)
@@ -178,14 +179,14 @@ def run_ep_method(slot: common.ModelSlot, split, lengthscale: float) -> Dict:
     return row
 
 
-def select_width(slot: common.ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
+def select_width(slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
     res = slot.minimize(model.training_loss, maxiter)
     run_ep(model)  # the sites at the returned hyper-parameters
     return {
         "lengthscale": float(model.kernel.lengthscales.numpy()),
-        "log_Z_EP": common.finite_or_none(model.log_marginal_likelihood().numpy()),
+        "log_Z_EP": finite_or_none(model.log_marginal_likelihood().numpy()),
         "iterations": int(res.nit),
         "success": bool(res.success),
         "message": str(res.message),
@@ -194,7 +195,7 @@ def select_width(slot: common.ModelSlot, split, init_lengthscale: float, maxiter
     }
 
 
-def run_baseline(name: str, slot: common.ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
+def run_baseline(name: str, slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
     res = slot.minimize(model.training_loss, maxiter)
@@ -207,9 +208,9 @@ def run_baseline(name: str, slot: common.ModelSlot, split, init_lengthscale: flo
     if name == "EP-probit":
         row["converged"] = bool(run_ep(model).converged.numpy())  # sites at the returned hyper-parameters
         row["diverged"] = not row["converged"]
-        row["objective"] = common.finite_or_none(model.log_marginal_likelihood().numpy())
+        row["objective"] = finite_or_none(model.log_marginal_likelihood().numpy())
     else:
-        row["objective"] = common.finite_or_none(model.elbo().numpy())
+        row["objective"] = finite_or_none(model.elbo().numpy())
     row.update(evaluate_split(model, split.X_test, split.Y_test))
     if name == "VGP-probit":
         row.pop("test_error_alpha", None)
@@ -243,7 +244,7 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
             split = load_benchmark(ds, k, data_dir, kind="binary")
             majority = float(np.mean(split.Y_train) > 0.5)
             errors.append(float(np.mean(split.Y_test != majority)))
-        out[ds] = common.mean_se(errors)
+        out[ds] = mean_se(errors)
     return out
 
 
@@ -252,7 +253,7 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
 
 def paired(rows_a: List[Dict], rows_b: List[Dict], key: str) -> Dict:
     """a − b per split (matched by split index), its mean ± s.e., wins/ties/losses of a, t95."""
-    return common.paired_differences({r["split"]: r.get(key) for r in rows_a}, {r["split"]: r.get(key) for r in rows_b})
+    return paired_differences({r["split"]: r.get(key) for r in rows_a}, {r["split"]: r.get(key) for r in rows_b})
 
 
 TIE = 1e-12  # paired differences below this are ties (errors are multiples of 1/num_test)
@@ -314,22 +315,22 @@ def summarise(rows: List[Dict]) -> Dict:
                     continue
                 agg = {
                     "num_splits": len(sel),
-                    "test_error": common.mean_se(r.get("test_error") for r in sel),
-                    "test_nlpd": common.mean_se(r.get("test_nlpd") for r in sel),
-                    "time_s": common.mean_se(r.get("time_s") for r in sel),
+                    "test_error": mean_se(r.get("test_error") for r in sel),
+                    "test_nlpd": mean_se(r.get("test_nlpd") for r in sel),
+                    "time_s": mean_se(r.get("time_s") for r in sel),
                 }
                 if name in EP_METHODS:
                     agg.update(
                         {
-                            "test_error_alpha": common.mean_se(r.get("test_error_alpha") for r in sel),
+                            "test_error_alpha": mean_se(r.get("test_error_alpha") for r in sel),
                             "num_diverged": int(sum(r["diverged"] for r in sel)),
                             "num_diverged_slow": int(sum(failure_kind(r) == "slow" for r in sel)),
                             "num_diverged_cycling": int(sum(failure_kind(r) == "cycling" for r in sel)),
-                            "sweeps": common.mean_se(r["sweeps"] for r in sel),
-                            "num_skipped": common.mean_se(r["num_skipped"] for r in sel),
-                            "num_rejected": common.mean_se(r["num_rejected"] for r in sel),
-                            "frac_b_positive": common.mean_se(r["frac_b_positive"] for r in sel),
-                            "lengthscale": common.mean_se(r["width"]["lengthscale"] for r in sel),
+                            "sweeps": mean_se(r["sweeps"] for r in sel),
+                            "num_skipped": mean_se(r["num_skipped"] for r in sel),
+                            "num_rejected": mean_se(r["num_rejected"] for r in sel),
+                            "frac_b_positive": mean_se(r["frac_b_positive"] for r in sel),
+                            "lengthscale": mean_se(r["width"]["lengthscale"] for r in sel),
                         }
                     )
                 elif name == "EP-probit":
@@ -376,7 +377,7 @@ def summarise(rows: List[Dict]) -> Dict:
 
 
 def _pm(stat: Optional[Dict], digits: int = 3, pct: bool = False, signed: bool = False) -> str:
-    return common.format_mean_se(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
+    return format_mean_se(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
 
 
 def _splits_text(report: Dict) -> str:
@@ -554,7 +555,7 @@ def claims_text(results: Dict, majority: Optional[Dict] = None) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP, data_dir=True)
+    p = benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP, data_dir=True)
     p.add_argument(
         "--splits",
         type=int,
@@ -579,13 +580,13 @@ def _finish(report: Dict, out_dir: Path, data_dir=None) -> None:
     report["majority_error"] = majority_errors(report["config"]["datasets"], report.get("splits_done") or {}, data_dir)
     report["results"] = summarise(report["runs"])
     report["claims_text"] = claims_text(report["results"], report["majority_error"])
-    common.write_report(out_dir / "C3", report, markdown(report), indent=1)
+    write_report(out_dir / "C3", report, markdown(report), indent=1)
 
 
 def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
-    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
+    args, command = parse_command_line(build_parser(), argv, shared=shared, log=_log)
     if args.datasets:
-        datasets = common.parse_list(args.datasets)
+        datasets = parse_list(args.datasets)
     else:
         datasets = list(QUICK_DATASETS if args.quick else DATASETS)
     unknown = sorted(set(datasets) - set(DATASETS))
@@ -599,7 +600,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     if not 1 <= num_splits <= 20:
         raise ValueError(f"splits must be in 1..20; got {num_splits}")
     eps_text = args.eps if args.eps is not None else ("0.05" if args.quick else DEFAULT_EPS)
-    eps_values = common.parse_list(eps_text, float)
+    eps_values = parse_list(eps_text, float)
     if not eps_values or not all(0.0 < e < 0.5 for e in eps_values):
         raise ValueError(f"eps values must lie in (0, 0.5); got {eps_text!r}")
     if args.quick:
@@ -624,8 +625,8 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             "methods": list(EP_METHODS) + list(BASELINES),
             "kernel": "isotropic SquaredExponential, amplitude 1 (EP/PEP/REP) or trained (baselines)",
         },
-        "machine": common.machine_info(),
-        "started": common.utc_now(),
+        "machine": machine_info(),
+        "started": utc_now(),
         "finished": None,
         "complete": False,
         "runs": [],
@@ -678,7 +679,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             _finish(report, out_dir, args.data_dir)
     report["splits_done"] = done
     report["wall_time_s"] = time.perf_counter() - t0
-    report["finished"] = common.utc_now()
+    report["finished"] = utc_now()
     report["complete"] = True
     _finish(report, out_dir, args.data_dir)
     _log(f"done in {report['wall_time_s']:.0f}s; wrote {out_dir / 'C3.json'} and {out_dir / 'C3.md'}")
