@@ -49,7 +49,7 @@ from .runner import (
     progress_logger,
     run_split_grid,
 )
-from .stats import format_mean_se, mean_se
+from .stats import cell, mean_se
 
 log = progress_logger("counts_ordinal")
 
@@ -198,8 +198,8 @@ def markdown(report: Dict) -> str:
         for m in c["methods"]:
             e = row["methods"][m]
             lines.append(
-                f"| {name} | {row['splits']} | {m} | {format_mean_se(e['test_ll'], 3)} | "
-                f"{format_mean_se(e['mae'], 3)} | {format_mean_se(e['train_time_s'], 1)} | "
+                f"| {name} | {row['splits']} | {m} | {cell(e['test_ll'], 3)} | "
+                f"{cell(e['mae'], 3)} | {cell(e['train_time_s'], 1)} | "
                 f"{ep_cell(e)} | {e.get('ep_skipped', '–')} | {e['nonfinite']} |"
             )
     return "\n".join(lines) + "\n"

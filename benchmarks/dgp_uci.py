@@ -53,7 +53,7 @@ from .runner import (
     parse_list,
     progress_logger,
 )
-from .stats import format_mean_se, mean_se, paired_differences
+from .stats import cell, mean_se, paired_differences
 
 log = progress_logger("dgp_uci")
 QUICK_HELP = "yacht, 1 split, 60 iterations, M = 5, 5 GPflux samples"
@@ -346,7 +346,7 @@ def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
     return summary
 
 
-_cell = format_mean_se
+_cell = cell
 
 
 def uci_markdown(report) -> str:
@@ -448,7 +448,7 @@ def paired_ll(runs, name, a, b) -> Dict:
 
 def _signed(stat: Dict, digits: int = 3) -> str:
     """A paired difference as "+mean ± se" ("—" without pairs), with a typographic minus."""
-    return format_mean_se(stat, digits, signed=True).replace("-", "−")
+    return cell(stat, digits, signed=True).replace("-", "−")
 
 
 def timing_groups(report) -> List[Tuple[str, str, int, Dict[str, float]]]:

@@ -49,7 +49,7 @@ from .runner import (
     progress_logger,
     run_split_grid,
 )
-from .stats import format_mean_se, mean_se
+from .stats import cell, mean_se
 
 log = progress_logger("logistic_uci")
 
@@ -121,9 +121,9 @@ def markdown(report: Dict) -> str:
         for m in c["methods"]:
             e = row["methods"][m]
             lines.append(
-                f"| {name} | {row['splits']} | {m} | {format_mean_se(e['error'], 2, scale=100)} | "
-                f"{format_mean_se(e['nlpd'], 3)} | {format_mean_se(e['kernel_variance'], 1)} | "
-                f"{format_mean_se(e['train_time_s'], 1)} | {ep_cell(e)} | {e['failed']} |"
+                f"| {name} | {row['splits']} | {m} | {cell(e['error'], 2, scale=100)} | "
+                f"{cell(e['nlpd'], 3)} | {cell(e['kernel_variance'], 1)} | "
+                f"{cell(e['train_time_s'], 1)} | {ep_cell(e)} | {e['failed']} |"
             )
     return "\n".join(lines) + "\n"
 

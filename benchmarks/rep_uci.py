@@ -62,7 +62,7 @@ from gpflow_ep.models import EPGPC
 from .models import ModelSlot, build_ep_model, evaluate, fixed_noisy_step
 from .report import machine_info, utc_now, write_report
 from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
-from .stats import finite_or_none, format_mean_se, mean_se, paired_differences
+from .stats import cell, finite_or_none, mean_se, paired_differences
 
 _log = progress_logger("C3")
 
@@ -377,7 +377,7 @@ def summarise(rows: List[Dict]) -> Dict:
 
 
 def _pm(stat: Optional[Dict], digits: int = 3, pct: bool = False, signed: bool = False) -> str:
-    return format_mean_se(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
+    return cell(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
 
 
 def _splits_text(report: Dict) -> str:

@@ -58,7 +58,7 @@ from .runner import (
     progress_logger,
     run_split_grid,
 )
-from .stats import finite_or_none, format_mean_se, mean_se
+from .stats import cell, finite_or_none, mean_se
 
 log = progress_logger("robust_regression")
 
@@ -305,9 +305,9 @@ def results_table(report: Dict, columns=(("mlpd", 3), ("mae", 3), ("rmse", 3))) 
             e = row["methods"].get(m)
             if e is None:
                 continue
-            cells = [format_mean_se(e.get(k), d) for k, d in columns]
-            df = format_mean_se(e.get("df"), 2) if "df" in e else "–"
-            time_cell = format_mean_se(e["train_time_s"], 1)
+            cells = [cell(e.get(k), d) for k, d in columns]
+            df = cell(e.get("df"), 2) if "df" in e else "–"
+            time_cell = cell(e["train_time_s"], 1)
             lines.append(
                 f"| {name} | {row['splits']} | {m} | " + " | ".join(cells) + f" | {df} | {time_cell} | {ep_cell(e)} |"
             )

@@ -49,7 +49,7 @@ from .runner import (
     progress_logger,
     run_split_grid,
 )
-from .stats import format_mean_se, mean_se
+from .stats import cell, mean_se
 
 log = progress_logger("sepmgpc_multiclass")
 QUICK_HELP = "iris, 1 split, 40 steps, M = 8"
@@ -160,8 +160,8 @@ def markdown(report) -> str:
     for name, row in s["per_set"].items():
         e = row["methods"]
         ref = e["RobustMax"]["training_seconds"] if "RobustMax" in e else 1.0
-        cells = [format_mean_se(e[m]["error"], 3) for m in methods]
-        cells += [format_mean_se(e[m]["nll"], 3) for m in methods]
+        cells = [cell(e[m]["error"], 3) for m in methods]
+        cells += [cell(e[m]["nll"], 3) for m in methods]
         cells += [f"{e[m]['training_seconds']:.1f} s ({e[m]['training_seconds'] / ref:.2f}×)" for m in methods]
         lines.append(f"| {name} | {row['splits']} | " + " | ".join(cells) + " |")
     lines += markdown_section("Claims", claim_items(s["claims"]))

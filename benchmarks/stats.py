@@ -1,7 +1,10 @@
-"""Summary statistics of benchmark results and their formatting: :func:`mean_se`, :func:`paired_differences`, ..."""
+"""
+Summary statistics of benchmark results (:func:`mean_se`, :func:`paired_differences`) and the one
+formatter of their table cells (:func:`cell`) and tables (:func:`markdown_table`).
+"""
 
 import math
-from typing import Dict, Iterable, Mapping, Optional
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 from scipy.stats import t as student_t
@@ -27,20 +30,6 @@ def mean_se(values: Iterable, missing=None) -> Dict:
     return {"mean": float(np.mean(x)), "se": se, "n": int(x.size)}
 
 
-def format_mean_se(
-    stat: Optional[Mapping], digits: int = 2, signed: bool = False, scale: float = 1.0, missing: str = "—"
-) -> str:
-    """
-    A :func:`mean_se` result as "mean ± se" (``missing`` without values, no "± " with one value);
-    ``signed`` writes the mean's sign always, as for a difference ("+0.12 ± 0.03"); mean and s.e. are
-    multiplied by ``scale`` (100 for percentages).
-    """
-    if not stat or stat.get("mean") is None:
-        return missing
-    se = "" if stat.get("se") is None else f" ± {stat['se'] * scale:.{digits}f}"
-    return f"{stat['mean'] * scale:{'+' if signed else ''}.{digits}f}{se}"
-
-
 def paired_differences(a: Mapping, b: Mapping, tie: float = 1e-12) -> Dict:
     """
     a − b over the keys both have (splits, repetitions), skipping ``None``: :func:`mean_se` of the
@@ -59,3 +48,40 @@ def paired_differences(a: Mapping, b: Mapping, tie: float = 1e-12) -> Dict:
         }
     )
     return stats
+
+
+def cell(
+    value,
+    digits: int = 2,
+    *,
+    se: Optional[float] = None,
+    signed: bool = False,
+    scale: float = 1.0,
+    style: str = "f",
+    bold: bool = False,
+    missing: str = "—",
+) -> str:
+    """
+    One table cell: ``value`` — a number, or a :func:`mean_se` result (whose ``se`` is used) — as
+    "0.123 ± 0.004" (no "± " without a standard error; ``missing`` without a value).
+
+    :param digits: digits after the point (``style="f"``) or significant digits (``style="g"``).
+    :param se: the standard error of a plain number.
+    :param signed: write the sign always, as for a difference ("+0.12 ± 0.03").
+    :param scale: multiplies the value and the standard error (100 for percentages).
+    :param bold: the cell in bold (the best of a column).
+    """
+    if isinstance(value, Mapping):
+        value, se = value.get("mean"), value.get("se")
+    if value is None:
+        return missing
+    text = f"{value * scale:{'+' if signed else ''}.{digits}{style}}"
+    if se is not None:
+        text += f" ± {se * scale:.{digits}{style}}"
+    return f"**{text}**" if bold else text
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> List[str]:
+    """The lines of a Markdown table: the header, its rule and one line per row (cells as ``str``)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
