@@ -1,49 +1,19 @@
 r"""
 Part C3 of :mod:`benchmarks.rep`, after Qi & Guo (2012), §6.3 and Figs. 5–6: test error of EP, Power
-EP and Relaxed EP on real binary benchmarks. The paper claims that REP has a lower mean test error
-than EP and PEP on every dataset it used (Heart, Pima (Ripley), Diabetes (Rätsch), Haberman, Spam).
+EP and Relaxed EP on the six binary benchmarks of ``shared/datasets`` (the paper's sets are not
+available offline; only Pima overlaps), with their fixed train/test splits.
 
-Those exact sets and splits are not available offline. We use **all six** binary benchmarks of
-``shared/datasets`` with their fixed train/test splits (about 90 % / 10 %): Pima (the full 768
-cases, not Ripley's 532), Australian, Breast, Crabs, Ionosphere and Sonar. Only Pima overlaps
-with the paper, and even there the version and split sizes differ.
+Per dataset and split: the lengthscale of an isotropic SE kernel maximising the EP evidence (NoisyStep
+likelihood, eps fixed), then EP, PEP(u = 0.8) and REP(c ∈ {1, 10}) from flat sites with the parallel
+schedule, and two probit baselines (VGP, EP) with trained kernels. The protocol, the tables and the
+claims' verdicts (:func:`claims`) are in the report it writes, ``<out-dir>/C3.md`` (quoted in
+``docs/benchmarks/rep.md``); JSON and Markdown are rewritten after every round of splits.
 
-Protocol [ours; the paper's cross-validation protocol is unspecified and too costly here], per
-dataset and split (inputs standardised with the training part's statistics):
+The models of one dataset are built once and reused across its splits
+(:class:`benchmarks.models.ModelSlot`), so every compiled function is traced once per dataset.
 
-1. Kernel width: isotropic ``gpflow.kernels.SquaredExponential`` with amplitude fixed to 1 (EP
-   with a step likelihood is invariant to the kernel scale) and the lengthscale (initial √D) set
-   by maximising the EP evidence log Z_EP of an ``EPGPC`` with ``NoisyStep(eps)`` (eps fixed,
-   ``ep_mode="nested"``) with ``gpflow.optimizers.Scipy`` (L-BFGS-B, ``maxiter`` 50).
-2. With that kernel and likelihood, from flat sites: EP (``EPGPC``), PEP (``PowerEP``, u = 0.8,
-   fractional cavity) and REP (``RelaxedEP``, c ∈ {1, 10}, message update A, paper objective).
-   All use the **parallel** schedule (vectorised, default damping 0.8 with halving on rejected
-   sweeps), the paper's criterion R = ‖α_t − α_{t−1}‖₂ < 1e-3, at most 100 sweeps; a run that does
-   not meet the criterion is counted as *diverged* (it is still evaluated at its final sites). The
-   paper used Minka's sequential schedule, which costs O(n²) per site update (about 100× more
-   here), so convergence counts are not comparable one-to-one with the paper's.
-3. Per run: converged, sweeps, skipped site updates, rejected parallel sweeps, test error (sign of
-   the predictive mean; also with Minka's α predictor ``Σ_j α_j k(x*, x_j)``, α the per-site dual
-   statistic ``model.sites.dual``, ``predict_with="dual"``), test NLPD
-   (−mean log p(y*|x*) of ``predict_log_density``), the fraction of sites with b > 0 (REP).
-4. Baselines with the exact probit likelihood (``gpflow_ep.likelihoods.Probit``) and an isotropic
-   SE kernel whose variance and lengthscale are trained: GPflow's ``VGP`` (Scipy, ``maxiter``
-   200) and ``EPGPC`` (nested EP, ``maxiter`` 100, "EP-probit"), to show the likelihood's effect.
-
-Output: ``<out-dir>/C3.json`` (every run, the per-dataset summary, paired differences, the claim
-verdicts, configuration, machine, timing) and ``<out-dir>/C3.md``. Both are rewritten after every
-round of splits, so an interrupted run still leaves its partial results (``"complete": false``).
-
-Cost: the models of one dataset are built once and reused across splits
-(:class:`benchmarks.models.ModelSlot`: their training inputs and labels are non-trainable
-``tf.Variable``\ s that are re-assigned per split; sites, variational parameters and
-hyper-parameters are reset), so every compiled function is traced once per dataset instead of once
-per split (checked: identical results to fresh models). EP runs call the model's compiled EP
-function with its stored settings (see :func:`run_ep`), which avoids a re-trace on every call; the
-runs are otherwise those of ``gpflow_ep.optimizers.EP().minimize``.
-
-Run ``python -m benchmarks.rep_uci [--quick] [--out-dir results/rep]`` from the repository root (or
-``python -m benchmarks.rep --parts C3``).
+Run ``python -m benchmarks.rep_uci [--quick] [--out-dir results/rep]`` (or ``python -m benchmarks.rep
+--parts C3``).
 """
 
 import argparse
