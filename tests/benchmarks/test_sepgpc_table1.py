@@ -19,7 +19,7 @@ def test_sepgpc_table1_quick(tmp_path):
     md = (tmp_path / "table1.md").read_text()
     assert md.startswith("# ") and "Command: `python -m benchmarks.sepgpc_table1 --quick --out-dir" in md
     assert "| Crabs | 30 (15%) | 1 |" in md
-    assert "0.07±0.07 / 0.06±0.06 / 0.07±0.06" in md  # the paper's Crabs 15% NLLs beside ours
+    assert "0.07 ± 0.07 / 0.06 ± 0.06 / 0.07 ± 0.06" in md  # the paper's Crabs 15% NLLs beside ours
     (row,) = report["rows"]
     assert row["dataset"] == "Crabs" and row["M"] == 30 and row["splits"] == [0]
     assert set(row["per_split"]) == set(METHODS)
