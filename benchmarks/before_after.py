@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .report import utc_now, write_report
+from .stats import markdown_table
 
 
 def _epgpc(report: Dict) -> Dict:
@@ -66,15 +67,14 @@ def markdown(report: Dict) -> str:
         f"Before: {', '.join(report['before_files'])}  ",
         f"After: {', '.join(report['after_files'])}",
         "",
-        f"| row | before ({label}) | after ({label}) | after / before | before runs | after runs |",
-        "|---|---|---|---|---|---|",
     ]
+    rows = []
     for key, row in report["rows"].items():
         b, a = row["before"], row["after"]
-        lines.append(
-            f"| {key} | {b['median']:.3g} | {a['median']:.3g} | {a['median'] / b['median']:.2f} "
-            f"| {', '.join(f'{v:.3g}' for v in b['values'])} | {', '.join(f'{v:.3g}' for v in a['values'])} |"
-        )
+        rows.append([key, f"{b['median']:.3g}", f"{a['median']:.3g}", f"{a['median'] / b['median']:.2f}"])
+        rows[-1] += [", ".join(f"{v:.3g}" for v in side["values"]) for side in (b, a)]
+    head = ["row", f"before ({label})", f"after ({label})", "after / before", "before runs", "after runs"]
+    lines += markdown_table(head, rows)
     return "\n".join(lines) + "\n"
 
 

@@ -1,23 +1,13 @@
 r"""
 The compile cost a user pays per EP model: a fresh ``EPGPC``'s first log Z against its compiled EP run.
 
-For EPGPC with the exact probit likelihood and an SE kernel with fixed hyper-parameters (variance 1,
-lengthscales √2) on the synthetic 2-D data of ``gpflow_ep.datasets.two_dimensional`` (n points),
-each measurement runs in a fresh Python process (so it pays what a user pays), which
-
-1. times the **first fresh model**: build ``EPGPC``, ``training_loss()`` (nested mode: EP from flat
-   sites to convergence, then log Z) — TensorFlow's own start-up included;
-2. times ``further`` fresh models built the same way in the same process (what a cross-validation
-   loop pays per model): *first log Z* = the median;
-3. splits that time: *trace + graph* = the first ``run_ep()`` of a fresh model minus the same run
-   compiled (sites reset, so it does the same sweeps); *first sweep* = a compiled one-sweep run
-   (``max_sweeps=1``, warm); *rest* = the compiled run minus the first sweep; *log Z* = the evidence
-   evaluation after EP;
-4. reports the ratio *first log Z / compiled EP run* (the issue's target: ≤ 2).
-
-With ``--baseline-src DIR`` (a checkout of an earlier version, e.g. ``git worktree add /tmp/base
-<commit>``) every repetition runs the baseline's and this tree's worker back to back, so the two are
-measured side by side. Run ``python -m benchmarks.compile_cost [--quick] [--out-dir results]``.
+EPGPC (probit, SE kernel with fixed hyper-parameters) on ``gpflow_ep.datasets.two_dimensional``;
+every repetition is a fresh Python process (:data:`WORKER`) that times the first fresh model
+(TensorFlow's start-up included), then ``further`` fresh models (*first log Z*, the median), split
+into *trace + graph*, the compiled run's *first sweep* and *rest*, and *log Z*; the report's ratio is
+first log Z / compiled EP run. With ``--baseline-src DIR`` (a checkout of an earlier version) the
+baseline's worker and this tree's run back to back. Results: ``docs/benchmarks/one_engine.md``.
+Run ``python -m benchmarks.compile_cost [--quick] [--out-dir results]``.
 """
 
 import json
@@ -31,6 +21,7 @@ import numpy as np
 
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import cell, markdown_table
 
 log = progress_logger("compile_cost")
 QUICK_HELP = "--sizes 200 --repeats 1 --further 1"
@@ -125,17 +116,14 @@ def markdown(report: Dict) -> str:
         "compiled run's *first sweep* and *rest*, and the evidence (*log Z*). *ratio* = first log Z / "
         "compiled run (target ≤ 2).",
         "",
-        "| version | n | sweeps | first model | first log Z | trace + graph | first sweep | rest | compiled run "
-        "| log Z | ratio | models |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in report["rows"]:
-        lines.append(
-            f"| {row['version']} | {row['n']} | {row['sweeps']} | {row['first_model']:.2f} | {row['first_log_z']:.2f} "
-            f"| {row['trace_graph']:.2f} | {row['first_sweep']:.3f} | {row['rest']:.2f} | {row['compiled_run']:.2f} "
-            f"| {row['log_z']:.2f} | {row['ratio']:.2f} | {row['runs']} |"
-        )
-    return "\n".join(lines) + "\n"
+    head = ["version", "n", "sweeps", "first model", "first log Z", "trace + graph", "first sweep", "rest"]
+    digits = dict(first_model=2, first_log_z=2, trace_graph=2, first_sweep=3, rest=2, compiled_run=2, log_z=2, ratio=2)
+    rows = [
+        [row["version"], row["n"], row["sweeps"]] + [cell(row[k], d) for k, d in digits.items()] + [row["runs"]]
+        for row in report["rows"]
+    ]
+    return "\n".join(lines + markdown_table(head + ["compiled run", "log Z", "ratio", "models"], rows)) + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

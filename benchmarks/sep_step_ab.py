@@ -1,15 +1,11 @@
 r"""
 The SEP minibatch step of two versions of the package, timed in one process: an A/B comparison.
 
-Separate processes (as in ``benchmarks.sepgpc_airline``) differ from each other by several per cent
-on this machine, which hides a change of a few per cent in the step. Here one process holds an
-SEPGPC of this tree, a second one of this tree (the A/A control: how far two identical models
-drift apart), an SEPGPC of a baseline source tree (``--baseline-src``, imported under another
-package name) and GPflow's SVGP, on the same synthetic data (n points, D = 8, M inducing inputs,
-batch B, Adam 0.01), each with its own compiled train step (``make_train_step``, compilation
-excluded). Every round runs ``--steps`` steps of each model, in alternating order; the reports are
-the medians of the per-step times and, per round, the ratios this/baseline, this/this-copy (A/A)
-and model/SVGP, summarised by median and inter-quartile range. Run
+One process holds an SEPGPC of this tree, a copy of it (the A/A control), an SEPGPC of a baseline
+source tree (``--baseline-src``, imported under another package name) and GPflow's SVGP, on the same
+synthetic data, each with its compiled train step; rounds of steps in alternating order give the
+per-step medians and the per-round ratios (separate processes differ by several per cent on a shared
+machine, which hides a change of a few per cent). Results: ``docs/benchmarks/one_engine.md``. Run
 ``python -m benchmarks.sep_step_ab --baseline-src /tmp/base [--quick] [--out-dir results/engine]``
 after ``git worktree add /tmp/base <commit>``.
 """
@@ -34,6 +30,7 @@ from .minibatch import MINIBATCH_DAMPING, TimedSteps, make_optimizer, random_sub
 from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
+from .stats import markdown_table
 
 log = progress_logger("sep_step_ab")
 QUICK_HELP = "n=2000, M=20, B=50, 3 rounds of 5 steps"
@@ -145,16 +142,15 @@ def ab_markdown(report: Dict) -> str:
         f"n = {c['n']}, D = {c['D']}, M = {c['M']}, batch {c['batch_size']}, Adam 0.01; {c['rounds']} rounds of "
         f"{c['steps']} steps per model (alternating order, {c['warmup']} warm-up steps, compilation excluded).",
         "",
-        "| model | per-step median (ms) | IQR (ms) |",
-        "|---|---|---|",
     ]
-    for name, s in report["per_step_ms"].items():
-        lines.append(f"| {name} | {s['median']:.2f} | {s['q1']:.2f}–{s['q3']:.2f} |")
-    lines += ["", "| per-round ratio | median | IQR |", "|---|---|---|"]
-    for name, s in report["ratios"].items():
-        lines.append(f"| {name} | {s['median']:.3f} | {s['q1']:.3f}–{s['q3']:.3f} |")
+    tables = (
+        (("model", "per-step median (ms)", "IQR (ms)"), "per_step_ms", 2),
+        (("per-round ratio", "median", "IQR"), "ratios", 3),
+    )
+    for head, key, d in tables:
+        rows = [[name, f"{s['median']:.{d}f}", f"{s['q1']:.{d}f}–{s['q3']:.{d}f}"] for name, s in report[key].items()]
+        lines += markdown_table(head, rows) + [""]
     lines += [
-        "",
         "*this / this (copy)* is the A/A control: two identical models in the same process; its spread is "
         "the resolution of this comparison.",
     ]

@@ -2,23 +2,14 @@ r"""
 The compiled minibatch training step of the sparse EP models against GPflow's SVGP, side by side in
 one process.
 
-Goals (issue 28): SEPGPC's step at most 1.1 times SVGP's (same M, batch and kernel, probit
-likelihood), SEPMGPC's at most 1.5 times that of SVGP with ``MultiClass`` (RobustMax) at C = 5 and
-C = 10. The SEP models (Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3; Villacampa-Calvo &
-Hernández-Lobato 2017) use ``fit``'s step (``gpflow_ep.training.make_train_step``: the
-minibatch site refresh, then one Adam step on the surrogate); SVGP uses a plain compiled Adam step
-(``tf.function`` around ``optimizer.minimize(lambda: model.training_loss(batch), ...)``).
-
-Data: n = 20,000 points in 8-D (standard normal inputs; a noisy linear label for two classes, the
-argmax of C noisy linear functions for C classes), SE-ARD kernels, M random inducing inputs. For each
-(M, batch) in {(50, 200), (100, 500)} every step is compiled and warmed up, then each method runs
-``--steps`` steps per round for ``--rounds`` rounds, the methods interleaved (the order reversed every
-other round); the report gives the median seconds per step and, per round, the ratio of each SEP
-model to its SVGP, summarised by the median over the rounds.
+SEPGPC (probit) and SEPMGPC (C classes) take ``fit``'s step (``gpflow_ep.training.make_train_step``:
+the minibatch site refresh of Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3, then one Adam step
+on the surrogate); SVGP a plain compiled Adam step. On synthetic 8-D data, for each (M, batch), every
+step is compiled and warmed up, then rounds of steps run interleaved; the report gives the median
+time per step and the median over rounds of each SEP model's ratio to its SVGP, against the goals
+:data:`GOALS`. Protocol and results: ``docs/benchmarks/step_speed.md``.
 
     python -m benchmarks.step_speed [--quick] [--out-dir results/step_speed]
-
-writes ``step_speed[_quick].json`` and ``.md`` there (the table of ``docs/benchmarks/step_speed.md``).
 """
 
 from pathlib import Path
@@ -36,6 +27,7 @@ from .minibatch import TimedSteps, make_optimizer, random_subset
 from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
+from .stats import markdown_table
 
 log = progress_logger("step_speed")
 QUICK_HELP = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps"
@@ -147,17 +139,17 @@ def markdown(report: Dict) -> str:
         f"n = {c['n']} points in {c['D']}-D, SE-ARD kernels, Adam 0.01; {c['rounds']} interleaved rounds of "
         f"{c['steps']} steps per method after {c['warmup']} warm-up steps (compilation excluded); medians.",
         "",
-        "| M | batch | SEP method | SEP ms/step | SVGP ms/step | ratio (median of rounds) | range | goal |",
-        "|---|---|---|---|---|---|---|---|",
     ]
+    rows = []
     for result in report["results"]:
         for sep, svgp, _ in _pairs(c["classes"]):
-            r = result["ratios"][f"{sep} / {svgp}"]
-            lines.append(
-                f"| {result['M']} | {result['batch_size']} | {sep} | {result['per_step_ms'][sep]:.2f} | "
-                f"{result['per_step_ms'][svgp]:.2f} | {r['median']:.2f}x | {r['min']:.2f}–{r['max']:.2f} | "
-                f"≤ {r['goal']}x {'met' if r['met'] else 'not met'} |"
+            r, ms = result["ratios"][f"{sep} / {svgp}"], result["per_step_ms"]
+            rows.append(
+                [result["M"], result["batch_size"], sep, f"{ms[sep]:.2f}", f"{ms[svgp]:.2f}", f"{r['median']:.2f}x"]
             )
+            rows[-1] += [f"{r['min']:.2f}–{r['max']:.2f}", f"≤ {r['goal']}x {'met' if r['met'] else 'not met'}"]
+    head = ["M", "batch", "SEP method", "SEP ms/step", "SVGP ms/step", "ratio (median of rounds)", "range", "goal"]
+    lines += markdown_table(head, rows)
     return "\n".join(lines) + "\n"
 
 
