@@ -1,14 +1,10 @@
 r"""
 DGP-AEP with a probit output on binary benchmark sets, against SEPGPC and SVGP (Bui et al. 2016, App. F).
 
-The paper reports this output only in its App. A.2 (Table 1, without N, M or iteration counts). On each
-of the first ``--splits`` fixed splits of the ``--datasets`` (inputs standardised), four models with the
-exact probit likelihood start from the same k-means inducing inputs and median-distance lengthscales
-(M = ``--num-inducing``) and take ``--iterations`` Adam steps (``--lr``, batch 50) in interleaved
-chunks: ``GP-AEP`` (DGPAEP [D, 1]), ``DGP-AEP 2`` (DGPAEP [D, 2, 1]), ``SEPGPC`` (minibatch SEP) and
-``SVGP`` (GPflow's, whitened). Reported: test error and NLPD (mean ± s.e. over splits) and the median
-time per iteration. Results: docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_binary [--quick]
-[--out-dir results/dgp]``.
+``GP-AEP`` (DGPAEP [D, 1]), ``DGP-AEP 2`` ([D, 2, 1]), minibatch ``SEPGPC`` and GPflow's ``SVGP``, exact
+probit, the same k-means start, Adam on batches of 50 in interleaved chunks; test error and NLPD over
+splits, time per iteration. The paper reports this output only in its App. A.2. Results:
+docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_binary [--quick] [--out-dir results/dgp]``.
 """
 
 from pathlib import Path

@@ -1,11 +1,9 @@
 r"""
 Time per iteration of DGP-AEP against GPflux's DeepGP (and GPflow's SVGP), without the accuracy runs.
 
-``benchmarks.dgp_uci`` times its models inside 6000-iteration accuracy runs (hours); this times the same
-models (``dgp_uci.minibatch_trainers``: same starts, batch 50, Adam) on split 0 of each data set for
-each ``--num-inducing``: one untimed compiling step, then ``--iterations`` steps in interleaved chunks
-of ``--chunk``; the median seconds per step over the chunks and DGP-AEP's ratio to GPflux at the same
-depth (the goal: at most 2×). Results: docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_timing
+The models of ``benchmarks.dgp_uci`` (same starts, batch 50, Adam) on split 0 of each data set and each
+``--num-inducing``, in interleaved chunks after an untimed compiling step; DGP-AEP's ratio to GPflux at
+equal depth (the goal: at most 2×). Results: docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_timing
 [--quick] [--out-dir results/dgp]``.
 """
 

@@ -1,23 +1,11 @@
 r"""
 DGP-AEP on the UCI regression benchmark (Bui et al. 2016, §8.2) against GPflux's DeepGP and GPflow's SVGP/SGPR.
 
-Every data set of ``shared/datasets/regression``, its first ``--splits`` fixed splits (``--large-splits``
-for kin8nm, naval and power), X and y standardised with the training split (the reference code does not
-standardise X: a labelled deviation). Every model uses M = ``--num-inducing`` per GP and starts from the
-same k-means inducing inputs and median-distance lengthscales (``DGPAEP.from_data``, the reference code's
-initialisation); the minibatch models take ``--iterations`` Adam steps (lr ``--lr``, batch 50) in
-interleaved chunks of ``--chunk`` steps, so their times per iteration are measured side by side:
-
-* ``GP-AEP``, ``DGP-AEP 2``, ``DGP-AEP 3``: DGPAEP with layers [D, 1], [D, 2, 1], [D, 2, 2, 1] (the
-  paper's "GP" and "DGP-2" columns; three layers has none);
-* ``GPflux 2`` / ``GPflux 3``: ``gpflux.models.DeepGP`` (doubly stochastic VI) with the same widths,
-  inducing inputs and first-layer lengthscales, PCA mean functions in hidden layers, inner q(u)
-  variances scaled by 1e-5 (GPflux's conventions); test log-likelihood of the Gaussian mixture of
-  ``--samples`` forward samples;
-* ``SVGP``: GPflow's whitened SVGP; ``SGPR``: GPflow's SGPR (L-BFGS, at most 1000 iterations, not timed).
-
-Reported beside the paper's Tables 3 and 4: test log-likelihood and RMSE in the original units (mean
-± s.e. over splits), the median time per iteration and paired DGP-AEP − GPflux differences; results in
+Every method (:data:`METHODS`: DGP-AEP with 1-3 layers, GPflux's DeepGP at depths 2 and 3, SVGP, SGPR)
+starts from the same k-means inducing inputs and lengthscales (``DGPAEP.from_data``, the reference code's
+initialisation) on each split of the regression sets (X and y standardised); the minibatch methods
+train in interleaved chunks so their times per iteration compare. Test log-likelihood and RMSE beside the
+paper's Tables 3 and 4, times and paired DGP-AEP − GPflux differences. Protocol and results:
 docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_uci [--quick] [--out-dir results/dgp]``.
 """
 
@@ -131,7 +119,12 @@ def minibatch_trainer(model, X, Y, lr, batch_size, seed):
 
 
 def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, batch_size, seed, samples):
-    """GPflux's DeepGP from the DGP-AEP model's first-layer start (Z, lengthscales); module docstring."""
+    """
+    GPflux's DeepGP (doubly stochastic VI) with the widths, inducing inputs and first-layer lengthscales
+    of the DGP-AEP start; GPflux's conventions: PCA mean functions in hidden layers, zero mean in the last,
+    inner q(u) variances scaled by 1e-5. Its test log density is that of the Gaussian mixture of
+    ``samples`` forward samples, its prediction the mixture mean.
+    """
     from gpflux.helpers import construct_basic_inducing_variables, construct_basic_kernel, construct_mean_function
     from gpflux.layers import GPLayer, LikelihoodLayer
     from gpflux.models import DeepGP

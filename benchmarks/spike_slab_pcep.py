@@ -2,16 +2,11 @@ r"""
 Convergent EP (PC-EP) against damped regular EP (R-EP) for spike-and-slab linear regression: the
 experiment of Hernández-Lobato & Hernández-Lobato (2011), §4 and Figure 1.
 
-``--sets`` data sets (``gpflow_ep.datasets.spike_slab_problem(seed)``: d = 25, n = 10 training and 1000
-test points on the unit sphere, σ = 0.005, w from the prior with p_s = 0.2, v_s = 1; inference with the
-true hyper-parameters). R-EP (``SpikeSlabRegression(method="ep")``: parallel, damping τ ∈ ``--taus``,
-at most 1000 sweeps) and PC-EP (``method="convergent"``, at most ``--max-outer`` outer iterations) on
-each. Reported per τ in the paper's layout: the sets where R-EP does not converge and both methods'
-test MSE on those and on the others; PC-EP's energy traces (monotone, above the lower bound
-n/2 log 2πσ² - d/2 log 2; also a PNG, ``<stem>_energy.png``); wall times. Beyond the paper, on
-``--exact-sets`` problems with d = 12: both methods against exact enumeration of the 2¹² patterns.
-Results: docs/benchmarks/spike_slab.md. Run ``python -m benchmarks.spike_slab_pcep [--quick] [--out-dir
-results/spike_slab]``; ``--rerender`` redoes the analysis, table and PNG of a stored run.
+``--sets`` problems (``gpflow_ep.datasets.spike_slab_problem``: d = 25, n = 10, σ = 0.005, p_s = 0.2,
+v_s = 1, the true hyper-parameters): R-EP at every damping τ in ``--taus`` and PC-EP; the paper's Figure 1
+layout, PC-EP's energy traces (also a PNG) and, on ``--exact-sets`` problems with d = 12, both against
+exact enumeration. Protocol and results: docs/benchmarks/spike_slab.md. Run ``python -m
+benchmarks.spike_slab_pcep [--quick] [--out-dir results/spike_slab]``; ``--rerender`` redoes the analysis.
 """
 
 import time
