@@ -1,19 +1,10 @@
 r"""
 DGP-AEP with a probit output on binary benchmark sets, against SEPGPC and SVGP (Bui et al. 2016, App. F).
 
-The paper reports this output only in its App. A.2 (Table 1, without N, M or iteration counts). For each binary set
-of ``shared/datasets/binary`` in ``--datasets`` and each of its first ``--splits`` fixed splits
-(inputs standardised with the training split), these models start from the same k-means inducing
-inputs and median-distance lengthscales (M = ``--num-inducing``) and are trained with Adam
-(``--lr``), minibatches of 50 and ``--iterations`` steps in interleaved chunks:
-
-* ``GP-AEP``: DGPAEP [D, 1] with the exact probit likelihood;
-* ``DGP-AEP 2``: DGPAEP [D, 2, 1] with the probit likelihood;
-* ``SEPGPC``: minibatch stochastic EP (the SEP paper's method) with the probit likelihood;
-* ``SVGP``: GPflow's whitened SVGP with the probit likelihood.
-
-Reported: mean ± s.e. over splits of the test error and the test NLPD, and the median time per
-iteration (compilation excluded). Run ``python -m benchmarks.dgp_binary [--quick] [--out-dir results/dgp]``.
+``GP-AEP`` (DGPAEP [D, 1]), ``DGP-AEP 2`` ([D, 2, 1]), minibatch ``SEPGPC`` and GPflow's ``SVGP``, exact
+probit, the same k-means start, Adam on batches of 50 in interleaved chunks; test error and NLPD over
+splits, time per iteration. The paper reports this output only in its App. A.2. Results:
+docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_binary [--quick] [--out-dir results/dgp]``.
 """
 
 from pathlib import Path
@@ -27,10 +18,12 @@ from gpflow_ep.models import DGPAEP, SEPGPC
 
 from .dgp_uci import minibatch_trainer, summarise, train_interleaved
 from .models import evaluate
-from .report import markdown_header, timed_report, write_report
-from .runner import benchmark_parser, check_choices, parse_command_line, parse_list, progress_logger
+from .report import markdown_header
+from .runner import benchmark_parser, check_choices, parse_command_line, parse_list, progress_logger, run_split_grid
+from .stats import cell, markdown_table
 
 log = progress_logger("dgp_binary")
+QUICK = dict(datasets="Crabs", splits=1, iterations=60, num_inducing=5, chunk=20)
 QUICK_HELP = "Crabs, 1 split, 60 iterations, M = 5"
 METHODS = ("GP-AEP", "DGP-AEP 2", "SEPGPC", "SVGP")
 
@@ -53,6 +46,7 @@ def _models(X, Y, M, seed) -> Dict:
 
 
 def run_split(name, split, methods, M, iterations, lr, chunk, data_dir, seed=0) -> Dict:
+    """Every method on one split: test error, NLPD, all finite, median seconds per iteration."""
     data = load_benchmark(name, split, data_dir, kind="binary")
     models = {m: model for m, model in _models(data.X_train, data.Y_train, M, seed).items() if m in methods}
     trainers = {m: minibatch_trainer(model, data.X_train, data.Y_train, lr, 50, seed) for m, model in models.items()}
@@ -60,62 +54,28 @@ def run_split(name, split, methods, M, iterations, lr, chunk, data_dir, seed=0) 
     results = {}
     for m, model in models.items():
         scores = evaluate(model, data.X_test, data.Y_test)
-        results[m] = dict(
-            error=scores["error"],
-            nlpd=scores["nlpd"],
-            finite=scores["finite"],
-            seconds_per_iteration=trainers[m].median_per_step(),
-        )
+        results[m] = {k: scores[k] for k in ("error", "nlpd", "finite")}
+        results[m]["seconds_per_iteration"] = trainers[m].median_per_step()
     return results
-
-
-def run_binary(datasets, methods, M, splits, iterations, lr, chunk, data_dir) -> Dict:
-    runs = []
-    for name in datasets:
-        for split in range(splits):
-            result = run_split(name, split, methods, M, iterations, lr, chunk, data_dir)
-            runs.append(dict(dataset=name, split=split, results=result))
-            log(
-                f"{name} split {split}: "
-                + ", ".join(f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in result.items())
-            )
-    summary = summarise(runs, methods, metrics=("error", "nlpd"))
-    return dict(
-        config=dict(
-            datasets=list(datasets),
-            methods=list(methods),
-            num_inducing=M,
-            splits=splits,
-            iterations=iterations,
-            learning_rate=lr,
-            batch_size=50,
-            chunk=chunk,
-        ),
-        runs=runs,
-        summary=summary,
-    )
 
 
 def binary_markdown(report) -> str:
     c, summary, methods = report["config"], report["summary"], report["config"]["methods"]
-    lines = markdown_header("DGP-AEP with a probit output on binary sets", report)
-    lines += [
-        f"M = {c['num_inducing']}, {c['iterations']} Adam iterations (lr {c['learning_rate']}, batch {c['batch_size']}), "
-        f"{c['splits']} splits; mean ± s.e. over splits.",
-        "",
-        "| dataset | metric | " + " | ".join(methods) + " |",
-        "|---" * (2 + len(methods)) + "|",
-    ]
+    rows = []
     for name, row in summary.items():
         for metric in ("error", "nlpd"):
-            cells = [f"{row[m][metric]['mean']:.3f} ± {row[m][metric]['se'] or 0:.3f}" for m in methods]
-            lines.append(f"| {name} | {metric} | " + " | ".join(cells) + " |")
-        ref = row[methods[0]]["seconds_per_iteration"]
-        cells = [
-            f"{1e3 * row[m]['seconds_per_iteration']:.2f} ({row[m]['seconds_per_iteration'] / ref:.2f}×)"
-            for m in methods
-        ]
-        lines.append(f"| {name} | ms / iteration | " + " | ".join(cells) + " |")
+            rows.append(
+                [name, metric] + [cell(row[m][metric]["mean"], 3, se=row[m][metric]["se"] or 0) for m in methods]
+            )
+        times = [row[m]["seconds_per_iteration"] for m in methods]
+        rows.append([name, "ms / iteration"] + [f"{1e3 * t:.2f} ({t / times[0]:.2f}×)" for t in times])
+    lines = markdown_header("DGP-AEP with a probit output on binary sets", report)
+    lines += [
+        f"M = {c['num_inducing']}, {c['iterations']} Adam iterations (lr {c['learning_rate']}, batch "
+        f"{c['batch_size']}), {c['splits']} splits; mean ± s.e. over splits.",
+        "",
+        *markdown_table(["dataset", "metric", *methods], rows),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -129,20 +89,44 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--lr", type=float, default=0.005)
     parser.add_argument("--chunk", type=int, default=250)
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
-    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
-        datasets, args.splits, args.iterations, args.num_inducing, args.chunk = ["Crabs"], 1, 60, 5, 20
+        vars(args).update(QUICK)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     check_choices(parser, "--methods", methods, METHODS)
-    report = timed_report(
-        command,
-        lambda: run_binary(
-            datasets, methods, args.num_inducing, args.splits, args.iterations, args.lr, args.chunk, args.data_dir
-        ),
+    settings = dict(M=args.num_inducing, iterations=args.iterations, lr=args.lr, chunk=args.chunk)
+
+    def run(name, split):
+        return dict(
+            dataset=name, split=split, results=run_split(name, split, methods, **settings, data_dir=args.data_dir)
+        )
+
+    def describe(run):
+        return f"{run['dataset']} split {run['split']}: " + ", ".join(
+            f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in run["results"].items()
+        )
+
+    config = dict(
+        datasets=datasets,
+        methods=methods,
+        num_inducing=args.num_inducing,
+        splits=args.splits,
+        iterations=args.iterations,
+        learning_rate=args.lr,
+        batch_size=50,
+        chunk=args.chunk,
     )
-    stem = "dgp_binary_quick" if args.quick else "dgp_binary"
-    json_path, md_path = write_report(Path(args.out_dir) / stem, report, binary_markdown(report))
-    log(f"wrote {json_path} and {md_path}")
-    return 0
+    return run_split_grid(
+        datasets,
+        args.splits,
+        run,
+        lambda runs: summarise(runs, methods, metrics=("error", "nlpd")),
+        config=config,
+        command=command,
+        prefix=Path(args.out_dir) / ("dgp_binary_quick" if args.quick else "dgp_binary"),
+        markdown=binary_markdown,
+        log=log,
+        describe=describe,
+    )
 
 
 if __name__ == "__main__":

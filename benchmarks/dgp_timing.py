@@ -1,30 +1,28 @@
 r"""
 Time per iteration of DGP-AEP against GPflux's DeepGP (and GPflow's SVGP), without the accuracy runs.
 
-``benchmarks.dgp_uci`` measures the time per iteration inside its 6000-iteration accuracy runs,
-which take hours; this measures the same models (``dgp_uci.minibatch_trainers``: same starts,
-minibatch 50, Adam) on the first split of each dataset for each ``--num-inducing``, in interleaved
-chunks of ``--chunk`` steps after one untimed compiling step, for ``--iterations`` steps: the median
-seconds per step over the chunks, and DGP-AEP's ratio to GPflux at the same depth (the issue's goal:
-at most 2×). Use it to re-time the current code when the accuracy tables were run with an older one.
-Run ``python -m benchmarks.dgp_timing [--quick] [--out-dir results/dgp]``.
+The models of ``benchmarks.dgp_uci`` (same starts, batch 50, Adam) on split 0 of each data set and each
+``--num-inducing``, in interleaved chunks after an untimed compiling step; DGP-AEP's ratio to GPflux at
+equal depth (the goal: at most 2×). Results: docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_timing
+[--quick] [--out-dir results/dgp]``.
 """
 
 from pathlib import Path
 from typing import Dict, List
 
-import numpy as np
-
 from gpflow_ep.datasets import load_benchmark
 
-from .dgp_uci import NAMES, minibatch_trainers, train_interleaved
-from .report import markdown_header, timed_report, write_report
+from .claims import Claim, claim_items, verdicts
+from .dgp_uci import NAMES, PAIRS, minibatch_trainers, train_interleaved
+from .report import markdown_header, markdown_section, timed_report, write_report
 from .runner import benchmark_parser, check_choices, check_datasets, parse_command_line, parse_list, progress_logger
+from .stats import markdown_table
 
 log = progress_logger("dgp_timing")
+QUICK = dict(datasets="yacht", num_inducing="5", iterations=40, chunk=10, methods="DGP-AEP 2,GPflux 2")
 QUICK_HELP = "yacht, M = 5, DGP-AEP 2 and GPflux 2, 40 iterations in chunks of 10"
 METHODS = ("GP-AEP", "DGP-AEP 2", "DGP-AEP 3", "GPflux 2", "GPflux 3", "SVGP")
-PAIRS = (("DGP-AEP 2", "GPflux 2"), ("DGP-AEP 3", "GPflux 3"))
+GOAL = 2.0
 
 
 def time_dataset(name, M, methods, iterations, chunk, data_dir, lr=0.005, seed=0) -> Dict[str, float]:
@@ -36,55 +34,54 @@ def time_dataset(name, M, methods, iterations, chunk, data_dir, lr=0.005, seed=0
     return {method: trainer.median_per_step() for method, trainer in trainers.items()}
 
 
-def ratios(times: Dict[str, float]) -> Dict[str, float]:
-    """DGP-AEP's time over GPflux's at each depth both were timed at."""
-    return {f"{a} / {b}": times[a] / times[b] for a, b in PAIRS if a in times and b in times}
-
-
 def run_timing(datasets, inducing, methods, iterations, chunk, data_dir) -> Dict:
+    """A row per (data set, M): seconds per iteration and DGP-AEP / GPflux ratios at equal depth."""
     rows = []
     for name in datasets:
         for M in inducing:
             times = time_dataset(name, M, methods, iterations, chunk, data_dir)
-            rows.append(dict(dataset=name, num_inducing=M, seconds_per_iteration=times, ratios=ratios(times)))
-            log(f"{name} M={M}: " + ", ".join(f"{k} {v:.2f}×" for k, v in rows[-1]["ratios"].items()))
-    config = dict(
-        datasets=list(datasets), num_inducing=list(inducing), methods=list(methods), iterations=iterations, chunk=chunk
-    )
+            ratios = {f"{a} / {b}": times[a] / times[b] for a, b in PAIRS if a in times and b in times}
+            rows.append(dict(dataset=name, num_inducing=M, seconds_per_iteration=times, ratios=ratios))
+            log(f"{name} M={M}: " + ", ".join(f"{k} {v:.2f}×" for k, v in ratios.items()))
+    config = dict(datasets=datasets, num_inducing=inducing, methods=methods, iterations=iterations, chunk=chunk)
     return dict(config=config, rows=rows)
 
 
-def claims(report) -> List[str]:
+def claims(report) -> List[Claim]:
+    """DGP-AEP's time per iteration at most 2× GPflux's (the goal), per M and depth, over the report's rows."""
     out = []
     for M in report["config"]["num_inducing"]:
         for key in dict.fromkeys(k for r in report["rows"] for k in r["ratios"]):
-            values = [r["ratios"][key] for r in report["rows"] if r["num_inducing"] == M and key in r["ratios"]]
-            if values:
-                within = sum(v <= 2.0 for v in values)
-                out.append(
-                    f"M = {M}, {key}: {min(values):.2f}–{max(values):.2f}× (median {np.median(values):.2f}×); "
-                    f"≤ 2× (the goal) on {within} of {len(values)} datasets."
+            out.append(
+                Claim(
+                    f"M = {M}, {key} ≤ {GOAL:g}× (the goal)",
+                    holds=lambda r, key=key: r["ratios"][key] <= GOAL,
+                    rows=lambda table, M=M, key=key: [
+                        r for r in table if r["num_inducing"] == M and key in r["ratios"]
+                    ],
+                    show=lambda r, key=key: f"{NAMES.get(r['dataset'], r['dataset'])} {r['ratios'][key]:.2f}×",
                 )
+            )
     return out
 
 
 def timing_markdown(report) -> str:
     c = report["config"]
-    methods = c["methods"]
-    keys = list(dict.fromkeys(k for r in report["rows"] for k in r["ratios"]))
+    methods, keys = c["methods"], list(dict.fromkeys(k for r in report["rows"] for k in r["ratios"]))
+    rows = [
+        [NAMES.get(r["dataset"], r["dataset"]), r["num_inducing"]]
+        + [f"{1e3 * r['seconds_per_iteration'][m]:.2f}" for m in methods]
+        + [f"{r['ratios'][k]:.2f}×" if k in r["ratios"] else "—" for k in keys]
+        for r in report["rows"]
+    ]
     lines = markdown_header("DGP-AEP time per iteration against GPflux", report)
     lines += [
         f"Split 0 of each dataset, minibatch 50, Adam; median over chunks of {c['chunk']} steps of "
         f"{c['iterations']} (interleaved, the compiling step excluded). Times in ms.",
         "",
-        "| dataset | M | " + " | ".join(methods + keys) + " |",
-        "|---" * (2 + len(methods) + len(keys)) + "|",
+        *markdown_table(["dataset", "M", *methods, *keys], rows),
     ]
-    for r in report["rows"]:
-        cells = [f"{1e3 * r['seconds_per_iteration'][m]:.2f}" for m in methods]
-        cells += [f"{r['ratios'][k]:.2f}×" if k in r["ratios"] else "—" for k in keys]
-        lines.append(f"| {NAMES.get(r['dataset'], r['dataset'])} | {r['num_inducing']} | " + " | ".join(cells) + " |")
-    lines += ["", "## Claims", ""] + [f"- {c}" for c in claims(report)]
+    lines += markdown_section("Claims", claim_items(verdicts(claims(report), report["rows"])))
     return "\n".join(lines) + "\n"
 
 
@@ -96,18 +93,20 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--iterations", type=int, default=1000)
     parser.add_argument("--chunk", type=int, default=100, help="steps per interleaved timing chunk")
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
-    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
-    inducing = parse_list(args.num_inducing, int)
     if args.quick:
-        datasets, inducing, args.iterations, args.chunk = ["yacht"], [5], 40, 10
-        methods = ["DGP-AEP 2", "GPflux 2"]
+        vars(args).update(QUICK)
+    datasets, methods, inducing = (
+        parse_list(args.datasets),
+        parse_list(args.methods),
+        parse_list(args.num_inducing, int),
+    )
     check_choices(parser, "--methods", methods, METHODS)
     check_datasets(parser, datasets, "regression", args.data_dir)
     report = timed_report(
         command, lambda: run_timing(datasets, inducing, methods, args.iterations, args.chunk, args.data_dir)
     )
-    stem = "dgp_timing_quick" if args.quick else "dgp_timing"
-    json_path, md_path = write_report(Path(args.out_dir) / stem, report, timing_markdown(report))
+    stem = Path(args.out_dir) / ("dgp_timing_quick" if args.quick else "dgp_timing")
+    json_path, md_path = write_report(stem, report, timing_markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

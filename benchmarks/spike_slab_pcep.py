@@ -2,27 +2,11 @@ r"""
 Convergent EP (PC-EP) against damped regular EP (R-EP) for spike-and-slab linear regression: the
 experiment of Hernández-Lobato & Hernández-Lobato (2011), §4 and Figure 1.
 
-For each of ``--sets`` data sets (``gpflow_ep.datasets.spike_slab_problem(seed)``: d = 25,
-n = 10 training and 1000 test points on the unit sphere's surface, σ = 0.005, w from the prior with
-p_s = 0.2, v_s = 1; the true hyper-parameters are used for inference):
-
-* R-EP (``SpikeSlabRegression(method="ep")``: parallel, damping τ ∈ ``--taus``, ε = 1e-6, at most
-  1000 sweeps, converged when no marginal mean or variance moves by more than 1e-4 in a sweep);
-* PC-EP (``method="convergent"``), once per set (its start does not depend on τ), at most
-  ``--max-outer`` outer iterations, stopped when E falls by less than 1e-9·max(1, |E|) three times.
-
-Reported per τ, in the paper's layout (its Figure 1, beside the paper's numbers): the number of sets
-where R-EP does not converge, and the mean ± s.d. (and s.e.) test MSE of both methods on the
-non-converged and on the converged sets; PC-EP's energy traces (largest increase, distance to the
-lower bound n/2 log 2πσ² - d/2 log 2, outer iterations, active bounds); the wall time of each run
-(median, compiled R-EP, the first call excluded) and their ratio. Beyond the paper, on
-``--exact-sets`` problems with d = 12 (n = 10, the rest as above): the error of R-EP's (τ = 0.5) and
-PC-EP's posterior inclusion probabilities and weight means against exact enumeration of the 2¹²
-patterns.
-
-Also a PNG of the energy traces (``<stem>_energy.png``). Run ``python -m benchmarks.spike_slab_pcep
-[--quick] [--out-dir results/spike_slab]``; ``--rerender`` redoes the analysis, table and PNG of a
-stored run.
+``--sets`` problems (``gpflow_ep.datasets.spike_slab_problem``: d = 25, n = 10, σ = 0.005, p_s = 0.2,
+v_s = 1, the true hyper-parameters): R-EP at every damping τ in ``--taus`` and PC-EP; the paper's Figure 1
+layout, PC-EP's energy traces (also a PNG) and, on ``--exact-sets`` problems with d = 12, both against
+exact enumeration. Protocol and results: docs/benchmarks/spike_slab.md. Run ``python -m
+benchmarks.spike_slab_pcep [--quick] [--out-dir results/spike_slab]``; ``--rerender`` redoes the analysis.
 """
 
 import time
@@ -34,15 +18,16 @@ import numpy as np
 from gpflow_ep.datasets import spike_slab_problem
 from gpflow_ep.models import SpikeSlabRegression, exact_spike_slab_posterior
 
-from .claims import claim_items
+from .claims import Claim, claim_items, verdicts
 from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
-from .stats import mean_se
+from .stats import cell, markdown_table, mean_se
 
 log = progress_logger("spike_slab_pcep")
 QUICK_HELP = "1 set, τ ∈ {0.5, 0.9}, 20 outer iterations, 1 exact set"
 HYPER = dict(noise_variance=0.005**2, slab_variance=1.0, prior_inclusion=0.2)
-PAPER = {  # Figure 1: τ → (#not converged, PC-EP MSE, R-EP MSE on those; PC-EP, R-EP MSE on the converged)
+#: Figure 1: τ → (sets where R-EP did not converge, PC-EP and R-EP MSE on those, PC-EP and R-EP MSE on the others)
+PAPER = {
     0.1: (6, "0.24 ± 0.09", "0.29 ± 0.09", "0.041 ± 0.007", "0.040 ± 0.009"),
     0.3: (10, "0.16 ± 0.04", "0.20 ± 0.05", "0.041 ± 0.009", "0.045 ± 0.012"),
     0.5: (13, "0.14 ± 0.03", "0.27 ± 0.05", "0.040 ± 0.010", "0.042 ± 0.012"),
@@ -56,6 +41,7 @@ def _mse(model, Xt, yt) -> float:
 
 
 def run_set(seed: int, taus, max_outer: int) -> Dict:
+    """R-EP at every τ (compiled, timed from flat sites) and PC-EP on the problem of ``seed``."""
     X, y, Xt, yt, _ = spike_slab_problem(seed)
     rep = {}
     for tau in taus:
@@ -95,6 +81,7 @@ def run_set(seed: int, taus, max_outer: int) -> Dict:
 
 
 def run_exact(seed: int, max_outer: int) -> Dict:
+    """R-EP (τ = 0.5) and PC-EP against the exact posterior of a d = 12 problem: mean absolute errors."""
     X, y, *_ = spike_slab_problem(10_000 + seed, d=12)
     _, mean, _, incl = exact_spike_slab_posterior(X, y, **HYPER)
     out = {}
@@ -110,6 +97,7 @@ def run_exact(seed: int, max_outer: int) -> Dict:
 
 
 def _group(values) -> Dict:
+    """Count, mean, standard deviation and standard error (``None`` where they do not exist)."""
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return dict(n=0, mean=None, sd=None, se=None)
@@ -118,6 +106,7 @@ def _group(values) -> Dict:
 
 
 def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
+    """Per τ the paper's Figure 1 groups, PC-EP's traces, the exact-posterior errors and the claims."""
     per_tau = {}
     for tau in taus:
         key = str(tau)
@@ -151,153 +140,154 @@ def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
         )
         for name in (exact[0] if exact else {})
     }
-    return dict(per_tau=per_tau, pcep=pcep, exact=exact_summary, claims=_claims(per_tau, pcep, taus, len(sets)))
+    per_run = dict(pcep, sets=len(sets), rep_seconds=float(np.median([r["rep_seconds"] for r in per_tau.values()])))
+    claims = verdicts(TAU_CLAIMS, [dict(row, tau=t) for t, row in per_tau.items()]) + verdicts(RUN_CLAIMS, [per_run])
+    return dict(per_tau=per_tau, pcep=pcep, exact=exact_summary, claims=claims)
 
 
-def _fmt(x) -> str:
-    return "–" if x is None else f"{x:.3g}"
+def _group_mse(row, group, method):
+    """The mean test MSE of ``method`` ("rep", "pcep") over the sets of ``group`` ("failed", "converged") in a τ row."""
+    return row[group][method]["mean"]
 
 
-def _claims(per_tau, pcep, taus, num_sets: int) -> List[Dict]:
-    counts = [per_tau[str(t)]["not_converged"] for t in taus]
-    failed_rep = [per_tau[str(t)]["failed"]["rep"]["mean"] for t in taus]
-    ok_rep = [per_tau[str(t)]["converged"]["rep"]["mean"] for t in taus]
-    h3 = [
-        (per_tau[str(t)]["failed"]["pcep"]["mean"], per_tau[str(t)]["failed"]["rep"]["mean"])
-        for t in taus
-        if per_tau[str(t)]["not_converged"]
-    ]
-    h4 = [(per_tau[str(t)]["converged"]["pcep"]["mean"], per_tau[str(t)]["converged"]["rep"]["mean"]) for t in taus]
-    ratio = pcep["median_seconds"] / float(np.median([per_tau[str(t)]["rep_seconds"] for t in taus]))
-    return [
-        dict(
-            claim="H1 (paper Figure 1): damped R-EP fails to converge on a non-trivial fraction of sets, rising with τ (paper 6-17 %)",
-            verdict="reproduced" if min(counts) > 0 and counts[-1] >= counts[0] else "not reproduced",
-            evidence="not converged per τ: " + ", ".join(f"{t}: {c}" for t, c in zip(taus, counts)),
-        ),
-        dict(
-            claim="H2 (Figure 1): where R-EP fails its MSE is far worse than where it converges",
-            verdict="reproduced"
-            if all(f is not None and o is not None and f > 2 * o for f, o in zip(failed_rep, ok_rep))
-            else "not reproduced",
-            evidence=", ".join(f"τ={t}: {_fmt(f)} vs {_fmt(o)}" for t, f, o in zip(taus, failed_rep, ok_rep)),
-        ),
-        dict(
-            claim="H3 (Figure 1): on those sets PC-EP's mean MSE is lower than R-EP's (paper: every τ)",
-            verdict="reproduced" if h3 and all(p < r for p, r in h3) else "not reproduced",
-            evidence=", ".join(f"{_fmt(p)} vs {_fmt(r)}" for p, r in h3),
-        ),
-        dict(
-            claim="H4 (Figure 1): where R-EP converges both have similar MSE",
-            verdict="reproduced"
-            if all(p is not None and r is not None and abs(p - r) <= 0.5 * max(p, r) + 0.01 for p, r in h4)
-            else "not reproduced",
-            evidence=", ".join(f"{_fmt(p)} vs {_fmt(r)}" for p, r in h4) + " (similar: within 50 % or 0.01)",
-        ),
-        dict(
-            claim="H5 (§3.1-3.2): PC-EP's energy decreases monotonically, stays above the bound and converges",
-            verdict="reproduced"
-            if pcep["above_bound"] and pcep["largest_increase"] <= 1e-6 and pcep["converged"] == num_sets
-            else "not reproduced",
-            evidence=f"largest single increase {pcep['largest_increase']:.2e} (inner-solver accuracy), "
-            f"above the bound: {pcep['above_bound']}, converged within the cap in {pcep['converged']} sets",
-        ),
-        dict(
-            claim="H6 (§3.2, 'two orders of magnitude'): PC-EP costs about 100× R-EP per run",
-            verdict="reproduced" if 30 <= ratio <= 300 else "not reproduced",
-            evidence=f"median {pcep['median_seconds']:.2f} s vs {np.median([per_tau[str(t)]['rep_seconds'] for t in taus]):.3f} s: {ratio:.0f}×",
-        ),
-    ]
+def _versus(r, a, b) -> str:
+    """Row ``r``'s τ and two of its mean MSEs, ``a`` and ``b`` as (group, method)."""
+    return f"τ={r['tau']}: {cell(_group_mse(r, *a), 3, style='g')} vs {cell(_group_mse(r, *b), 3, style='g')}"
 
 
-def _cell(g, digits=3) -> str:
+def _similar(p, r) -> bool:
+    return p is not None and r is not None and abs(p - r) <= 0.5 * max(p, r) + 0.01
+
+
+#: the paper's claims over the rows of ``per_tau`` (each with its ``tau``)
+TAU_CLAIMS = [
+    Claim(
+        "H1 (paper Figure 1): damped R-EP fails to converge on a non-trivial fraction of sets (paper 6-17 %)",
+        holds=lambda r: r["not_converged"] > 0,
+        show=lambda r: f"τ={r['tau']}: {r['not_converged']}",
+    ),
+    Claim(
+        "H1 (paper Figure 1): ... and more often at the largest τ than at the smallest",
+        holds=lambda r: r["last"] >= r["first"],
+        rows=lambda table: [dict(first=table[0]["not_converged"], last=table[-1]["not_converged"])] if table else [],
+        show=lambda r: f"{r['first']} → {r['last']}",
+    ),
+    Claim(
+        "H2 (Figure 1): where R-EP fails its MSE is far worse (over 2×) than where it converges",
+        holds=lambda r: (
+            None not in (_group_mse(r, "failed", "rep"), _group_mse(r, "converged", "rep"))
+            and _group_mse(r, "failed", "rep") > 2 * _group_mse(r, "converged", "rep")
+        ),
+        show=lambda r: _versus(r, ("failed", "rep"), ("converged", "rep")),
+    ),
+    Claim(
+        "H3 (Figure 1): on those sets PC-EP's mean MSE is lower than R-EP's (paper: every τ)",
+        holds=lambda r: _group_mse(r, "failed", "pcep") < _group_mse(r, "failed", "rep"),
+        rows=lambda table: [r for r in table if r["not_converged"]],
+        show=lambda r: _versus(r, ("failed", "pcep"), ("failed", "rep")),
+    ),
+    Claim(
+        "H4 (Figure 1): where R-EP converges both have similar MSE (within 50 % or 0.01)",
+        holds=lambda r: _similar(_group_mse(r, "converged", "pcep"), _group_mse(r, "converged", "rep")),
+        show=lambda r: _versus(r, ("converged", "pcep"), ("converged", "rep")),
+    ),
+]
+#: the paper's claims over PC-EP's runs (one row: the ``pcep`` summary, the number of sets, R-EP's median seconds)
+RUN_CLAIMS = [
+    Claim(
+        "H5 (§3.1-3.2): PC-EP's energy decreases monotonically, stays above the bound and converges",
+        holds=lambda r: r["above_bound"] and r["largest_increase"] <= 1e-6 and r["converged"] == r["sets"],
+        show=lambda r: (
+            f"largest single increase {r['largest_increase']:.2e} (inner-solver accuracy), above the bound: "
+            f"{r['above_bound']}, converged within the cap in {r['converged']} of {r['sets']} sets"
+        ),
+    ),
+    Claim(
+        "H6 (§3.2, 'two orders of magnitude'): PC-EP costs about 100× R-EP per run (30-300×)",
+        holds=lambda r: 30 <= r["median_seconds"] / r["rep_seconds"] <= 300,
+        show=lambda r: (
+            f"median {r['median_seconds']:.2f} s vs {r['rep_seconds']:.3f} s: "
+            f"{r['median_seconds'] / r['rep_seconds']:.0f}×"
+        ),
+    ),
+]
+
+
+def _spread(g) -> str:
+    """A group's mean (3 significant digits) ± s.d. (s.e.) (2 significant digits)."""
     if g["mean"] is None:
-        return "–"
-    return f"{g['mean']:.{digits}g} ± {g['sd'] or 0:.{digits - 1}g} (s.e. {g['se'] or 0:.{digits - 1}g})"
+        return "—"
+    sd, se = (cell(g[k] or 0, 2, style="g") for k in ("sd", "se"))
+    return f"{cell(g['mean'], 3, style='g')} ± {sd} (s.e. {se})"
 
 
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
+    rows = []
+    for tau, row in s["per_tau"].items():
+        paper = [f" [{x}]" for x in PAPER[float(tau)]] if float(tau) in PAPER else [""] * 5
+        rows.append(
+            [tau, f"{row['not_converged']}{paper[0]}", _spread(row["failed"]["pcep"]) + paper[1]]
+            + [_spread(row["failed"]["rep"]) + paper[2], f"{row['pcep_better_on_failed']} of {row['not_converged']}"]
+            + [_spread(row["converged"]["pcep"]) + paper[3], _spread(row["converged"]["rep"]) + paper[4]]
+        )
+    header = ["τ", "R-EP not converged", "PC-EP MSE (R-EP failed)", "R-EP MSE (R-EP failed)", "PC-EP better"]
+    header += ["PC-EP MSE (R-EP converged)", "R-EP MSE (R-EP converged)"]
+    pc = s["pcep"]
     lines = markdown_header("Convergent EP for spike-and-slab regression (PC-EP vs R-EP)", report)
     lines += [
         f"{c['sets']} data sets (d = 25, n = 10, σ = 0.005, p_s = 0.2, v_s = 1), R-EP at most 1000 sweeps, "
         f"PC-EP at most {c['max_outer']} outer iterations; MSE mean ± s.d. (s.e.); paper in brackets.",
         "",
-        "| τ | R-EP not converged | PC-EP MSE (R-EP failed) | R-EP MSE (R-EP failed) | PC-EP better | "
-        "PC-EP MSE (R-EP converged) | R-EP MSE (R-EP converged) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for tau, row in s["per_tau"].items():
-        paper = PAPER.get(float(tau))
-
-        def p(i, paper=paper):
-            return f" [{paper[i]}]" if paper else ""
-
-        lines.append(
-            f"| {tau} | {row['not_converged']}{p(0)} | {_cell(row['failed']['pcep'])}{p(1)} | "
-            f"{_cell(row['failed']['rep'])}{p(2)} | {row['pcep_better_on_failed']} of {row['not_converged']} | "
-            f"{_cell(row['converged']['pcep'])}{p(3)} | {_cell(row['converged']['rep'])}{p(4)} |"
-        )
-    pc = s["pcep"]
-    lines += [
+        *markdown_table(header, rows),
         "",
         f"PC-EP: converged in {pc['converged']} of {c['sets']} sets, median {pc['median_outer']:.0f} outer iterations, "
         f"median {pc['median_active_site_bounds']:.0f} site precisions at ε, median first-moment KKT residual "
-        f"{pc['median_kkt_residual']:.1e}; stopped on a non-finite step in {pc.get('non_finite', 0)} sets; largest single energy increase {pc['largest_increase']:.1e}; every energy above "
-        f"the bound: {pc['above_bound']}. Median wall time per run: PC-EP {pc['median_seconds']:.2f} s, R-EP "
+        f"{pc['median_kkt_residual']:.1e}; stopped on a non-finite step in {pc.get('non_finite', 0)} sets; largest "
+        f"single energy increase {pc['largest_increase']:.1e}; every energy above the bound: {pc['above_bound']}. "
+        f"Median wall time per run: PC-EP {pc['median_seconds']:.2f} s, R-EP "
         + ", ".join(f"τ={t}: {r['rep_seconds'] * 1e3:.0f} ms" for t, r in s["per_tau"].items())
         + ".",
     ]
     if s["exact"]:
+        rows = [
+            [name, cell(e["inclusion_error"], 4), cell(e["mean_error"], 4), e["converged"]]
+            for name, e in s["exact"].items()
+        ]
         lines += [
             "",
             f"**Against the exact posterior** ({c['exact_sets']} sets with d = 12, enumeration of 2¹² patterns): "
             "mean absolute error, mean ± s.e. over sets",
             "",
-            "| method | inclusion probabilities | weight means | converged |",
-            "|---|---|---|---|",
+            *markdown_table(["method", "inclusion probabilities", "weight means", "converged"], rows),
         ]
-        for name, e in s["exact"].items():
-            lines.append(
-                f"| {name} | {e['inclusion_error']['mean']:.4f} ± {e['inclusion_error']['se'] or 0:.4f} | "
-                f"{e['mean_error']['mean']:.4f} ± {e['mean_error']['se'] or 0:.4f} | {e['converged']} |"
-            )
     lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def plot_energy_traces(report, path: Path) -> Path:
     """
-    PC-EP's energy traces, E(v^(t)) - min_t E(v^(t)) on a log axis against the outer iteration,
-    one line per set (red where R-EP at the largest τ did not converge), and the distance of the
-    final energy to the lower bound n/2 log 2πσ² - d/2 log 2.
+    PC-EP's energy traces, E(v^(t)) - min_t E(v^(t)) on a log axis against the outer iteration, one
+    line per set (red where R-EP at the largest τ did not converge), and the distance of the final
+    energy to the lower bound n/2 log 2πσ² - d/2 log 2.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    taus = report["config"]["taus"]
+    tau = report["config"]["taus"][-1]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
-    gaps = []
     for s in report["sets"]:
-        E = np.asarray(s["pcep"]["energies"])
-        failed = not s["rep"][str(taus[-1])]["converged"]
-        ax.semilogy(
-            np.arange(len(E)),
-            E - E.min() + 1e-12,
-            color="C3" if failed else "0.6",
-            lw=0.7,
-            alpha=0.9 if failed else 0.5,
-            zorder=2 if failed else 1,
-        )
-        gaps.append(E[-1] - s["pcep"]["bound"])
+        E, failed = np.asarray(s["pcep"]["energies"]), not s["rep"][str(tau)]["converged"]
+        style = dict(color="C3", alpha=0.9, zorder=2) if failed else dict(color="0.6", alpha=0.5, zorder=1)
+        ax.semilogy(np.arange(len(E)), E - E.min() + 1e-12, lw=0.7, **style)
     ax.set(
         xlabel="outer iteration t",
         ylabel="E(v^(t)) - min E  (+1e-12)",
-        title=f"PC-EP energy traces (red: R-EP τ={taus[-1]} not converged)",
+        title=f"PC-EP energy traces (red: R-EP τ={tau} not converged)",
     )
-    bx.hist(gaps, bins=20, color="C0")
+    bx.hist([s["pcep"]["energies"][-1] - s["pcep"]["bound"] for s in report["sets"]], bins=20, color="C0")
     bx.set(xlabel="final E - lower bound [nats]", ylabel="sets", title="distance to the lower bound")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -315,19 +305,19 @@ def main(argv=None, shared: bool = False) -> int:
         "--rerender", action="store_true", help="redo summary, claims, table and PNG of the stored JSON"
     )
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
-    taus = parse_list(args.taus, float)
     if args.quick:
-        args.sets, taus, args.max_outer, args.exact_sets = 1, [0.5, 0.9], 20, 1
-    stem = "spike_slab_pcep_quick" if args.quick else "spike_slab_pcep"
+        vars(args).update(sets=1, taus="0.5,0.9", max_outer=20, exact_sets=1)
+    taus = parse_list(args.taus, float)
+    stem = Path(args.out_dir) / ("spike_slab_pcep_quick" if args.quick else "spike_slab_pcep")
+    png = stem.with_name(stem.name + "_energy.png")
     if args.rerender:
 
         def reanalyse(report):
             report["summary"] = summarise(report["sets"], report["exact"], report["config"]["taus"])
-            plot_energy_traces(report, Path(args.out_dir) / f"{stem}_energy.png")
+            plot_energy_traces(report, png)
             return report
 
-        return rerender_report(Path(args.out_dir) / stem, reanalyse, markdown, log)
-    config = dict(sets=args.sets, taus=taus, max_outer=args.max_outer, exact_sets=args.exact_sets)
+        return rerender_report(stem, reanalyse, markdown, log)
 
     def run() -> Dict:
         sets, exact = [], []
@@ -339,14 +329,13 @@ def main(argv=None, shared: bool = False) -> int:
                 + " ".join(f"{t}:{'ok' if v['converged'] else 'NO'}/{v['mse']:.3f}" for t, v in r["rep"].items())
                 + f"; PC-EP {r['pcep']['mse']:.3f} in {r['pcep']['outer']} outer, {r['pcep']['seconds']:.1f} s"
             )
-        for seed in range(args.exact_sets):
-            exact.append(run_exact(seed, args.max_outer))
+        exact = [run_exact(seed, args.max_outer) for seed in range(args.exact_sets)]
+        config = dict(sets=args.sets, taus=taus, max_outer=args.max_outer, exact_sets=args.exact_sets)
         return dict(config=config, sets=sets, exact=exact, summary=summarise(sets, exact, taus))
 
     report = timed_report(command, run)
-    json_path, md_path = write_report(Path(args.out_dir) / stem, report, markdown(report))
-    png = plot_energy_traces(report, Path(args.out_dir) / f"{stem}_energy.png")
-    log(f"wrote {json_path}, {md_path} and {png}")
+    json_path, md_path = write_report(stem, report, markdown(report))
+    log(f"wrote {json_path}, {md_path} and {plot_energy_traces(report, png)}")
     return 0
 
 

@@ -19,7 +19,7 @@ def test_sepgpc_table1_quick(tmp_path):
     md = (tmp_path / "table1.md").read_text()
     assert md.startswith("# ") and "Command: `python -m benchmarks.sepgpc_table1 --quick --out-dir" in md
     assert "| Crabs | 30 (15%) | 1 |" in md
-    assert "0.07±0.07 / 0.06±0.06 / 0.07±0.06" in md  # the paper's Crabs 15% NLLs beside ours
+    assert "0.07 ± 0.07 / 0.06 ± 0.06 / 0.07 ± 0.06" in md  # the paper's Crabs 15% NLLs beside ours
     (row,) = report["rows"]
     assert row["dataset"] == "Crabs" and row["M"] == 30 and row["splits"] == [0]
     assert set(row["per_split"]) == set(METHODS)
@@ -41,3 +41,27 @@ def test_sepgpc_table1_quick(tmp_path):
         (rec,) = recs
         assert rec.pop("reused") is True
         assert rec == row["per_split"][method][0]
+
+
+def test_claims_are_decided_from_the_rows():
+    """Two hand-made rows: NLL within two combined standard errors, time ratios and the paper's spread."""
+    from benchmarks.claims import verdicts
+    from benchmarks.sepgpc_table1 import table1_claims
+
+    def row(dataset, nll, nll_se, seconds):
+        summary = {m: dict(nll=nll[m], nll_se=nll_se, time_median_s=seconds[m]) for m in METHODS}
+        return dict(dataset=dataset, fraction=0.15, summary=summary)
+
+    nll = {"FITC-EP": 0.10, "SEP inner": 0.20, "SEP minibatch": 0.11, "SVGP": 0.10}
+    seconds = {"FITC-EP": 4.0, "SEP inner": 1.0, "SEP minibatch": 3.0, "SVGP": 2.0}
+    rows = [row("Crabs", nll, 0.02, seconds), row("Pima", dict(nll, **{"SEP inner": 0.52}), 0.02, seconds)]
+    claims = {c["claim"].split(" (")[0]: c for c in verdicts(table1_claims(list(METHODS)), rows)}
+    # SEP inner: |0.20 - 0.10| = 0.10 > 2·√2·0.02 on Crabs, |0.52 - 0.10| on Pima: no row within
+    assert claims["SEP inner's NLL within two combined standard errors of SVGP's"]["verdict"] == "not reproduced"
+    within = claims["SEP minibatch's NLL within two combined standard errors of SVGP's"]
+    assert within["verdict"] == "reproduced" and within["evidence"].startswith("2 of 2 hold: Crabs 15% 0.110 vs 0.100")
+    faster = claims["SEP minibatch trains faster than SVGP [ours]"]
+    assert faster["verdict"] == "not reproduced" and "Crabs 15% 1.50×" in faster["evidence"]
+    # the paper's SEP at 15 %: Crabs 0.06 ± 0.06 (0.20 outside), Pima 0.52 ± 0.07 (0.52 inside)
+    spread = claims["SEP inner's NLL inside the paper's SEP mean ± spread"]
+    assert spread["evidence"] == "1 of 2 hold: Pima 15% 0.520. Fail: Crabs 15% 0.200."
