@@ -59,15 +59,16 @@ def test_learning_with_scipy_converges_where_plain_parallel_ep_does_not():
     """
     gpflow.optimizers.Scipy on the nested (compiled) training loss, learning the kernel, the Student-t
     scale and ν: undamped parallel EP alone does not converge on these data; with the fallback, EP
-    converges at every loss evaluation (recorded by the step callback) and every loss is finite.
+    converges at the first loss evaluation and at every step (recorded by the step callback), and every
+    loss is finite. (Once the hyper-parameters have moved, undamped parallel EP may converge on its own.)
     """
     data = _data()
     plain = _model(data, **robust_settings(**PLAIN, fallback=False))
     with pytest.warns(Warning):
         assert not bool(plain.run_ep().converged)
     model = _model(data, **robust_settings(**PLAIN))
-    start = float(model.training_loss())
-    losses, converged, fell_back = [], [], []
+    start = float(model.training_loss())  # at the initial hyper-parameters parallel EP fails: the fallback runs
+    losses, converged, fell_back = [], [bool(model.ep_diagnostics.converged.numpy())], [_fallback_used(model)]
 
     def callback(*_):
         losses.append(float(model.ep_diagnostics.log_marginal_likelihood.numpy()) * -1.0)
