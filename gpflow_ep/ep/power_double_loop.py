@@ -44,7 +44,10 @@ power-EP log evidence of :func:`~gpflow_ep.ep.ep_log_marginal_likelihood` (Minka
   max_i max(|m_a - m_b| / √s_b, |s_a / s_b - 1|) ≤ tol over the pairs (q, p̂) and (p̂, v), a
   power-EP fixed point; or after ``settings.max_sweeps`` outer steps (``EPRun.converged`` False).
 
-``EPRun.history`` holds E after every inner loop (zeros after the last outer step), ``max_change``
+With the inner loop solved exactly, E(v) = max_θ E(v, θ) never increases (the procedure's guarantee);
+solved to a tenth of the outer gap, as here, the value recorded after each inner loop, E(v, θ), is a
+lower bound of E(v) that is tight only as the gaps close, so the first recorded values can rise.
+``EPRun.history`` holds E(v, θ) after every inner loop (zeros after the last outer step), ``max_change``
 the last value of the measure, ``sweeps`` the outer steps, ``num_rejected`` the rejected inner steps
 and ``num_skipped`` the site updates of the outer step that did not go all the way. Every accepted
 state is finite and proper, so the run never returns NaN. Each inner step costs one factorisation of q
