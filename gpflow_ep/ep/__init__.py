@@ -14,6 +14,9 @@ approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine do
   damped acceptance;
 * :mod:`~gpflow_ep.ep.schedules` — the schedule interface, parallel and sequential schedules;
 * :mod:`~gpflow_ep.ep.double_loop` — the provably convergent double loop (schedule "convergent");
+* :mod:`~gpflow_ep.ep.power_double_loop` — the compiled moment-matching double loop for power EP
+  (schedule "double_loop"), and :mod:`~gpflow_ep.ep.fallback` — parallel EP falling back to it
+  (schedule "robust", the default of :func:`robust_settings`);
 * :mod:`~gpflow_ep.ep.convergence` — :class:`EPConvergenceWarning` for a run that did not converge;
 * :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood of any algebra and factor;
 * :mod:`~gpflow_ep.ep.algebra` — the posterior-algebra interface; implemented by
@@ -35,8 +38,10 @@ from .convergence import EPConvergenceWarning, non_convergence_message, warn_if_
 from .double_loop import DoubleLoopResult, DoubleLoopSchedule, run_double_loop
 from .energy import EPEnergy, ep_log_marginal_likelihood, site_energy_terms
 from .factors import LikelihoodFactor, SiteFactor
+from .fallback import FallbackSchedule, used_fallback
 from .gp_factorisation import GPAlgebra, GPSiteFactorisation
 from .linear_gaussian import LinearGaussianAlgebra
+from .power_double_loop import PowerDoubleLoopSchedule, run_power_double_loop
 from .presets import robust_settings
 from .quadrature import TiltedIntegral, adaptive_tilted_integral, gauss_hermite_tilted_integral
 from .relaxation import MESSAGE_UPDATES, OBJECTIVES, Relaxation, penalised_line_search, relaxation_objective
@@ -65,6 +70,10 @@ from .whitened import Projections, SitePairs, WhitenedAlgebra, WhitenedGaussian,
 
 __all__ = [
     "robust_settings",
+    "FallbackSchedule",
+    "used_fallback",
+    "PowerDoubleLoopSchedule",
+    "run_power_double_loop",
     "EPConvergenceWarning",
     "non_convergence_message",
     "warn_if_not_converged",

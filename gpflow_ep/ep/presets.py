@@ -11,11 +11,22 @@ distributions of outlying points unimodal far more often and the site precisions
 with ρ < 1 removes the oscillations of parallel updates; the fixed point is that of power EP with
 α (Minka 2004), whose evidence is the α-energy of :mod:`gpflow_ep.ep.energy`.
 
-The paper falls back to a moment-matching double loop when these updates do not converge. The
-package's convergent double loop (``schedule="convergent"``, Hernández-Lobato & Hernández-Lobato 2011)
-is that kind of algorithm, for α = 1, run eagerly; it is not part of the preset (a Student-t regression
-on 100 points took more than 10 minutes in it), so a run that does not converge warns
-(``EPConvergenceWarning``) and can be re-run with ``model.run_ep(schedule="convergent", power=1.0)``.
+The paper falls back to a moment-matching double loop when these updates do not converge, and so
+does the preset: with ``fallback=True`` (default) its schedule is ``"robust"``
+(:mod:`gpflow_ep.ep.fallback`), which runs the damped fractional parallel EP above and, when it has not
+converged after ``max_sweeps`` sweeps, continues from its sites with the compiled moment-matching
+double loop of :mod:`gpflow_ep.ep.power_double_loop` for the same α (inner loop: the parallel
+moment-matching update with the cavities held fixed and an adaptive step size that keeps F decreasing;
+outer loop: the cavities' moments set to the tilted moments; the energy never increases). Where parallel
+EP converges the result is exactly the parallel run's; ``EPRun.sweeps > max_sweeps`` says the fallback
+ran (:func:`~gpflow_ep.ep.used_fallback`). Both parts are TensorFlow ops, so the preset works in
+``model.run_ep()`` and inside the nested training loss (``gpflow.optimizers.Scipy``, Adam), including
+when the Student-t degrees of freedom ν are learned. ``fallback=False`` gives parallel EP alone.
+
+The package's other double loop, PC-EP (``schedule="convergent"``, Hernández-Lobato &
+Hernández-Lobato 2011), is not used here: it is for α = 1, keeps every site precision ≥ ε (a Student-t
+fixed point has negative ones) and runs eagerly, one scipy L-BFGS-B solve per outer step, to a tight
+energy rule (see :mod:`gpflow_ep.ep.double_loop`).
 """
 
 from typing import Any, Dict
@@ -29,12 +40,19 @@ ROBUST_DAMPING = 0.5
 
 
 def robust_settings(
-    power: float = ROBUST_POWER, damping: float = ROBUST_DAMPING, max_sweeps: int = 1000
+    power: float = ROBUST_POWER,
+    damping: float = ROBUST_DAMPING,
+    max_sweeps: int = 1000,
+    fallback: bool = True,
 ) -> Dict[str, Any]:
     """
     The options of robust EP for a Student-t (or other non-log-concave) likelihood: parallel EP,
     fractional updates with ``power`` α, ``damping`` ρ, up to ``max_sweeps`` sweeps (damped
-    fractional updates move the sites by less per sweep). Validated by :class:`EPSettings` when a
-    model is built with them.
+    fractional updates move the sites by less per sweep), and with ``fallback`` (default) the
+    moment-matching double loop, for up to ``max_sweeps`` outer steps, when parallel EP does not
+    converge (module docstring). Validated by :class:`EPSettings` when a model is built with them.
     """
-    return dict(schedule="parallel", power=power, damping=damping, max_sweeps=max_sweeps)
+    if not isinstance(fallback, bool):
+        raise ValueError(f"fallback must be True or False; got {fallback!r}")
+    schedule = "robust" if fallback else "parallel"
+    return dict(schedule=schedule, power=power, damping=damping, max_sweeps=max_sweeps)

@@ -36,7 +36,7 @@ def _model(data, **options):
 
 def test_preset_is_damped_fractional_parallel_ep():
     settings = EPSettings().updated(**robust_settings())
-    assert (settings.schedule, settings.power, settings.damping) == ("parallel", 0.5, 0.5)
+    assert (settings.schedule, settings.power, settings.damping) == ("robust", 0.5, 0.5)
 
 
 def test_robust_ep_converges_where_plain_parallel_ep_does_not(outlier_data):
