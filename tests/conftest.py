@@ -75,6 +75,13 @@ SLOW_IN_THE_DEFAULT_RUN = (
     # learning curves (the hinge's closed forms and the DGP's oracles stay)
     "likelihoods/test_hinge.py::test_svgp_with_the_hinge_learns_a_classifier",
     "models/test_dgp_aep.py::test_deep_gp_fits_a_step_better_than_one_layer",
+    # robust EP's fallback: learning runs and the fallback's fixed point on 30 points (test_epgp_robust's
+    # fallback-converges test, the FD gradient after a fallback and the Gaussian closed forms stay)
+    "ep/test_presets.py::test_learning_with_scipy_converges_where_plain_parallel_ep_does_not",
+    "ep/test_presets.py::test_learning_with_adam_converges_where_plain_parallel_ep_does_not",
+    "ep/test_fallback.py::test_fallback_reaches_a_power_ep_fixed_point",
+    "ep/test_fallback.py::test_fallback_not_used_where_parallel_ep_converges",
+    "models/test_epgp_robust.py::test_robust_ep_converges_during_hyperparameter_learning_including_nu",
 )
 
 
