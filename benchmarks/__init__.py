@@ -21,5 +21,10 @@ Run each from the repository root, after ``pip install -e ".[bench]"``:
     python -m benchmarks.spike_slab_pcep    [--quick] [--out-dir results/spike_slab] spike-and-slab EP
 
 Every module writes JSON (results, settings, machine, timestamps) and Markdown (the tables of the
-README); ``--help`` lists its options. Shared helpers are in :mod:`benchmarks.common`.
+README); ``--help`` lists its options. The modules of :data:`HELPERS` are not benchmarks: they hold
+what the benchmarks share (outputs, the command lines and the runner of data sets × splits, statistics,
+claims, models, minibatch training).
 """
+
+#: the modules of this folder that are shared helpers, not benchmarks (``gpflow-ep bench`` leaves them out)
+HELPERS = ("claims", "minibatch", "models", "report", "runner", "stats")

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import common
+from .report import utc_now, write_report
 
 
 def _epgpc(report: Dict) -> Dict:
@@ -94,9 +94,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         before_files=args.before,
         after_files=args.after,
         command=f"python -m benchmarks.before_after {' '.join(argv_list)}",
-        made=common.utc_now(),
+        made=utc_now(),
     )
-    json_path, md_path = common.write_report(Path(args.out_dir) / f"{args.kind}_before_after", report, markdown(report))
+    json_path, md_path = write_report(Path(args.out_dir) / f"{args.kind}_before_after", report, markdown(report))
     print(markdown(report))
     return 0
 

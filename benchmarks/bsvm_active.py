@@ -33,10 +33,12 @@ from scipy.cluster.vq import kmeans2
 
 from gpflow_ep.likelihoods import MultiClassHinge
 
-from . import common
 from .bsvm_multiclass import SHIPPED, SKLEARN, load, rank_by_accuracy
+from .claims import claim_items
+from .report import markdown_header, markdown_section, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
 
-log = common.progress_logger("bsvm_active")
+log = progress_logger("bsvm_active")
 QUICK_HELP = "iris, 1 repeat, 5 queries, 20 steps per round"
 POLICIES = ("variation ratio", "softmax entropy")
 
@@ -176,7 +178,7 @@ def plot(summary: Dict, path: Path) -> Path:
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
     marks = sorted({0, min(20, c["queries"]), c["queries"]})
-    lines = common.markdown_header("Active learning with the multi-class Bayesian SVM", report)
+    lines = markdown_header("Active learning with the multi-class Bayesian SVM", report)
     lines += [
         f"{c['repeats']} random starts per set, {c['queries']} queries, {c['steps']} Adam steps per round (lr "
         f"{c['learning_rate']}, warm start), P = {c['num_inducing']}; test error mean over starts. Curves: `{c['plot']}`.",
@@ -196,20 +198,20 @@ def markdown(report) -> str:
         )
         + " |"
     )
-    lines += common.markdown_section("Claims", common.claim_items(s["claims"]))
+    lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.bsvm_active", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
+    parser = benchmark_parser("benchmarks.bsvm_active", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(SHIPPED + SKLEARN))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--num-inducing", type=int, default=4)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    datasets = common.parse_list(args.datasets)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    datasets = parse_list(args.datasets)
     if args.quick:
         datasets, args.repeats, args.queries, args.steps = ["iris"], 1, 5, 20
     stem = "bsvm_active_quick" if args.quick else "bsvm_active"
@@ -228,10 +230,10 @@ def main(argv=None, shared: bool = False) -> int:
         curves = run(datasets, args.repeats, args.queries, args.steps, args.num_inducing, args.lr, args.data_dir)
         return dict(config=config, curves=curves, summary=summarise(curves, args.queries))
 
-    report = common.timed_report(command, body)
+    report = timed_report(command, body)
     png.parent.mkdir(parents=True, exist_ok=True)
     plot(report["summary"], png)
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, markdown(report))
     log(f"wrote {json_path}, {md_path} and {png}")
     return 0
 

@@ -39,9 +39,13 @@ from sklearn.model_selection import train_test_split
 from gpflow_ep.kernels import DeepKernel, FeatureInducingPoints
 from gpflow_ep.likelihoods import MultiClassHinge
 
-from . import common
+from .claims import claim_items
+from .minibatch import TimedSteps
+from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import mean_se
 
-log = common.progress_logger("bsvm_hybrid")
+log = progress_logger("bsvm_hybrid")
 QUICK_HELP = "1 seed, 60 steps, M = 10, eps in {0, 0.1}"
 METHODS = ("hybrid BSVM", "CNN softmax")
 NUM_CLASSES = 10
@@ -163,7 +167,7 @@ def run_seed(seed: int, steps: int, lr: float, M: int, features: int, chunk: int
     Xtr, Ytr, Xte, Yte = digits(seed)
     tf_keras.utils.set_random_seed(seed)
     models = {"hybrid BSVM": hybrid_model(Xtr, features, M, seed), "CNN softmax": SoftmaxCNN(features, seed)}
-    runners = {m: common.TimedSteps(make_step(model, lr), batches(Xtr, Ytr, seed)) for m, model in models.items()}
+    runners = {m: TimedSteps(make_step(model, lr), batches(Xtr, Ytr, seed)) for m, model in models.items()}
     done = 0
     while done < steps:
         k = min(chunk, steps - done)
@@ -205,14 +209,14 @@ def summarise(runs: List[Dict], epsilons: List[float]) -> Dict:
     for method in METHODS:
         rows = [r["results"][method] for r in runs]
         summary[method] = dict(
-            accuracy=common.mean_se([r["accuracy"] for r in rows]),
+            accuracy=mean_se([r["accuracy"] for r in rows]),
             seconds_per_step=float(np.median([r["seconds_per_step"] for r in rows])),
             attacks=[
                 dict(
                     eps=eps,
-                    accuracy=common.mean_se([r["attacks"][i]["accuracy"] for r in rows]),
-                    mean_uncertainty=common.mean_se([r["attacks"][i]["mean_uncertainty"] for r in rows]),
-                    roc_auc=common.mean_se([r["attacks"][i]["roc_auc"] for r in rows]),
+                    accuracy=mean_se([r["attacks"][i]["accuracy"] for r in rows]),
+                    mean_uncertainty=mean_se([r["attacks"][i]["mean_uncertainty"] for r in rows]),
+                    roc_auc=mean_se([r["attacks"][i]["roc_auc"] for r in rows]),
                 )
                 for i, eps in enumerate(epsilons)
             ],
@@ -248,7 +252,7 @@ def summarise(runs: List[Dict], epsilons: List[float]) -> Dict:
 
 def markdown(report) -> str:
     c, summary = report["config"], report["summary"]["methods"]
-    lines = common.markdown_header("Hybrid Bayesian SVM on digits", report)
+    lines = markdown_header("Hybrid Bayesian SVM on digits", report)
     lines += [
         f"{c['seeds']} stratified 80/20 splits, {c['steps']} Adam steps (lr {c['learning_rate']}, batch {BATCH}), "
         f"M = {c['num_inducing']} inducing features of F = {c['features']}; mean ± s.e. over splits, "
@@ -278,12 +282,12 @@ def markdown(report) -> str:
             auc = "–" if a["roc_auc"]["mean"] is None else f"{a['roc_auc']['mean']:.3f}"
             cells.append(f"{a['accuracy']['mean']:.3f} / {a['mean_uncertainty']['mean']:.3f} / {auc}")
         lines.append(f"| {eps:g} | " + " | ".join(cells) + " |")
-    lines += common.markdown_section("Claims", common.claim_items(report["summary"]["claims"]))
+    lines += markdown_section("Claims", claim_items(report["summary"]["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.bsvm_hybrid", __doc__, "results/bsvm", QUICK_HELP)
+    parser = benchmark_parser("benchmarks.bsvm_hybrid", __doc__, "results/bsvm", QUICK_HELP)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--lr", type=float, default=1e-3)
@@ -292,8 +296,8 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--chunk", type=int, default=250)
     parser.add_argument("--epsilons", default="0,0.05,0.1,0.15,0.2,0.25,0.3")
     parser.add_argument("--rerender", action="store_true", help="redo summary, claims and table of the stored JSON")
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    epsilons = common.parse_list(args.epsilons, float)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    epsilons = parse_list(args.epsilons, float)
     if args.quick:
         args.seeds, args.steps, args.num_inducing, args.chunk, epsilons = 1, 60, 10, 20, [0.0, 0.1]
     stem = "bsvm_hybrid_quick" if args.quick else "bsvm_hybrid"
@@ -302,7 +306,7 @@ def main(argv=None, shared: bool = False) -> int:
         def reanalyse(report):
             return dict(report, summary=summarise(report["runs"], report["config"]["epsilons"]))
 
-        return common.rerender_report(Path(args.out_dir) / stem, reanalyse, markdown, log)
+        return rerender_report(Path(args.out_dir) / stem, reanalyse, markdown, log)
 
     def run() -> Dict:
         runs = []
@@ -321,8 +325,8 @@ def main(argv=None, shared: bool = False) -> int:
         )
         return dict(config=config, runs=runs, summary=summarise(runs, epsilons))
 
-    report = common.timed_report(command, run)
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
+    report = timed_report(command, run)
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

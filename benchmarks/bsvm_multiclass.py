@@ -37,10 +37,22 @@ from gpflow_ep.datasets import load_benchmark, sklearn_multiclass_split
 from gpflow_ep.likelihoods import BinaryHinge, MultiClassHinge
 from gpflow_ep.training import make_dataset, make_train_step
 
-from . import common
+from .claims import claim_items
 from .dgp_uci import train_interleaved
+from .minibatch import TimedSteps
+from .report import markdown_header, markdown_section
+from .runner import (
+    add_split_grid_options,
+    benchmark_parser,
+    merge_split_reports,
+    parse_command_line,
+    parse_list,
+    progress_logger,
+    run_split_grid,
+)
+from .stats import mean_se
 
-log = common.progress_logger("bsvm_multiclass")
+log = progress_logger("bsvm_multiclass")
 QUICK_HELP = "iris, 1 split, 40 steps, M = 8"
 METHODS = ("hinge", "RobustMax", "Softmax", "OvR hinge")
 SHIPPED = ("glass", "new-thyroid", "satellite", "svmguide2", "vehicle", "vowel", "waveform", "wine")
@@ -101,7 +113,7 @@ def run_split(name, split, methods, M, steps, lr, chunk, data_dir) -> Dict:
     built = {m: models_for(m, X, Y, C, M, seed=split) for m in methods}
     trainers = {
         m: [
-            common.TimedSteps(
+            TimedSteps(
                 make_train_step(model, tf_keras.optimizers.Adam(lr)),
                 iter(make_dataset((X, Yc), batch, seed=split, drop_remainder=True)),
             )
@@ -126,7 +138,7 @@ def summarise(runs: List[Dict], methods) -> Dict:
         rows = [r["results"] for r in runs if r["dataset"] == name]
         entry = {
             m: dict(
-                accuracy=common.mean_se([row[m]["accuracy"] for row in rows]),
+                accuracy=mean_se([row[m]["accuracy"] for row in rows]),
                 training_seconds=float(np.median([row[m]["training_seconds"] for row in rows])),
             )
             for m in methods
@@ -196,7 +208,7 @@ def _bound_line(report) -> str:
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
     methods = c["methods"]
-    lines = common.markdown_header("Multi-class Bayesian SVM against SVGP likelihoods and one-vs-rest", report)
+    lines = markdown_header("Multi-class Bayesian SVM against SVGP likelihoods and one-vs-rest", report)
     lines += [
         f"M = {c['num_inducing']} (or N), {c['steps']} Adam steps (lr {c['learning_rate']}, batch min(N, 256)); "
         "mean test accuracy over splits (rank among the methods in brackets), median training time over splits "
@@ -225,12 +237,12 @@ def markdown(report) -> str:
         + ", ".join(f"{k} {v}" for k, v in PAPER_MEAN_RANK.items())
         + ". With four methods here the ranks run from 1 to 4 (they sum to 10 per set), so only the order compares.",
     ]
-    lines += common.markdown_section("Claims", common.claim_items(s["claims"]))
+    lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.bsvm_multiclass", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
+    parser = benchmark_parser("benchmarks.bsvm_multiclass", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(SHIPPED + SKLEARN))
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--splits", type=int, default=20)
@@ -238,12 +250,12 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--num-inducing", type=int, default=64)
     parser.add_argument("--chunk", type=int, default=250)
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    add_split_grid_options(parser)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
     if args.merge:
         prefix = Path(args.out_dir) / "bsvm_multiclass"
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+        return merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.steps, args.num_inducing, args.chunk = ["iris"], 1, 40, 8, 10
     unknown = sorted(set(methods) - set(METHODS))
@@ -266,7 +278,7 @@ def main(argv=None, shared: bool = False) -> int:
             f"{m} {v['accuracy']:.3f}/{v['training_seconds']:.1f}s" for m, v in run["results"].items()
         )
 
-    return common.run_split_grid(
+    return run_split_grid(
         datasets,
         args.splits,
         lambda name, split: run_split(

@@ -29,9 +29,10 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import common
+from .report import markdown_header, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
 
-log = common.progress_logger("compile_cost")
+log = progress_logger("compile_cost")
 QUICK_HELP = "--sizes 200 --repeats 1 --further 1"
 
 WORKER = r"""
@@ -116,7 +117,7 @@ def summarise(results: List[Dict]) -> Dict:
 
 
 def markdown(report: Dict) -> str:
-    lines = common.markdown_header("Compile cost of a fresh EPGPC", report)
+    lines = markdown_header("Compile cost of a fresh EPGPC", report)
     lines += [
         "Times in seconds, medians over the fresh models of all repetitions (each repetition a fresh process). "
         "*first model* includes TensorFlow's start-up; *first log Z* is a further fresh model's "
@@ -138,13 +139,13 @@ def markdown(report: Dict) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = common.benchmark_parser("benchmarks.compile_cost", __doc__, "results", QUICK_HELP)
+    parser = benchmark_parser("benchmarks.compile_cost", __doc__, "results", QUICK_HELP)
     parser.add_argument("--sizes", default="1000", help="training sizes n (default 1000)")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per version and n (default 3)")
     parser.add_argument("--further", type=int, default=3, help="further fresh models per process (default 3)")
     parser.add_argument("--baseline-src", default=None, help="source tree of a baseline version to compare")
     parser.add_argument("--baseline-name", default="baseline", help="its name in the table")
-    args, command = common.parse_command_line(parser, argv)
+    args, command = parse_command_line(parser, argv)
     if args.quick:
         args.sizes, args.repeats, args.further = "200", 1, 1
     versions = [("this tree", str(Path(__file__).resolve().parents[1]))]
@@ -153,7 +154,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     def run() -> Dict:
         rows = []
-        for n in common.parse_list(args.sizes, int):
+        for n in parse_list(args.sizes, int):
             results = {name: [] for name, _ in versions}
             for rep in range(args.repeats):
                 for name, src in versions:  # back to back: like with like
@@ -162,8 +163,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             rows += [dict(summarise(results[name]), version=name, n=n, raw=results[name]) for name, _ in versions]
         return dict(rows=rows, settings=vars(args))
 
-    report = common.timed_report(command, run)
-    json_path, md_path = common.write_report(Path(args.out_dir) / "compile_cost", report, markdown(report))
+    report = timed_report(command, run)
+    json_path, md_path = write_report(Path(args.out_dir) / "compile_cost", report, markdown(report))
     log(f"wrote {json_path} and {md_path}")
     print(markdown(report))
     return 0

@@ -37,10 +37,21 @@ from scipy.stats import norm
 
 from gpflow_ep.datasets import load_benchmark
 
-from . import common
+from .report import markdown_header
 from .robust_regression import Slots, ep_cell, run_method, standardise
+from .runner import (
+    add_split_grid_options,
+    benchmark_parser,
+    check_choices,
+    merge_split_reports,
+    parse_command_line,
+    parse_list,
+    progress_logger,
+    run_split_grid,
+)
+from .stats import cell, mean_se
 
-log = common.progress_logger("counts_ordinal")
+log = progress_logger("counts_ordinal")
 
 QUICK_HELP = "phd-articles, 1 split, maxiter 5, M = 10, 150 training points"
 DATASETS = ("phd-articles", "wine-red")
@@ -158,7 +169,7 @@ def summarise(runs: List[Dict], methods) -> Dict:
         entry = {}
         for m in methods:
             got = [row[m] for row in rows if m in row]
-            entry[m] = {k: common.mean_se([g.get(k) for g in got]) for k in ("test_ll", "mae", "train_time_s")}
+            entry[m] = {k: mean_se([g.get(k) for g in got]) for k in ("test_ll", "mae", "train_time_s")}
             entry[m]["nonfinite"] = sum(g.get("test_ll") is None for g in got)
             eps = [g["ep"] for g in got if "ep" in g]
             if eps:
@@ -172,7 +183,7 @@ def summarise(runs: List[Dict], methods) -> Dict:
 
 def markdown(report: Dict) -> str:
     c = report["config"]
-    lines = common.markdown_header("EP with Poisson and ordinal likelihoods against VGP and SVGP", report)
+    lines = markdown_header("EP with Poisson and ordinal likelihoods against VGP and SVGP", report)
     lines += [
         f"SE-ARD kernel; L-BFGS-B, maxiter {c['maxiter']}; SVGP M = {c['num_inducing']}; at most {c['max_train']} "
         f"training points; EP options {c['ep_options']}. Test log-lik.: mean log p(y*|x*) over the test points "
@@ -187,33 +198,31 @@ def markdown(report: Dict) -> str:
         for m in c["methods"]:
             e = row["methods"][m]
             lines.append(
-                f"| {name} | {row['splits']} | {m} | {common.format_mean_se(e['test_ll'], 3)} | "
-                f"{common.format_mean_se(e['mae'], 3)} | {common.format_mean_se(e['train_time_s'], 1)} | "
+                f"| {name} | {row['splits']} | {m} | {cell(e['test_ll'], 3)} | "
+                f"{cell(e['mae'], 3)} | {cell(e['train_time_s'], 1)} | "
                 f"{ep_cell(e)} | {e.get('ep_skipped', '–')} | {e['nonfinite']} |"
             )
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser(
-        "benchmarks.counts_ordinal", __doc__, "results/counts_ordinal", QUICK_HELP, data_dir=True
-    )
+    parser = benchmark_parser("benchmarks.counts_ordinal", __doc__, "results/counts_ordinal", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--maxiter", type=int, default=100)
     parser.add_argument("--num-inducing", type=int, default=50)
     parser.add_argument("--max-train", type=int, default=600)
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    add_split_grid_options(parser)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
     prefix = Path(args.out_dir) / ("counts_ordinal_quick" if args.quick else "counts_ordinal")
     if args.merge:
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+        return merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.maxiter, args.num_inducing, args.max_train = ["phd-articles"], 1, 5, 10, 150
-    common.check_choices(parser, "--methods", methods, METHODS)
-    common.check_choices(parser, "--datasets", datasets, DATASETS)
+    check_choices(parser, "--methods", methods, METHODS)
+    check_choices(parser, "--datasets", datasets, DATASETS)
     config = dict(
         datasets=datasets,
         methods=methods,
@@ -241,7 +250,7 @@ def main(argv=None, shared: bool = False) -> int:
             for m, v in run["results"].items()
         )
 
-    return common.run_split_grid(
+    return run_split_grid(
         datasets,
         args.splits,
         run_split,

@@ -25,10 +25,12 @@ from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import DGPAEP, SEPGPC
 
-from . import common
 from .dgp_uci import minibatch_trainer, summarise, train_interleaved
+from .models import evaluate
+from .report import markdown_header, timed_report, write_report
+from .runner import benchmark_parser, check_choices, parse_command_line, parse_list, progress_logger
 
-log = common.progress_logger("dgp_binary")
+log = progress_logger("dgp_binary")
 QUICK_HELP = "Crabs, 1 split, 60 iterations, M = 5"
 METHODS = ("GP-AEP", "DGP-AEP 2", "SEPGPC", "SVGP")
 
@@ -57,7 +59,7 @@ def run_split(name, split, methods, M, iterations, lr, chunk, data_dir, seed=0) 
     train_interleaved(trainers.values(), iterations, chunk)
     results = {}
     for m, model in models.items():
-        scores = common.evaluate(model, data.X_test, data.Y_test)
+        scores = evaluate(model, data.X_test, data.Y_test)
         results[m] = dict(
             error=scores["error"],
             nlpd=scores["nlpd"],
@@ -96,7 +98,7 @@ def run_binary(datasets, methods, M, splits, iterations, lr, chunk, data_dir) ->
 
 def binary_markdown(report) -> str:
     c, summary, methods = report["config"], report["summary"], report["config"]["methods"]
-    lines = common.markdown_header("DGP-AEP with a probit output on binary sets", report)
+    lines = markdown_header("DGP-AEP with a probit output on binary sets", report)
     lines += [
         f"M = {c['num_inducing']}, {c['iterations']} Adam iterations (lr {c['learning_rate']}, batch {c['batch_size']}), "
         f"{c['splits']} splits; mean ± s.e. over splits.",
@@ -118,7 +120,7 @@ def binary_markdown(report) -> str:
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.dgp_binary", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
+    parser = benchmark_parser("benchmarks.dgp_binary", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default="Pima,Iono")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--num-inducing", type=int, default=50)
@@ -126,19 +128,19 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--lr", type=float, default=0.005)
     parser.add_argument("--chunk", type=int, default=250)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.iterations, args.num_inducing, args.chunk = ["Crabs"], 1, 60, 5, 20
-    common.check_choices(parser, "--methods", methods, METHODS)
-    report = common.timed_report(
+    check_choices(parser, "--methods", methods, METHODS)
+    report = timed_report(
         command,
         lambda: run_binary(
             datasets, methods, args.num_inducing, args.splits, args.iterations, args.lr, args.chunk, args.data_dir
         ),
     )
     stem = "dgp_binary_quick" if args.quick else "dgp_binary"
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, binary_markdown(report))
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, binary_markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

@@ -17,10 +17,11 @@ import numpy as np
 
 from gpflow_ep.datasets import load_benchmark
 
-from . import common
 from .dgp_uci import NAMES, minibatch_trainers, train_interleaved
+from .report import markdown_header, timed_report, write_report
+from .runner import benchmark_parser, check_choices, check_datasets, parse_command_line, parse_list, progress_logger
 
-log = common.progress_logger("dgp_timing")
+log = progress_logger("dgp_timing")
 QUICK_HELP = "yacht, M = 5, DGP-AEP 2 and GPflux 2, 40 iterations in chunks of 10"
 METHODS = ("GP-AEP", "DGP-AEP 2", "DGP-AEP 3", "GPflux 2", "GPflux 3", "SVGP")
 PAIRS = (("DGP-AEP 2", "GPflux 2"), ("DGP-AEP 3", "GPflux 3"))
@@ -71,7 +72,7 @@ def timing_markdown(report) -> str:
     c = report["config"]
     methods = c["methods"]
     keys = list(dict.fromkeys(k for r in report["rows"] for k in r["ratios"]))
-    lines = common.markdown_header("DGP-AEP time per iteration against GPflux", report)
+    lines = markdown_header("DGP-AEP time per iteration against GPflux", report)
     lines += [
         f"Split 0 of each dataset, minibatch 50, Adam; median over chunks of {c['chunk']} steps of "
         f"{c['iterations']} (interleaved, the compiling step excluded). Times in ms.",
@@ -88,25 +89,25 @@ def timing_markdown(report) -> str:
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.dgp_timing", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
+    parser = benchmark_parser("benchmarks.dgp_timing", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(NAMES), help="regression dataset folders")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--num-inducing", default="50,100", help="comma-separated M values")
     parser.add_argument("--iterations", type=int, default=1000)
     parser.add_argument("--chunk", type=int, default=100, help="steps per interleaved timing chunk")
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
-    inducing = common.parse_list(args.num_inducing, int)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
+    inducing = parse_list(args.num_inducing, int)
     if args.quick:
         datasets, inducing, args.iterations, args.chunk = ["yacht"], [5], 40, 10
         methods = ["DGP-AEP 2", "GPflux 2"]
-    common.check_choices(parser, "--methods", methods, METHODS)
-    common.check_datasets(parser, datasets, "regression", args.data_dir)
-    report = common.timed_report(
+    check_choices(parser, "--methods", methods, METHODS)
+    check_datasets(parser, datasets, "regression", args.data_dir)
+    report = timed_report(
         command, lambda: run_timing(datasets, inducing, methods, args.iterations, args.chunk, args.data_dir)
     )
     stem = "dgp_timing_quick" if args.quick else "dgp_timing"
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, timing_markdown(report))
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, timing_markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

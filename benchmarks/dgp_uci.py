@@ -41,9 +41,21 @@ from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.models import DGPAEP
 from gpflow_ep.training import make_dataset, make_train_step
 
-from . import common
+from .minibatch import TimedSteps
+from .report import RunClock, machine_info, markdown_header, rerender_report, write_report
+from .runner import (
+    add_split_grid_options,
+    benchmark_parser,
+    check_choices,
+    check_datasets,
+    merge_split_reports,
+    parse_command_line,
+    parse_list,
+    progress_logger,
+)
+from .stats import cell, mean_se, paired_differences
 
-log = common.progress_logger("dgp_uci")
+log = progress_logger("dgp_uci")
 QUICK_HELP = "yacht, 1 split, 60 iterations, M = 5, 5 GPflux samples"
 
 #: dataset folder → the paper's name, and the sets with fewer splits in the paper's protocol
@@ -126,7 +138,7 @@ PAPER = {
 }
 
 
-class _Trainer(common.TimedSteps):
+class _Trainer(TimedSteps):
     """A minibatch model's timed step and batches, and ``predict(X, Y) -> (log densities, means)``."""
 
     def __init__(self, step: Callable, batches, predict: Callable):
@@ -303,7 +315,7 @@ def run_uci(
         chunk=chunk,
         gpflux_samples=samples,
     )
-    runs, cpu = [], common.machine_info()["cpu_model"]
+    runs, cpu = [], machine_info()["cpu_model"]
     for name in datasets:
         for split in range(first_split, first_split + (large_splits if name in LARGE else splits)):
             t0 = time.perf_counter()
@@ -326,7 +338,7 @@ def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
         summary[name] = {}
         for m in methods:
             values = [row[m] for row in rows if m in row]
-            entry = {k: common.mean_se([v[k] for v in values]) for k in metrics}
+            entry = {k: mean_se([v[k] for v in values]) for k in metrics}
             times = [v["seconds_per_iteration"] for v in values if "seconds_per_iteration" in v]
             entry["seconds_per_iteration"] = float(np.median(times)) if times else None
             entry["all_finite"] = all(v["finite"] for v in values)
@@ -334,7 +346,7 @@ def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
     return summary
 
 
-_cell = common.format_mean_se
+_cell = cell
 
 
 def uci_markdown(report) -> str:
@@ -342,7 +354,7 @@ def uci_markdown(report) -> str:
     methods = c["methods"]
     M = c["num_inducing"]
     paper_cols = [f"GP {M}", f"DGP-2 {M}"] if M in (50, 100) else []
-    lines = common.markdown_header("DGP-AEP on UCI regression", report)
+    lines = markdown_header("DGP-AEP on UCI regression", report)
     if report.get("partial"):
         lines += [
             "**Partial report**: written after each split while the run went on; the splits listed are those finished.",
@@ -417,7 +429,7 @@ PAIRS = (("DGP-AEP 2", "GPflux 2"), ("DGP-AEP 3", "GPflux 3"))
 def paired_ll(runs, name, a, b) -> Dict:
     """
     Test log-likelihood of ``a`` minus ``b`` over the splits of data set ``name`` that both ran:
-    :func:`common.paired_differences` of the negative log-likelihoods (so its ``wins`` are the
+    :func:`paired_differences` of the negative log-likelihoods (so its ``wins`` are the
     splits where ``a`` is higher), with the mean turned back to ``a − b``.
     """
 
@@ -428,7 +440,7 @@ def paired_ll(runs, name, a, b) -> Dict:
             if r["dataset"] == name and method in r["results"]
         }
 
-    d = common.paired_differences(nll(a), nll(b))
+    d = paired_differences(nll(a), nll(b))
     if d["mean"] is not None:
         d["mean"] = -d["mean"]
     return d
@@ -436,7 +448,7 @@ def paired_ll(runs, name, a, b) -> Dict:
 
 def _signed(stat: Dict, digits: int = 3) -> str:
     """A paired difference as "+mean ± se" ("—" without pairs), with a typographic minus."""
-    return common.format_mean_se(stat, digits, signed=True).replace("-", "−")
+    return cell(stat, digits, signed=True).replace("-", "−")
 
 
 def timing_groups(report) -> List[Tuple[str, str, int, Dict[str, float]]]:
@@ -496,7 +508,7 @@ def claims(report) -> List[str]:
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.dgp_uci", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
+    parser = benchmark_parser("benchmarks.dgp_uci", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(NAMES), help="regression dataset folders")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--num-inducing", type=int, default=50)
@@ -506,25 +518,25 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--lr", type=float, default=0.005)
     parser.add_argument("--chunk", type=int, default=500, help="steps per interleaved timing chunk")
     parser.add_argument("--samples", type=int, default=100, help="GPflux forward samples for the test log-likelihood")
-    common.add_split_grid_options(parser)
+    add_split_grid_options(parser)
     parser.add_argument(
         "--rerender", action="store_true", help="redo summary, tables and claims of the stored dgp_uci_M<M>.json"
     )
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
     if args.rerender:
 
         def reanalyse(report):
             return dict(report, summary=summarise(report["runs"], report["config"]["methods"]))
 
         stem = "dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}"
-        return common.rerender_report(Path(args.out_dir) / stem, reanalyse, uci_markdown, log)
+        return rerender_report(Path(args.out_dir) / stem, reanalyse, uci_markdown, log)
     if args.merge:
 
         def prefix(config):  # the merged runs' M names the report
             return Path(args.out_dir) / f"dgp_uci_M{config['num_inducing']}"
 
-        return common.merge_split_reports(args.merge, prefix, command, summarise, uci_markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+        return merge_split_reports(args.merge, prefix, command, summarise, uci_markdown, log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.large_splits, args.iterations, args.num_inducing, args.chunk, args.samples = (
             ["yacht"],
@@ -535,14 +547,14 @@ def main(argv=None, shared: bool = False) -> int:
             20,
             5,
         )
-    common.check_choices(parser, "--methods", methods, METHODS)
-    common.check_datasets(parser, datasets, "regression", args.data_dir)
+    check_choices(parser, "--methods", methods, METHODS)
+    check_datasets(parser, datasets, "regression", args.data_dir)
     stem = "dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}"
-    clock = common.RunClock()
+    clock = RunClock()
 
     def save_partial(partial):  # what has finished is kept if the run is stopped
         report = clock.stamp(partial, command)
-        common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
+        write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
 
     report = clock.stamp(
         run_uci(
@@ -561,7 +573,7 @@ def main(argv=None, shared: bool = False) -> int:
         ),
         command,
     )
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, uci_markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

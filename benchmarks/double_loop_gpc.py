@@ -31,10 +31,12 @@ import numpy as np
 from gpflow_ep.likelihoods import NoisyStep
 from gpflow_ep.models import EPGPC
 
-from . import common
 from .rep_synthetic import dataset
+from .report import markdown_header, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import mean_se
 
-log = common.progress_logger("double_loop_gpc")
+log = progress_logger("double_loop_gpc")
 QUICK_HELP = "flip rate 0.1, 1 repetition, 10 points per class, 10 outer iterations"
 METHODS = {
     "EP": dict(schedule="sequential", damping=1.0, criterion="alpha", tol=1e-3, max_sweeps=100),
@@ -83,8 +85,8 @@ def summarise(runs: List[Dict]) -> Dict:
                 runs=len(rows),
                 median_sweeps=float(np.median([row[m]["sweeps"] for row in rows])),
                 median_seconds=float(np.median([row[m]["seconds"] for row in rows])),
-                error=common.mean_se([row[m]["error"] for row in rows]),
-                log_z=common.mean_se([row[m]["log_z"] for row in rows]),
+                error=mean_se([row[m]["error"] for row in rows]),
+                log_z=mean_se([row[m]["log_z"] for row in rows]),
                 max_increase=max((row[m].get("max_increase", 0.0) for row in rows), default=0.0),
             )
             for m in METHODS
@@ -94,9 +96,7 @@ def summarise(runs: List[Dict]) -> Dict:
 
 def markdown(report) -> str:
     c = report["config"]
-    lines = common.markdown_header(
-        "The convergent double loop on noisy-label GP classification (EPGPC + NoisyStep)", report
-    )
+    lines = markdown_header("The convergent double loop on noisy-label GP classification (EPGPC + NoisyStep)", report)
     lines += [
         f"N = {2 * c['n_per_class']} training points, {c['test_points']} clean test points, {c['repetitions']} data sets per "
         f"flip rate; double loop at most {c['max_outer']} outer iterations.",
@@ -116,14 +116,14 @@ def markdown(report) -> str:
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.double_loop_gpc", __doc__, "results/spike_slab", QUICK_HELP)
+    parser = benchmark_parser("benchmarks.double_loop_gpc", __doc__, "results/spike_slab", QUICK_HELP)
     parser.add_argument("--flip-rates", default="0.1,0.2")
     parser.add_argument("--repetitions", type=int, default=10)
     parser.add_argument("--n-per-class", type=int, default=50)
     parser.add_argument("--test-points", type=int, default=4000)
     parser.add_argument("--max-outer", type=int, default=300)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    rates = common.parse_list(args.flip_rates, float)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    rates = parse_list(args.flip_rates, float)
     if args.quick:
         rates, args.repetitions, args.n_per_class, args.test_points, args.max_outer = [0.1], 1, 10, 200, 10
     stem = "double_loop_gpc_quick" if args.quick else "double_loop_gpc"
@@ -150,8 +150,8 @@ def main(argv=None, shared: bool = False) -> int:
                 )
         return dict(config=config, runs=runs, summary=summarise(runs))
 
-    report = common.timed_report(command, run)
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
+    report = timed_report(command, run)
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

@@ -42,7 +42,9 @@ from gpflow_ep.ep import DEFAULT_DAMPING, GPSiteFactorisation
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
 
-from . import common
+from .models import se_ard_kernel
+from .report import markdown_header, markdown_section, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
 
 SCHEDULE_ORDER = ("parallel", "sequential")
 GOAL_RATIO = 3.0
@@ -51,7 +53,7 @@ PIMA_SPLIT = 0
 QUICK = dict(sizes="60", repeats=1, datasets="synthetic")
 DEFAULTS = dict(sizes="250,500,1000,2000", repeats=5, datasets="synthetic,Pima")
 
-log = common.progress_logger("epgpc_scaling")
+log = progress_logger("epgpc_scaling")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = "--sizes 60 --repeats 1 --datasets synthetic"
@@ -227,7 +229,7 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
     """
     X, Y = prob["X"], prob["Y"]
     n, D = X.shape
-    model = EPGPC((X, Y), common.se_ard_kernel(D), Probit())
+    model = EPGPC((X, Y), se_ard_kernel(D), Probit())
 
     def label(schedule):
         return dict(dataset=prob["dataset"], n=int(n), D=int(D), subset=prob["subset"], schedule=schedule)
@@ -256,7 +258,7 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
         return tf.reduce_sum(q.mean) + tf.reduce_sum(q.var)
 
     # GPflow VGP on the same problem: one compiled ELBO + gradient (one training step)
-    vgp = gpflow.models.VGP((X, Y), common.se_ard_kernel(D), Probit())
+    vgp = gpflow.models.VGP((X, Y), se_ard_kernel(D), Probit())
     vgp_step = _loss_and_gradient(vgp.training_loss, vgp.trainable_variables)
     # EPGPC's own training step (nested mode), warm-started at converged sites
     ep_step = _loss_and_gradient(model.training_loss, model.trainable_variables)
@@ -359,7 +361,7 @@ def _ratio(x):
 
 def markdown(report: Dict) -> str:
     s = report["settings"]
-    lines = common.markdown_header("EPGPC scaling benchmark", report) + [
+    lines = markdown_header("EPGPC scaling benchmark", report) + [
         "Setup: EPGPC with the exact probit likelihood (`gpflow_ep.likelihoods.Probit()`), SE-ARD kernel "
         f"with FIXED hyper-parameters (variance {s['kernel_variance']}, every lengthscale √D: √2 for the "
         "synthetic 2-D data, √8 for Pima), zero mean function. EP from flat sites to "
@@ -448,7 +450,7 @@ def markdown(report: Dict) -> str:
             f"({worst['dataset']}, n={worst['n']})."
         )
     if notes:
-        lines += common.markdown_section("Notes", notes)
+        lines += markdown_section("Notes", notes)
     return "\n".join(lines) + "\n"
 
 
@@ -475,7 +477,7 @@ def run_benchmark(
             results.extend(bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_max_n))
         return {"benchmark": "epgpc_scaling", "notes": notes, "results": results}
 
-    report = common.timed_report(command, run)
+    report = timed_report(command, run)
     report["settings"] = {
         "sizes": list(sizes),
         "repeats": repeats,
@@ -496,7 +498,7 @@ def run_benchmark(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = common.benchmark_parser(__spec__.name, __doc__, "results", QUICK_HELP, data_dir=True)
+    parser = benchmark_parser(__spec__.name, __doc__, "results", QUICK_HELP, data_dir=True)
     parser.add_argument("--sizes", default=None, help=f"training sizes, comma separated (default {DEFAULTS['sizes']})")
     parser.add_argument(
         "--repeats",
@@ -523,22 +525,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args, command = common.parse_command_line(parser, argv)
+    args, command = parse_command_line(parser, argv)
     preset = QUICK if args.quick else DEFAULTS
-    sizes = common.parse_list(args.sizes or preset["sizes"], int)
+    sizes = parse_list(args.sizes or preset["sizes"], int)
     if not sizes or any(n < 2 for n in sizes):
         parser.error("--sizes must be integers ≥ 2")
     repeats = preset["repeats"] if args.repeats is None else args.repeats
     if repeats < 1:
         parser.error("--repeats must be ≥ 1")
-    schedules = common.parse_list(args.schedules)
+    schedules = parse_list(args.schedules)
     for s in schedules:
         if s not in SCHEDULE_ORDER:
             parser.error(f"--schedules: unknown schedule {s!r}")
     report = run_benchmark(
         sizes=sizes,
         repeats=repeats,
-        datasets=common.parse_list(args.datasets or preset["datasets"]),
+        datasets=parse_list(args.datasets or preset["datasets"]),
         data_dir=args.data_dir,
         schedules=schedules,
         tol=args.tol,
@@ -548,7 +550,7 @@ def main(argv=None) -> int:
         command=command,
     )
     out = Path(args.out) if args.out is not None else Path(args.out_dir) / "epgpc_scaling"
-    json_path, md_path = common.write_report(out, report, markdown(report))
+    json_path, md_path = write_report(out, report, markdown(report))
     print(f"wrote {json_path} and {md_path} (wall time {report['wall_time_s']:.0f} s)")
     return 0
 

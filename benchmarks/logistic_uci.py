@@ -35,10 +35,23 @@ import tensorflow as tf
 from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.models import EPGPC
 
-from . import common
+from .models import evaluate
+from .report import markdown_header
 from .robust_regression import Slots, ep_cell, finish_ep, train
+from .runner import (
+    add_split_grid_options,
+    benchmark_parser,
+    check_choices,
+    check_datasets,
+    merge_split_reports,
+    parse_command_line,
+    parse_list,
+    progress_logger,
+    run_split_grid,
+)
+from .stats import cell, mean_se
 
-log = common.progress_logger("logistic_uci")
+log = progress_logger("logistic_uci")
 
 QUICK_HELP = "Crabs, 1 split, maxiter 5, M = 10"
 DATASETS = ("Pima", "Australian", "Breast", "Crabs", "Iono", "Sonar")
@@ -64,7 +77,7 @@ def run_split(slots: Slots, name: str, split: int, methods, maxiter: int, data_d
         r = train(slot, maxiter)
         if isinstance(model, EPGPC):
             r["ep"] = finish_ep(model)
-        r.update(common.evaluate(model, s.X_test, s.Y_test))
+        r.update(evaluate(model, s.X_test, s.Y_test))
         r["kernel"] = dict(
             variance=float(model.kernel.variance.numpy()), lengthscale=float(model.kernel.lengthscales.numpy())
         )
@@ -79,9 +92,9 @@ def summarise(runs: List[Dict], methods) -> Dict:
         entry = {}
         for m in methods:
             got = [row[m] for row in rows if m in row]
-            entry[m] = {k: common.mean_se([g.get(k) for g in got]) for k in ("error", "nlpd", "train_time_s")}
+            entry[m] = {k: mean_se([g.get(k) for g in got]) for k in ("error", "nlpd", "train_time_s")}
             entry[m]["failed"] = sum((not g["finite"]) or g["final_loss"] is None for g in got)
-            entry[m]["kernel_variance"] = common.mean_se([g["kernel"]["variance"] for g in got])
+            entry[m]["kernel_variance"] = mean_se([g["kernel"]["variance"] for g in got])
             eps = [g["ep"] for g in got if "ep" in g]
             if eps:
                 entry[m]["ep_converged"] = sum(e["converged"] for e in eps)
@@ -94,7 +107,7 @@ def summarise(runs: List[Dict], methods) -> Dict:
 
 def markdown(report: Dict) -> str:
     c = report["config"]
-    lines = common.markdown_header("Logistic GP classification: EP against VGP and SVGP", report)
+    lines = markdown_header("Logistic GP classification: EP against VGP and SVGP", report)
     lines += [
         f"Isotropic SE kernel; L-BFGS-B, maxiter {c['maxiter']}; SVGP M = {c['num_inducing']}; EP options "
         f"{c['ep_options']}. Test error (%) and NLPD, mean ± s.e. over splits; kernel variance learned; time: "
@@ -108,32 +121,30 @@ def markdown(report: Dict) -> str:
         for m in c["methods"]:
             e = row["methods"][m]
             lines.append(
-                f"| {name} | {row['splits']} | {m} | {common.format_mean_se(e['error'], 2, scale=100)} | "
-                f"{common.format_mean_se(e['nlpd'], 3)} | {common.format_mean_se(e['kernel_variance'], 1)} | "
-                f"{common.format_mean_se(e['train_time_s'], 1)} | {ep_cell(e)} | {e['failed']} |"
+                f"| {name} | {row['splits']} | {m} | {cell(e['error'], 2, scale=100)} | "
+                f"{cell(e['nlpd'], 3)} | {cell(e['kernel_variance'], 1)} | "
+                f"{cell(e['train_time_s'], 1)} | {ep_cell(e)} | {e['failed']} |"
             )
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser(
-        "benchmarks.logistic_uci", __doc__, "results/logistic_uci", QUICK_HELP, data_dir=True
-    )
+    parser = benchmark_parser("benchmarks.logistic_uci", __doc__, "results/logistic_uci", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--maxiter", type=int, default=100)
     parser.add_argument("--num-inducing", type=int, default=50)
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    add_split_grid_options(parser)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
     prefix = Path(args.out_dir) / ("logistic_uci_quick" if args.quick else "logistic_uci")
     if args.merge:
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+        return merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.maxiter, args.num_inducing = ["Crabs"], 1, 5, 10
-    common.check_choices(parser, "--methods", methods, METHODS)
-    common.check_datasets(parser, datasets, "binary", args.data_dir)
+    check_choices(parser, "--methods", methods, METHODS)
+    check_datasets(parser, datasets, "binary", args.data_dir)
     config = dict(
         datasets=datasets,
         methods=methods,
@@ -155,7 +166,7 @@ def main(argv=None, shared: bool = False) -> int:
             f"{m} err {v['error']:.3f} nlpd {v['nlpd']:.3f} {v['train_time_s']:.1f}s" for m, v in run["results"].items()
         )
 
-    return common.run_split_grid(
+    return run_split_grid(
         datasets,
         args.splits,
         one_split,

@@ -18,14 +18,14 @@ configuration).
 
 import sys
 
-from . import common
+from .runner import run_parts
 
 PARTS = {"C1": "benchmarks.rep_toy", "C2": "benchmarks.rep_synthetic", "C3": "benchmarks.rep_uci"}
 
 
 def main(argv=None) -> int:
     description = "Qi & Guo (2012), relaxed moment matching: C1 (toy), C2 (synthetic), C3 (UCI) in turn."
-    return common.run_parts("benchmarks.rep", description, PARTS, "results/rep", argv)
+    return run_parts("benchmarks.rep", description, PARTS, "results/rep", argv)
 
 
 if __name__ == "__main__":

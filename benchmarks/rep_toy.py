@@ -1,59 +1,34 @@
 r"""
-Part C1 of :mod:`benchmarks.rep`, the toy experiment of Qi & Guo (2012) (§6.1, Fig. 1): on a
-5-point linear toy problem, how close
-the EP, Power EP (PEP) and Relaxed EP (REP) posteriors of the weight vector w are to the exact one.
+Part C1 of :mod:`benchmarks.rep`: on a replica of the 5-point linear toy of Qi & Guo (2012), §6.1 and
+Fig. 1, how close the EP, Power EP (PEP) and Relaxed EP (REP) posteriors of the weight vector w are to
+the exact one (in closed form, :func:`exact_posterior_sectors`).
 
-Paper claims (Fig. 1 and §6.1):
+The replica's points, the methods (EP; PEP for u in 0.2..0.9 with the paper's literal "full" cavity
+and the standard "fractional" one; REP for c in 0.1..1000 and the ablations message update B and
+objective "exact"), the metrics and 40 random configurations [ours] are described in the report it
+writes (``<out-dir>/C1.md``, quoted in ``docs/benchmarks/rep.md``), with the paper's claims checked
+against the runs (:func:`claims`).
 
-* (a) REP(c = 20)'s decision boundary overlaps the exact one "perfectly"; EP's is visibly off;
-  PEP(u = 0.8)'s is closer than EP's.
-* (b, c) PEP's mean and covariance errors are larger than EP's for every u.
-* (d, e) REP is more accurate than EP (and PEP) for a wide range of c, and REP = EP for large c.
-* With eps = 0.1 and 0.25, REP is "consistently" more accurate than EP and PEP.
-
-Setting [ours]: the coordinates are not in the paper. Replica: class +1 =
-{(-1, 1), (-2, 0.5)} plus the mislabelled +1 at (3, 0); class -1 = {(1, 1.5), (1.5, -0.5)} (GPflow
-labels 1 / 0). Linear kernel k(x, x') = xᵀx' (``gpflow.kernels.Linear(variance=1)``), i.e.
-f(x) = wᵀx with w ~ N(0, I₂); likelihood ``NoisyStep(eps)``, eps fixed.
-
-* **Exact posterior** of w under N(w; 0, I₂) Π_i p(y_i | wᵀx_i), in closed form: the likelihood
-  is constant on the angular sectors of w cut by the lines wᵀx_i = 0, and the isotropic prior's
-  sector moments are analytic (mass Δθ/2π, first moment √(π/2)/2π·Δ(sin θ, -cos θ), second moment
-  (1/π)∫(cos²θ, cos θ sin θ, sin²θ) dθ). Checked against dense grid integration on [-8, 8]²
-  (2001² nodes; the grid's error, O(h) because of the jumps, is reported against the closed form
-  and against a 1001² grid) and, in the tests, against importance sampling with the prior as
-  proposal, the paper's oracle (10⁸ samples there).
-* **EP posterior** of w: predict_f at the unit vectors e₁, e₂ with ``full_cov=True`` gives E[w]
-  and Cov[w] (f(e_k) = w_k). Also E[w] from Minka's α predictor (Σ_j α_j x_j, the per-site dual
-  statistic α_j of ``model.sites.dual``: ``predict_with="dual"``).
-* Methods: EP (``EPGPC``), PEP (``PowerEP``, u ∈ {0.2, 0.4, 0.6, 0.8, 0.9}, cavity "full" = the
-  paper's literal reading and "fractional" = standard power EP), REP (``RelaxedEP``, message update
-  A, paper objective, c ∈ {0.1, 0.3, 1, 2, 5, 10, 20, 100, 1000}) and the ablations message update
-  B / objective "exact" at c ∈ {0.3, 1, 5, 20}. All sequential (Minka's schedule, undamped),
-  R = ‖α_t − α_{t−1}‖₂ < 1e-3, at most 100 sweeps, from flat sites.
-* Metrics (the paper's "mean square distances", §6.1, read as means): mean error (1/d)Σ_k(μ̂_k − μ_k)², covariance error (1/d²)Σ_kl(V̂_kl −
-  V_kl)² (d = 2; the JSON also has the plain sums, 2× and 4× larger), the angle between the
-  decision boundaries E[w]ᵀx = 0 (degrees), and the sites with b > 0.
-* About 40 random configurations (two +1 points near (-2, 0), two −1 near (2, 0), one +1 near
-  (3, 0), each + N(0, I) jitter, seeded) at eps = 0.2 for EP, PEP(0.8, both cavities) and
-  REP(c ∈ {1, 5, 20}): in how many is each more accurate than EP.
-
-Run ``python -m benchmarks.rep_toy [--quick] [--out-dir results/rep]`` from the repository root
-(or ``python -m benchmarks.rep --parts C1``). Output: ``<out-dir>/C1.json`` and ``<out-dir>/C1.md``.
+Run ``python -m benchmarks.rep_toy [--quick] [--out-dir results/rep]`` (or ``python -m benchmarks.rep
+--parts C1``); it writes ``<out-dir>/C1.json`` and ``<out-dir>/C1.md``.
 """
 
 import argparse
 import math
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from gpflow.kernels import Linear
 
-from . import common
+from .claims import Claim, claim_items, verdicts
+from .models import ModelSlot, build_ep_model, ep_fit, fixed_noisy_step
+from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import cell, markdown_table
 
-_log = common.progress_logger("C1")
+_log = progress_logger("C1")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = (
@@ -85,7 +60,7 @@ TIE = 0.01
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
+    p = benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP)
     p.add_argument(
         "--rerender",
         action="store_true",
@@ -294,16 +269,14 @@ def method_specs(u_values, c_values, ablation_c, cavities=CAVITIES) -> List[Dict
     return specs
 
 
-def model_slot(spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None) -> common.ModelSlot:
+def model_slot(spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None) -> ModelSlot:
     """
-    The model of ``spec`` (EP/PEP/REP, :func:`~benchmarks.common.build_ep_model`) on (X, Y) with
+    The model of ``spec`` (EP/PEP/REP, :func:`~benchmarks.models.build_ep_model`) on (X, Y) with
     ``NoisyStep(eps)`` fixed and the EP settings ``options`` (default :data:`EP_OPTIONS`), in a
-    :class:`~benchmarks.common.ModelSlot` for data sets of the shape of X.
+    :class:`~benchmarks.models.ModelSlot` for data sets of the shape of X.
     """
-    model = common.build_ep_model(
-        spec, (X, Y), kernel, common.fixed_noisy_step(eps), EP_OPTIONS if options is None else options
-    )
-    return common.ModelSlot(model, X, Y, spec=spec)
+    model = build_ep_model(spec, (X, Y), kernel, fixed_noisy_step(eps), EP_OPTIONS if options is None else options)
+    return ModelSlot(model, X, Y, spec=spec)
 
 
 def weight_posterior(model):
@@ -319,10 +292,10 @@ def weight_posterior(model):
     return mu.numpy()[:, 0], cov.numpy()[0], mu_alpha.numpy()[:, 0]
 
 
-def run_one(slot: common.ModelSlot, X, Y, eps: float, ref: Dict) -> Dict:
+def run_one(slot: ModelSlot, X, Y, eps: float, ref: Dict) -> Dict:
     model = slot.load(X, Y, {"likelihood.epsilon": eps})
     row = {"method": slot.spec["name"], "eps": eps, **{k: v for k, v in slot.spec.items() if k != "name"}}
-    row.update(common.ep_fit(model))
+    row.update(ep_fit(model))
     mean, cov, mean_alpha = weight_posterior(model)
     b = model.sites.relaxation.numpy()[:, 0]
     row.update(
@@ -389,177 +362,102 @@ def random_summary(rows: List[Dict], methods: Sequence[str]) -> Dict:
     return out
 
 
-def _rows(runs: List[Dict], eps: float, family: str) -> List[Dict]:
-    return [r for r in runs if r["eps"] == eps and r["family"] == family]
-
-
 def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[Dict]:
-    """One entry per paper claim: verdict ("reproduced" / "not reproduced" / "partly") and numbers."""
-    out = []
+    """The claims of §6.1 and Fig. 1 (and one of ours) as checks over the runs, their evidence the runs' errors."""
     main_eps = MAIN_EPS if MAIN_EPS in eps_values else eps_values[0]
+    ep = {r["eps"]: r for r in runs if r["family"] == "EP"}
 
-    def ep_row(eps):
-        return _rows(runs, eps, "EP")[0]
+    def rows(family: str, where: Callable[[Dict], bool] = lambda r: True) -> Callable:
+        return lambda table: [r for r in table if r["family"] == family and where(r)]
 
-    # (d, e) REP below EP for a wide c-range
-    ep = ep_row(main_eps)
-    rep = sorted(_rows(runs, main_eps, "REP"), key=lambda r: r["c"])
-    both = [r["c"] for r in rep if _less(r["mean_err"], ep["mean_err"]) and _less(r["cov_err"], ep["cov_err"])]
-    mean_only = [r["c"] for r in rep if _less(r["mean_err"], ep["mean_err"])]
-    cov_only = [r["c"] for r in rep if _less(r["cov_err"], ep["cov_err"])]
-    wide = len(both) >= 3 and max(both) / min(both) >= 10.0
-    text = (
-        f"eps={main_eps}: EP mean err {ep['mean_err']:.3g}, cov err {ep['cov_err']:.3g}. REP (A, paper Q) is below EP "
-        f"in both metrics for c ∈ {{{', '.join(_fmt(c) for c in both)}}} of {len(rep)} c values; "
-        f"mean err only: {{{', '.join(_fmt(c) for c in mean_only)}}}; "
-        f"cov err only: {{{', '.join(_fmt(c) for c in cov_only)}}}. "
-        "Per c (mean err / cov err): "
-        + "; ".join(f"c={_fmt(r['c'])}: {r['mean_err']:.3g} / {r['cov_err']:.3g}" for r in rep)
-        + "."
+    def below(a: Dict, b: Dict) -> bool:
+        """Both errors of a more than :data:`TIE` below b's."""
+        return _less(a["mean_err"], b["mean_err"]) and _less(a["cov_err"], b["cov_err"])
+
+    def errs(r: Dict) -> str:
+        e = ep[r["eps"]]
+        return f"eps={r['eps']} {r['method']} {r['mean_err']:.3g}/{r['cov_err']:.3g} (EP {e['mean_err']:.3g}/{e['cov_err']:.3g})"
+
+    def gap(r: Dict) -> Tuple[float, float]:
+        e = ep[r["eps"]]
+        return tuple(float(np.max(np.abs(np.subtract(r[k], e[k])))) for k in ("mean", "cov"))
+
+    def same_as_ep(r: Dict) -> bool:
+        return max(gap(r)) <= 1e-10 and not r["relaxed_points"]
+
+    def pep08(r: Dict) -> bool:
+        return r["eps"] == main_eps and abs(r["u"] - 0.8) < 1e-12
+
+    def closer(r: Dict) -> bool:
+        """Boundary closer to the exact one than EP's (REP: also than every PEP(u=0.8)'s)."""
+        rivals = [ep[r["eps"]]] + (
+            [p for p in runs if p["family"] == "PEP" and pep08(p)] if r["family"] == "REP" else []
+        )
+        return all(r["angle_deg"] < p["angle_deg"] for p in rivals)
+
+    checks = [
+        Claim(
+            "REP more accurate than EP for a wide range of c (Fig. 1d-e)",
+            lambda r: below(r, ep[r["eps"]]),
+            rows=rows("REP", lambda r: r["eps"] == main_eps),
+            need="most",
+            show=errs,
+        ),
+        Claim(
+            "PEP less accurate than EP for every u (Fig. 1b-c)",
+            lambda r: below(ep[r["eps"]], r),
+            rows("PEP"),
+            show=errs,
+        ),
+        Claim(
+            "REP = EP for large c (Fig. 1d-e)",
+            same_as_ep,
+            rows=rows("REP", lambda r: r["c"] >= 100),
+            show=lambda r: (
+                "eps={} c={}: max|Δμ|={:.1e}, max|ΔV|={:.1e}, ".format(r["eps"], _fmt(r["c"]), *gap(r))
+                + f"b>0 sites {len(r['relaxed_points'])}"
+            ),
+        ),
+        Claim(
+            "with eps = 0.1 and 0.25, REP consistently more accurate than EP and PEP (§6.1)",
+            lambda r: (
+                below(r, ep[r["eps"]])
+                and all(below(r, p) for p in runs if p["family"] == "PEP" and p["eps"] == r["eps"])
+            ),
+            rows=rows("REP", lambda r: r["eps"] != MAIN_EPS),
+            need="most",
+            show=errs,
+        ),
+        Claim(
+            "Fig. 1a boundaries: PEP(0.8) closer than EP, REP(c=20) overlaps the exact one",
+            closer,
+            rows=lambda table: [
+                r
+                for r in table
+                if (r["family"] == "PEP" and pep08(r))
+                or (r["family"] == "REP" and r["eps"] == main_eps and r["c"] == 20.0)
+            ],
+            show=lambda r: f"eps={r['eps']} {r['method']} {r['angle_deg']:.3f}° (EP {ep[r['eps']]['angle_deg']:.3f}°)",
+        ),
+    ]
+    out = verdicts(checks, runs)
+    summary = [dict(s, method=name) for name, s in (random.get("summary") or {}).items() if name.startswith("REP")]
+    random_claim = Claim(
+        f"REP more accurate than EP beyond the one (unknown) configuration: random 5-point sets, eps={random.get('eps')} [ours]",
+        lambda s: s["both_better"] > s["n"] / 2,
+        need="any",
+        show=lambda s: (
+            f"{s['method']} both errors below EP's in {s['both_better']} of {s['n']}, both above in {s['both_worse']}"
+        ),
     )
-    verdict = "reproduced" if wide else ("partly reproduced" if both else "not reproduced")
-    out.append(
-        {"claim": "REP more accurate than EP for a wide range of c (Fig. 1d-e)", "verdict": verdict, "evidence": text}
-    )
-
-    # (b, c) PEP above EP for all u
-    pieces, all_worse, count, total = [], True, 0, 0
-    for eps in eps_values:
-        ep = ep_row(eps)
-        for r in _rows(runs, eps, "PEP"):
-            worse = _less(ep["mean_err"], r["mean_err"]) and _less(ep["cov_err"], r["cov_err"])
-            total += 1
-            count += int(worse)
-            all_worse &= worse
-        pep_main = _rows(runs, eps, "PEP")
-        pieces.append(
-            f"eps={eps}: EP {ep['mean_err']:.3g}/{ep['cov_err']:.3g}, PEP mean err range "
-            f"[{min(r['mean_err'] for r in pep_main):.3g}, {max(r['mean_err'] for r in pep_main):.3g}], cov err range "
-            f"[{min(r['cov_err'] for r in pep_main):.3g}, {max(r['cov_err'] for r in pep_main):.3g}]"
-        )
-    text = f"PEP worse than EP in both metrics in {count} of {total} (eps, u, cavity) runs. " + "; ".join(pieces) + "."
-    for name, s in (random.get("summary") or {}).items():
-        if name.startswith("PEP"):
-            text += (
-                f" Random configurations (eps={random['eps']}): {name} better than EP in both metrics in "
-                f"{s['both_better']} of {s['n']}, worse in both in {s['both_worse']}."
-            )
-    verdict = "reproduced" if all_worse else ("partly reproduced" if count else "not reproduced")
-    out.append({"claim": "PEP less accurate than EP for every u (Fig. 1b-c)", "verdict": verdict, "evidence": text})
-
-    # REP = EP at large c
-    pieces, identical = [], True
-    for eps in eps_values:
-        ep = ep_row(eps)
-        for r in _rows(runs, eps, "REP"):
-            if r["c"] < 100:
-                continue
-            dmu = float(np.max(np.abs(np.subtract(r["mean"], ep["mean"]))))
-            dv = float(np.max(np.abs(np.subtract(r["cov"], ep["cov"]))))
-            ok = dmu <= 1e-10 and dv <= 1e-10 and not r["relaxed_points"]
-            identical &= ok
-            pieces.append(
-                f"eps={eps}, c={_fmt(r['c'])}: max|Δμ|={dmu:.1e}, max|ΔV|={dv:.1e}, "
-                f"b>0 sites {len(r['relaxed_points'])}"
-            )
-    rep_ge = [r for eps in eps_values for r in _rows(runs, eps, "REP") if not r["relaxed_points"]]
-    smallest = min((r["c"] for r in rep_ge), default=None)
-    text = "; ".join(pieces) + (
-        f". Smallest c with all b = 0 (any eps): {_fmt(smallest)}." if smallest is not None else "."
-    )
-    verdict = "reproduced" if identical and pieces else ("not tested" if not pieces else "not reproduced")
-    out.append({"claim": "REP = EP for large c (Fig. 1d-e)", "verdict": verdict, "evidence": text})
-
-    # eps 0.1 / 0.25: REP consistently more accurate than EP and PEP
-    other = [e for e in eps_values if e != MAIN_EPS]
-    if other:
-        pieces, any_c = [], True
-        for eps in other:
-            ep = ep_row(eps)
-            pep = _rows(runs, eps, "PEP")
-            best_pep_m = min(r["mean_err"] for r in pep)
-            best_pep_v = min(r["cov_err"] for r in pep)
-            rep = sorted(_rows(runs, eps, "REP"), key=lambda r: r["c"])
-            vs_ep = [r["c"] for r in rep if _less(r["mean_err"], ep["mean_err"]) and _less(r["cov_err"], ep["cov_err"])]
-            vs_all = [
-                r["c"] for r in rep if r["c"] in vs_ep and r["mean_err"] < best_pep_m and r["cov_err"] < best_pep_v
-            ]
-            relaxing = [r["c"] for r in rep if r["relaxed_points"]]
-            mean_better = [r["c"] for r in rep if _less(r["mean_err"], ep["mean_err"])]
-            cov_better = [r["c"] for r in rep if _less(r["cov_err"], ep["cov_err"])]
-            any_c &= len(vs_all) >= 3
-            pieces.append(
-                f"eps={eps}: REP below EP (both metrics) for c ∈ {{{', '.join(_fmt(c) for c in vs_ep)}}}, below EP and "
-                f"every PEP for c ∈ {{{', '.join(_fmt(c) for c in vs_all)}}}; REP relaxes (some b>0) for c ∈ "
-                f"{{{', '.join(_fmt(c) for c in relaxing)}}}; mean error alone below EP for c ∈ "
-                f"{{{', '.join(_fmt(c) for c in mean_better)}}}, covariance error alone below EP for c ∈ "
-                f"{{{', '.join(_fmt(c) for c in cov_better)}}}; EP {ep['mean_err']:.3g}/{ep['cov_err']:.3g}, best PEP "
-                f"{best_pep_m:.3g}/{best_pep_v:.3g}, REP per c: "
-                + ", ".join(f"c={_fmt(r['c'])} {r['mean_err']:.3g}/{r['cov_err']:.3g}" for r in rep)
-            )
-        verdict = "reproduced" if any_c else "not reproduced"
-        out.append(
-            {
-                "claim": "with eps = 0.1 and 0.25, REP consistently more accurate than EP and PEP (§6.1)",
-                "verdict": verdict,
-                "evidence": "; ".join(pieces) + ".",
-            }
-        )
-
-    # (a) boundaries
-    ep = ep_row(main_eps)
-    pep08 = [r for r in _rows(runs, main_eps, "PEP") if abs(r["u"] - 0.8) < 1e-12]
-    rep20 = [r for r in _rows(runs, main_eps, "REP") if r["c"] == 20.0]
-    if pep08 and rep20:
-        pep_full = [r for r in pep08 if r["cavity"] == "full"] or pep08
-        a_ep, a_pep, a_rep = ep["angle_deg"], pep_full[0]["angle_deg"], rep20[0]["angle_deg"]
-        ok = a_pep < a_ep and a_rep < a_pep
-        verdict = "reproduced" if ok else ("partly reproduced" if (a_pep < a_ep or a_rep < a_ep) else "not reproduced")
-        text = (
-            f"eps={main_eps}: boundary angle vs exact: EP {a_ep:.3f}°, PEP(u=0.8, {pep_full[0]['cavity']}) {a_pep:.3f}°"
-            + "".join(f", PEP(u=0.8, {r['cavity']}) {r['angle_deg']:.3f}°" for r in pep08 if r is not pep_full[0])
-            + f", REP(c=20) {a_rep:.3f}° (paper: EP visibly off, PEP closer, REP overlapping)."
-        )
-        out.append(
-            {
-                "claim": "Fig. 1a boundaries: PEP(0.8) closer than EP, REP(c=20) overlaps the exact one",
-                "verdict": verdict,
-                "evidence": text,
-            }
-        )
-
-    # random configurations
-    if random.get("summary"):
-        parts, wins = [], []
-        for name, s in random["summary"].items():
-            parts.append(
-                f"{name}: mean err better/equal/worse than EP {s['mean_err']['better']}/{s['mean_err']['equal']}/"
-                f"{s['mean_err']['worse']}, cov err {s['cov_err']['better']}/{s['cov_err']['equal']}/"
-                f"{s['cov_err']['worse']}"
-                f", both better {s['both_better']} / both worse {s.get('both_worse', '–')} of {s['n']}"
-            )
-            if name.startswith("REP"):
-                wins.append(s["both_better"] / max(s["n"], 1))
-        best = max(wins) if wins else 0.0
-        verdict = "reproduced" if best > 0.5 else "not reproduced"
-        out.append(
-            {
-                "claim": "REP more accurate than EP beyond the one (unknown) configuration: random 5-point sets, "
-                "eps=0.2 [ours]",
-                "verdict": verdict,
-                "evidence": "; ".join(parts) + ".",
-            }
-        )
-    return out
+    return out + verdicts([random_claim], summary)
 
 
 # ---------------------------------------------------------------- Markdown
 
 
-def _g(x, digits=3) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.{digits}g}"
+def _g(x, digits: int = 3) -> str:
+    return cell(x, digits, style="g", missing="–")
 
 
 def _points(idx: List[int]) -> str:
@@ -594,33 +492,31 @@ def markdown(report: Dict) -> str:
         "its error is O(h) because the integrand jumps across lines through the origin, so the 1001² → 2001² change "
         "is the grid's own error estimate.",
         "",
-        "| eps | E[w] | Cov[w] (11, 12, 22) | grid − closed form, max abs (mean / cov) "
-        "| 2001² − 1001² grid, max abs (mean / cov) |",
-        "|---|---|---|---|---|",
     ]
+    head = ["eps", "E[w]", "Cov[w] (11, 12, 22)", "grid − closed form, max abs (mean / cov)"]
+    rows = []
     for eps, ex in report["exact"].items():
-        m, V = ex["mean"], ex["cov"]
-        dc, dg = ex["grid_max_abs_diff_vs_closed_form"], ex["grid_max_abs_diff_vs_coarse_grid"]
-        L.append(
-            f"| {eps} | ({m[0]:.5f}, {m[1]:.5f}) | ({V[0][0]:.5f}, {V[0][1]:.5f}, {V[1][1]:.5f}) | "
-            f"{dc['mean']:.1e} / {dc['cov']:.1e} | {dg['mean']:.1e} / {dg['cov']:.1e} |"
+        (m, V), dc, dg = (
+            (ex["mean"], ex["cov"]),
+            ex["grid_max_abs_diff_vs_closed_form"],
+            ex["grid_max_abs_diff_vs_coarse_grid"],
         )
+        rows.append([eps, f"({m[0]:.5f}, {m[1]:.5f})", f"({V[0][0]:.5f}, {V[0][1]:.5f}, {V[1][1]:.5f})"])
+        rows[-1] += [f"{d['mean']:.1e} / {d['cov']:.1e}" for d in (dc, dg)]
+    L += markdown_table(head + ["2001² − 1001² grid, max abs (mean / cov)"], rows)
     for eps in cfg["eps"]:
-        rows = [r for r in report["runs"] if r["eps"] == eps]
-        L += [
-            "",
-            f"## eps = {eps}",
-            "",
-            "| method | converged | sweeps | skipped | mean err | cov err | Δangle (°) | b>0 sites | mean err (α) "
-            "| E[w] |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in rows:
-            L.append(
-                f"| {r['method']} | {'yes' if r['converged'] else '**no**'} | {r['sweeps']} | {r['num_skipped']} | "
-                f"{_g(r['mean_err'])} | {_g(r['cov_err'])} | {r['angle_deg']:.3f} | {_points(r['relaxed_points'])} | "
-                f"{_g(r['mean_err_alpha'])} | ({r['mean'][0]:.4f}, {r['mean'][1]:.4f}) |"
-            )
+        L += ["", f"## eps = {eps}", ""]
+        L += markdown_table(
+            ["method", "converged", "sweeps", "skipped", "mean err", "cov err", "Δangle (°)", "b>0 sites"]
+            + ["mean err (α)", "E[w]"],
+            [
+                [r["method"], "yes" if r["converged"] else "**no**", r["sweeps"], r["num_skipped"]]
+                + [_g(r["mean_err"]), _g(r["cov_err"]), f"{r['angle_deg']:.3f}", _points(r["relaxed_points"])]
+                + [_g(r["mean_err_alpha"]), f"({r['mean'][0]:.4f}, {r['mean'][1]:.4f})"]
+                for r in report["runs"]
+                if r["eps"] == eps
+            ],
+        )
     rnd = report["random"]
     if rnd.get("summary"):
         L += [
@@ -631,19 +527,20 @@ def markdown(report: Dict) -> str:
             f"(seeds [{rnd['seed']}, k]). Counts of configurations where the method's error is below / equal to "
             "(relative difference < 1 %) / above EP's; median log10(error ratio to EP).",
             "",
-            "| method | converged (EP) | mean err better / equal / worse | median log10 ratio "
-            "| cov err better / equal / worse | median log10 ratio | both better | both worse |",
-            "|---|---|---|---|---|---|---|---|",
         ]
-        for name, s in rnd["summary"].items():
-            me, ce = s["mean_err"], s["cov_err"]
-            L.append(
-                f"| {name} | {s['converged']}/{s['n']} ({s['ep_converged']}) | "
-                f"{me['better']} / {me['equal']} / {me['worse']} | "
-                f"{_g(me['log10_ratio_median'], 2)} | {ce['better']} / {ce['equal']} / {ce['worse']} | "
-                f"{_g(ce['log10_ratio_median'], 2)} | {s['both_better']} | {s.get('both_worse', '–')} |"
-            )
-    L += common.markdown_section("Claims", common.claim_items(report["claims"]), "*")
+        L += markdown_table(
+            ["method", "converged (EP)", "mean err better / equal / worse", "median log10 ratio"]
+            + ["cov err better / equal / worse", "median log10 ratio", "both better", "both worse"],
+            [
+                [name, f"{s['converged']}/{s['n']} ({s['ep_converged']})"]
+                + [" / ".join(str(s["mean_err"][k]) for k in ("better", "equal", "worse"))]
+                + [_g(s["mean_err"]["log10_ratio_median"], 2)]
+                + [" / ".join(str(s["cov_err"][k]) for k in ("better", "equal", "worse"))]
+                + [_g(s["cov_err"]["log10_ratio_median"], 2), s["both_better"], s.get("both_worse", "–")]
+                for name, s in rnd["summary"].items()
+            ],
+        )
+    L += markdown_section("Claims", claim_items(report["claims"]), "*")
     L += [
         "",
         "Caveats: the paper's point coordinates are unknown, so this is a replica, not the paper's problem. REP's "
@@ -659,7 +556,7 @@ def markdown(report: Dict) -> str:
 
 
 def _write(report: Dict, out_dir: Path) -> None:
-    common.write_report(out_dir / "C1", report, markdown(report), indent=1)
+    write_report(out_dir / "C1", report, markdown(report), indent=1)
 
 
 def reanalyse(report: Dict) -> Dict:
@@ -672,10 +569,10 @@ def reanalyse(report: Dict) -> Dict:
 
 
 def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
-    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
+    args, command = parse_command_line(build_parser(), argv, shared=shared, log=_log)
     out_dir = Path(args.out_dir)
     if args.rerender:
-        return common.rerender_report(out_dir / "C1", reanalyse, markdown, _log, indent=1)
+        return rerender_report(out_dir / "C1", reanalyse, markdown, _log, indent=1)
     t0 = time.perf_counter()
     if args.quick:
         eps_values, u_values, c_values = QUICK["eps"], QUICK["u"], QUICK["c"]
@@ -694,11 +591,11 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     if args.random_configs is not None:
         num_random = int(args.random_configs)
     if args.eps:
-        eps_values = tuple(common.parse_list(args.eps, float))
+        eps_values = tuple(parse_list(args.eps, float))
     if args.u:
-        u_values = tuple(common.parse_list(args.u, float))
+        u_values = tuple(parse_list(args.u, float))
     if args.c:
-        c_values = tuple(common.parse_list(args.c, float))
+        c_values = tuple(parse_list(args.c, float))
     random_specs += [
         {"name": f"REP(c={_fmt(c)})", "family": "REP", "c": c, "message_update": "A", "objective": "paper"}
         for c in random_c
@@ -723,8 +620,8 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             "grid": {"n": GRID_N, "coarse_n": GRID_COARSE_N, "half_width": GRID_HALF_WIDTH},
             "methods": [s["name"] for s in specs],
         },
-        "machine": common.machine_info(),
-        "started": common.utc_now(),
+        "machine": machine_info(),
+        "started": utc_now(),
         "finished": None,
         "exact": {},
         "runs": [],
@@ -733,7 +630,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
         "timing": {},
     }
     # ------------------------------------------------ the replica configuration
-    slots: Dict[str, common.ModelSlot] = {}
+    slots: Dict[str, ModelSlot] = {}
     for eps in eps_values:
         start = time.perf_counter()
         ref = exact_reference(TOY_X, TOY_Y, eps)
@@ -749,7 +646,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     eps = MAIN_EPS
     start = time.perf_counter()
     rnd_rows, configs = [], []
-    rnd_slots: Dict[str, common.ModelSlot] = {}
+    rnd_slots: Dict[str, ModelSlot] = {}
     for k in range(num_random):
         X, Y = random_configuration(k)
         configs.append(X.tolist())
@@ -774,7 +671,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     report["timing"]["random_s"] = time.perf_counter() - start
     report["claims"] = claims(report["runs"], report["random"], list(eps_values))
     report["timing"]["total_s"] = time.perf_counter() - t0
-    report["finished"] = common.utc_now()
+    report["finished"] = utc_now()
     _write(report, out_dir)
     _log(f"wrote {out_dir / 'C1.json'} and {out_dir / 'C1.md'} ({report['timing']['total_s']:.0f} s)")
     return 0

@@ -35,7 +35,7 @@ verdicts, configuration, machine, timing) and ``<out-dir>/C3.md``. Both are rewr
 round of splits, so an interrupted run still leaves its partial results (``"complete": false``).
 
 Cost: the models of one dataset are built once and reused across splits
-(:class:`benchmarks.common.ModelSlot`: their training inputs and labels are non-trainable
+(:class:`benchmarks.models.ModelSlot`: their training inputs and labels are non-trainable
 ``tf.Variable``\ s that are re-assigned per split; sites, variational parameters and
 hyper-parameters are reset), so every compiled function is traced once per dataset instead of once
 per split (checked: identical results to fresh models). EP runs call the model's compiled EP
@@ -59,9 +59,13 @@ from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
 
-from . import common
+from .claims import Claim, claim_items, verdicts
+from .models import ModelSlot, build_ep_model, evaluate, fixed_noisy_step
+from .report import machine_info, utc_now, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import cell, finite_or_none, mean_se, paired_differences
 
-_log = common.progress_logger("C3")
+_log = progress_logger("C3")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = "Crabs, 1 split, maxiter 5"
@@ -79,7 +83,7 @@ EP_OPTIONS = dict(schedule="parallel", criterion="alpha", tol=1e-3, max_sweeps=1
 WIDTH_MAXITER, VGP_MAXITER, EP_PROBIT_MAXITER, QUICK_MAXITER = 50, 200, 100, 5
 
 
-#: the EP-family methods as specs of :func:`benchmarks.common.build_ep_model`
+#: the EP-family methods as specs of :func:`benchmarks.models.build_ep_model`
 EP_SPECS = {
     "EP": {"family": "EP"},
     "PEP(u=0.8)": {"family": "PEP", "u": 0.8, "cavity": "fractional"},
@@ -108,7 +112,7 @@ class DatasetModels:
         self.width, self.ep = {}, {}
         ep_probit = EPGPC(self.data, _iso_kernel(self.init_lengthscale, True), Probit(), ep_mode="nested")
         vgp = gpflow.models.VGP(self.data, _iso_kernel(self.init_lengthscale, True), Probit())
-        self.baselines = {"EP-probit": common.ModelSlot(ep_probit, X, Y), "VGP-probit": common.ModelSlot(vgp, X, Y)}
+        self.baselines = {"EP-probit": ModelSlot(ep_probit, X, Y), "VGP-probit": ModelSlot(vgp, X, Y)}
         self.shape = X.shape
 
     def ensure_eps(self, eps: float) -> None:
@@ -117,13 +121,11 @@ class DatasetModels:
             return
         data = self.data
         kernel = _iso_kernel(self.init_lengthscale, False)
-        width = common.build_ep_model(
-            {"family": "EP"}, data, kernel, common.fixed_noisy_step(eps), {"ep_mode": "nested"}
-        )
-        self.width[eps] = common.ModelSlot(width, *data)
+        width = build_ep_model({"family": "EP"}, data, kernel, fixed_noisy_step(eps), {"ep_mode": "nested"})
+        self.width[eps] = ModelSlot(width, *data)
         self.ep[eps] = {
-            name: common.ModelSlot(
-                common.build_ep_model(spec, data, _iso_kernel(1.0, False), common.fixed_noisy_step(eps), EP_OPTIONS),
+            name: ModelSlot(
+                build_ep_model(spec, data, _iso_kernel(1.0, False), fixed_noisy_step(eps), EP_OPTIONS),
                 *data,
                 spec=spec,
             )
@@ -146,10 +148,10 @@ def ep_result(model) -> Dict:
     return {
         "converged": bool(run.converged.numpy()),
         "sweeps": sweeps,
-        "final_R": common.finite_or_none(run.max_change.numpy()),
+        "final_R": finite_or_none(run.max_change.numpy()),
         "num_skipped": int(run.num_skipped.numpy()),
         "num_rejected": int(run.num_rejected.numpy()),
-        "log_Z_EP": common.finite_or_none(model.log_marginal_likelihood().numpy()),
+        "log_Z_EP": finite_or_none(model.log_marginal_likelihood().numpy()),
         "R_history": [float(f"{h:.4g}") for h in run.history.numpy()[:sweeps]],
     }
 
@@ -160,14 +162,14 @@ def evaluate_split(model, X_test, Y_test) -> Dict:
     their stored sites, no further EP run), and for EP models the test error of Minka's α predictor.
     """
     dual = isinstance(model, EPGPC)
-    ev = common.evaluate(model, X_test, Y_test, dual=dual)
-    out = {"test_error": ev["error"] if ev["mean_finite"] else None, "test_nlpd": common.finite_or_none(ev["nlpd"])}
+    ev = evaluate(model, X_test, Y_test, dual=dual)
+    out = {"test_error": ev["error"] if ev["mean_finite"] else None, "test_nlpd": finite_or_none(ev["nlpd"])}
     if dual:
         out["test_error_alpha"] = ev["error_dual"]
     return out
 
 
-def run_ep_method(slot: common.ModelSlot, split, lengthscale: float) -> Dict:
+def run_ep_method(slot: ModelSlot, split, lengthscale: float) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": lengthscale})
     start = time.perf_counter()
     row = ep_result(model)
@@ -178,14 +180,14 @@ def run_ep_method(slot: common.ModelSlot, split, lengthscale: float) -> Dict:
     return row
 
 
-def select_width(slot: common.ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
+def select_width(slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
     res = slot.minimize(model.training_loss, maxiter)
     run_ep(model)  # the sites at the returned hyper-parameters
     return {
         "lengthscale": float(model.kernel.lengthscales.numpy()),
-        "log_Z_EP": common.finite_or_none(model.log_marginal_likelihood().numpy()),
+        "log_Z_EP": finite_or_none(model.log_marginal_likelihood().numpy()),
         "iterations": int(res.nit),
         "success": bool(res.success),
         "message": str(res.message),
@@ -194,7 +196,7 @@ def select_width(slot: common.ModelSlot, split, init_lengthscale: float, maxiter
     }
 
 
-def run_baseline(name: str, slot: common.ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
+def run_baseline(name: str, slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
     res = slot.minimize(model.training_loss, maxiter)
@@ -207,9 +209,9 @@ def run_baseline(name: str, slot: common.ModelSlot, split, init_lengthscale: flo
     if name == "EP-probit":
         row["converged"] = bool(run_ep(model).converged.numpy())  # sites at the returned hyper-parameters
         row["diverged"] = not row["converged"]
-        row["objective"] = common.finite_or_none(model.log_marginal_likelihood().numpy())
+        row["objective"] = finite_or_none(model.log_marginal_likelihood().numpy())
     else:
-        row["objective"] = common.finite_or_none(model.elbo().numpy())
+        row["objective"] = finite_or_none(model.elbo().numpy())
     row.update(evaluate_split(model, split.X_test, split.Y_test))
     if name == "VGP-probit":
         row.pop("test_error_alpha", None)
@@ -243,7 +245,7 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
             split = load_benchmark(ds, k, data_dir, kind="binary")
             majority = float(np.mean(split.Y_train) > 0.5)
             errors.append(float(np.mean(split.Y_test != majority)))
-        out[ds] = common.mean_se(errors)
+        out[ds] = mean_se(errors)
     return out
 
 
@@ -252,7 +254,7 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
 
 def paired(rows_a: List[Dict], rows_b: List[Dict], key: str) -> Dict:
     """a − b per split (matched by split index), its mean ± s.e., wins/ties/losses of a, t95."""
-    return common.paired_differences({r["split"]: r.get(key) for r in rows_a}, {r["split"]: r.get(key) for r in rows_b})
+    return paired_differences({r["split"]: r.get(key) for r in rows_a}, {r["split"]: r.get(key) for r in rows_b})
 
 
 TIE = 1e-12  # paired differences below this are ties (errors are multiples of 1/num_test)
@@ -291,7 +293,7 @@ def failure_kind(row: Dict) -> Optional[str]:
 
 
 def summarise(rows: List[Dict]) -> Dict:
-    """Per (likelihood setting, dataset, method) aggregates, paired REP differences and claims."""
+    """Per (likelihood setting, dataset, method) aggregates and the paired REP differences."""
     settings = sorted({r["eps"] for r in rows if r["eps"] is not None})
     datasets = [d for d in DATASETS if any(r["dataset"] == d for r in rows)]
     summary, diffs = {}, {}
@@ -314,22 +316,22 @@ def summarise(rows: List[Dict]) -> Dict:
                     continue
                 agg = {
                     "num_splits": len(sel),
-                    "test_error": common.mean_se(r.get("test_error") for r in sel),
-                    "test_nlpd": common.mean_se(r.get("test_nlpd") for r in sel),
-                    "time_s": common.mean_se(r.get("time_s") for r in sel),
+                    "test_error": mean_se(r.get("test_error") for r in sel),
+                    "test_nlpd": mean_se(r.get("test_nlpd") for r in sel),
+                    "time_s": mean_se(r.get("time_s") for r in sel),
                 }
                 if name in EP_METHODS:
                     agg.update(
                         {
-                            "test_error_alpha": common.mean_se(r.get("test_error_alpha") for r in sel),
+                            "test_error_alpha": mean_se(r.get("test_error_alpha") for r in sel),
                             "num_diverged": int(sum(r["diverged"] for r in sel)),
                             "num_diverged_slow": int(sum(failure_kind(r) == "slow" for r in sel)),
                             "num_diverged_cycling": int(sum(failure_kind(r) == "cycling" for r in sel)),
-                            "sweeps": common.mean_se(r["sweeps"] for r in sel),
-                            "num_skipped": common.mean_se(r["num_skipped"] for r in sel),
-                            "num_rejected": common.mean_se(r["num_rejected"] for r in sel),
-                            "frac_b_positive": common.mean_se(r["frac_b_positive"] for r in sel),
-                            "lengthscale": common.mean_se(r["width"]["lengthscale"] for r in sel),
+                            "sweeps": mean_se(r["sweeps"] for r in sel),
+                            "num_skipped": mean_se(r["num_skipped"] for r in sel),
+                            "num_rejected": mean_se(r["num_rejected"] for r in sel),
+                            "frac_b_positive": mean_se(r["frac_b_positive"] for r in sel),
+                            "lengthscale": mean_se(r["width"]["lengthscale"] for r in sel),
                         }
                     )
                 elif name == "EP-probit":
@@ -346,37 +348,14 @@ def summarise(rows: List[Dict]) -> Dict:
                         d["verdict"] = verdict(d)
                         ds_diffs[f"{rep} - {other} / {key}"] = d
             diffs[s_key][ds] = ds_diffs
-    claims = {}
-    for s_key, per_ds in diffs.items():
-        claims[s_key] = {}
-        for rep in REP_METHODS:
-            lower_both = [
-                ds
-                for ds, d in per_ds.items()
-                if all(d[f"{rep} - {o} / test_error"]["mean"] is not None for o in ("EP", "PEP(u=0.8)"))
-                and all(d[f"{rep} - {o} / test_error"]["mean"] < -TIE for o in ("EP", "PEP(u=0.8)"))
-            ]
-            significant = [
-                ds
-                for ds, d in per_ds.items()
-                if all(
-                    d[f"{rep} - {o} / test_error"]["verdict"] == "REP lower (significant)" for o in ("EP", "PEP(u=0.8)")
-                )
-            ]
-            claims[s_key][rep] = {
-                "num_datasets": len(per_ds),
-                "mean_error_lower_than_EP_and_PEP": lower_both,
-                "significantly_lower_than_EP_and_PEP": significant,
-                "claim_reproduced": len(significant) == len(per_ds) and len(per_ds) > 0,
-            }
-    return {"summary": summary, "paired_differences": diffs, "claims": claims}
+    return {"summary": summary, "paired_differences": diffs}
 
 
 # ---------------------------------------------------------------- Markdown
 
 
 def _pm(stat: Optional[Dict], digits: int = 3, pct: bool = False, signed: bool = False) -> str:
-    return common.format_mean_se(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
+    return cell(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
 
 
 def _splits_text(report: Dict) -> str:
@@ -486,67 +465,77 @@ def markdown(report: Dict) -> str:
             "of the mean paired difference excludes 0.",
             "",
         ]
-    lines += ["## Claims", ""]
-    lines += report.get("claims_text", [])
-    return "\n".join(lines) + "\n"
-
-
-def claims_text(results: Dict, majority: Optional[Dict] = None) -> List[str]:
-    """Plain-language verdicts on the paper's §6.3 claims, from the summary and paired differences."""
-    majority = majority or {}
-    out = [
+    lines += [
+        "## Claims",
+        "",
         "Paper (Fig. 5): REP has a lower mean test error than both EP and PEP on every dataset (claimed "
         "significant), and REP never diverges. Measured here, on different datasets (see Protocol):",
         "",
     ]
-    for s_key, per_rep in results["claims"].items():
-        per_ds = results["paired_differences"][s_key]
-        for rep, c in per_rep.items():
-            n = c["num_datasets"]
-            lower, sig = c["mean_error_lower_than_EP_and_PEP"], c["significantly_lower_than_EP_and_PEP"]
-            out.append(
-                f"* **{rep}, {s_key}:** mean test error below both EP and PEP on {len(lower)}/{n} datasets "
-                f"({', '.join(lower) or 'none'}); significantly below both on {len(sig)}/{n} "
-                f"({', '.join(sig) or 'none'}). Claim "
-                f"{'**reproduced**' if c['claim_reproduced'] else '**not reproduced**'} for this setting."
-            )
-            for other in ("EP", "PEP(u=0.8)"):
-                parts = []
-                for ds, d in per_ds.items():
-                    de = d[f"{rep} - {other} / test_error"]
-                    parts.append(f"{ds} {_pm(de, 2, pct=True, signed=True)} ({de['verdict']})")
-                out.append(f"  * {rep} − {other}, test error [pp]: " + "; ".join(parts) + ".")
+    lines += [f"* {item}" for item in claim_items(report.get("claims", []))] + [""]
+    return "\n".join(lines) + "\n"
+
+
+def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
+    """
+    The claims of §6.3 and Fig. 5 as checks over the datasets of each eps setting: per REP setting,
+    a significantly lower test error than both EP and PEP on every dataset; no divergence; the fewest
+    sweeps. Datasets where EP is no better than the majority class are named in the evidence.
+    """
+    out, majority, others = [], majority or {}, ("EP", "PEP(u=0.8)")
+    for s_key, per_ds in results["paired_differences"].items():
         summ = results["summary"][s_key]
-        div = {m: sum(summ[ds][m]["num_diverged"] for ds in summ if m in summ[ds]) for m in EP_METHODS}
-        runs = {m: sum(summ[ds][m]["num_splits"] for ds in summ if m in summ[ds]) for m in EP_METHODS}
-        slow = {m: sum(summ[ds][m]["num_diverged_slow"] for ds in summ if m in summ[ds]) for m in EP_METHODS}
-        out.append(
-            f"* **Divergences, {s_key}** (paper: REP never diverges, EP most often): "
-            + ", ".join(f"{m} {div[m]}/{runs[m]} ({slow[m]} slow, {div[m] - slow[m]} cycling)" for m in EP_METHODS)
-            + " runs without R < 1e-3 in 100 parallel sweeps. *Slow*: R still falling steadily over the last "
-            "10 sweeps (typically after rejected parallel sweeps halved the damping); *cycling*: R flat or "
-            "oscillating (a limit cycle)."
-        )
+        table = [
+            dict(summ[ds][rep], dataset=ds, method=rep, diffs=[d[f"{rep} - {o} / test_error"] for o in others])
+            for ds, d in per_ds.items()
+            for rep in REP_METHODS
+        ]
+        for row in table:
+            row["fewer_sweeps"] = all(row["sweeps"]["mean"] < summ[row["dataset"]][o]["sweeps"]["mean"] for o in others)
+            row["sweeps_text"] = ", ".join(f"{m} {summ[row['dataset']][m]['sweeps']['mean']:.1f}" for m in others)
         chance = [
-            f"{ds} (EP {100 * summ[ds]['EP']['test_error']['mean']:.1f} % vs majority "
-            f"{100 * majority[ds]['mean']:.1f} %, lengthscale {summ[ds]['EP']['lengthscale']['mean']:.2f})"
+            ds
             for ds in summ
-            if ds in majority
-            and majority[ds]["mean"] is not None
+            if majority.get(ds, {}).get("mean") is not None
             and summ[ds]["EP"]["test_error"]["mean"] >= majority[ds]["mean"]
         ]
-        if chance:
-            out.append(
-                f"* **At or below chance, {s_key}:** " + "; ".join(chance) + ". Here the evidence-selected "
-                "width is unusable, so the EP/PEP/REP comparison on these sets says nothing about the claim."
+        checks = [
+            Claim(
+                f"{rep}, {s_key}: test error significantly below EP's and PEP's on every dataset (Fig. 5)",
+                lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"]),
+                rows=lambda t, rep=rep: [r for r in t if r["method"] == rep],
+                show=lambda r: (
+                    f"{r['dataset']} "
+                    + ", ".join(
+                        f"− {o} {_pm(d, 2, pct=True, signed=True)} pp ({d['verdict']})"
+                        for o, d in zip(others, r["diffs"])
+                    )
+                ),
             )
-        sweeps = {m: np.mean([summ[ds][m]["sweeps"]["mean"] for ds in summ if m in summ[ds]]) for m in EP_METHODS}
-        out.append(
-            f"* **Sweeps, {s_key}** (paper: REP fewest), mean over datasets of the per-dataset mean: "
-            + ", ".join(f"{m} {sweeps[m]:.1f}" for m in EP_METHODS)
-            + "."
-        )
-    out.append("")
+            for rep in REP_METHODS
+        ]
+        checks += [
+            Claim(
+                f"REP never diverges, {s_key} (Fig. 5; R < 1e-3 within 100 parallel sweeps)",
+                lambda r: r["num_diverged"] == 0,
+                show=lambda r: (
+                    f"{r['dataset']} {r['method']} {r['num_diverged']}/{r['num_splits']} "
+                    f"({r['num_diverged_slow']} slow, {r['num_diverged'] - r['num_diverged_slow']} cycling)"
+                ),
+            ),
+            Claim(
+                f"REP needs the fewest sweeps, {s_key}",
+                lambda r: r["fewer_sweeps"],
+                need="most",
+                show=lambda r: f"{r['dataset']} {r['method']} {r['sweeps']['mean']:.1f} ({r['sweeps_text']})",
+            ),
+        ]
+        decided = verdicts(checks, table)
+        for c in decided[: len(REP_METHODS)] if chance else ():
+            c["evidence"] += (
+                f" At or below chance (EP no better than the majority class), so saying nothing: {', '.join(chance)}."
+            )
+        out += decided
     return out
 
 
@@ -554,7 +543,7 @@ def claims_text(results: Dict, majority: Optional[Dict] = None) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = common.benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP, data_dir=True)
+    p = benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP, data_dir=True)
     p.add_argument(
         "--splits",
         type=int,
@@ -578,14 +567,14 @@ def _finish(report: Dict, out_dir: Path, data_dir=None) -> None:
     """Summarise ``report["runs"]`` and write C3.json and C3.md (also usable on a saved report)."""
     report["majority_error"] = majority_errors(report["config"]["datasets"], report.get("splits_done") or {}, data_dir)
     report["results"] = summarise(report["runs"])
-    report["claims_text"] = claims_text(report["results"], report["majority_error"])
-    common.write_report(out_dir / "C3", report, markdown(report), indent=1)
+    report["claims"] = claims(report["results"], report["majority_error"])
+    write_report(out_dir / "C3", report, markdown(report), indent=1)
 
 
 def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
-    args, command = common.parse_command_line(build_parser(), argv, shared=shared, log=_log)
+    args, command = parse_command_line(build_parser(), argv, shared=shared, log=_log)
     if args.datasets:
-        datasets = common.parse_list(args.datasets)
+        datasets = parse_list(args.datasets)
     else:
         datasets = list(QUICK_DATASETS if args.quick else DATASETS)
     unknown = sorted(set(datasets) - set(DATASETS))
@@ -599,7 +588,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     if not 1 <= num_splits <= 20:
         raise ValueError(f"splits must be in 1..20; got {num_splits}")
     eps_text = args.eps if args.eps is not None else ("0.05" if args.quick else DEFAULT_EPS)
-    eps_values = common.parse_list(eps_text, float)
+    eps_values = parse_list(eps_text, float)
     if not eps_values or not all(0.0 < e < 0.5 for e in eps_values):
         raise ValueError(f"eps values must lie in (0, 0.5); got {eps_text!r}")
     if args.quick:
@@ -624,8 +613,8 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             "methods": list(EP_METHODS) + list(BASELINES),
             "kernel": "isotropic SquaredExponential, amplitude 1 (EP/PEP/REP) or trained (baselines)",
         },
-        "machine": common.machine_info(),
-        "started": common.utc_now(),
+        "machine": machine_info(),
+        "started": utc_now(),
         "finished": None,
         "complete": False,
         "runs": [],
@@ -678,7 +667,7 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
             _finish(report, out_dir, args.data_dir)
     report["splits_done"] = done
     report["wall_time_s"] = time.perf_counter() - t0
-    report["finished"] = common.utc_now()
+    report["finished"] = utc_now()
     report["complete"] = True
     _finish(report, out_dir, args.data_dir)
     _log(f"done in {report['wall_time_s']:.0f}s; wrote {out_dir / 'C3.json'} and {out_dir / 'C3.md'}")

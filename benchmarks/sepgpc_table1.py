@@ -20,7 +20,7 @@ for every method), four methods:
 Test error and NLL (−mean ``predict_log_density``): mean ± standard error over splits; training
 time: median over splits. One model, one compiled loss (Scipy's cache) and one compiled train
 step are reused across the splits of a configuration (data held in ``tf.Variable``\ s, parameters
-reset per split, :class:`benchmarks.common.ModelSlot`), so compilation is paid on the first split
+reset per split, :class:`benchmarks.models.ModelSlot`), so compilation is paid on the first split
 only; the median hides it.
 
 Run ``python -m benchmarks.sepgpc_table1 [--quick] [--out-dir results/sepgpc]`` from the
@@ -46,7 +46,18 @@ from gpflow_ep.models import SEPGPC
 from gpflow_ep.optimizers import SignAdaptive
 from gpflow_ep.training import make_dataset, make_train_step
 
-from . import common
+from .minibatch import (
+    MINIBATCH_DAMPING,
+    MINIBATCH_NOTE,
+    SEP_DAMPING,
+    SHARED_MACHINE_NOTE,
+    make_optimizer,
+    random_subset,
+)
+from .models import ModelSlot, evaluate, se_ard_kernel
+from .report import markdown_header, markdown_section, timed_report, write_json, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import mean_se
 
 TABLE1_DATASETS = ("Australian", "Breast", "Crabs", "Iono", "Pima", "Sonar")
 PAPER_NAME = {"Iono": "Ionosphere"}
@@ -99,12 +110,12 @@ PAPER_TABLE1 = {
 }
 PAPER_METHODS = ("GFITC", "SEP", "SVI")
 
-log = common.progress_logger("table1")
+log = progress_logger("table1")
 
 #: what --quick runs (the --help text)
 QUICK_HELP = "Crabs, 15 %%, split 0, maxiter 5, 2 epochs"
 #: SEPGPC's minibatch damping per method (the full-batch "SEP inner" step refreshes every site, damped as a sweep)
-STEP_DAMPING = {"SEP minibatch": common.MINIBATCH_DAMPING, "SEP inner": common.SEP_DAMPING}
+STEP_DAMPING = {"SEP minibatch": MINIBATCH_DAMPING, "SEP inner": SEP_DAMPING}
 
 
 # ---------------------------------------------------------------- one model per configuration
@@ -115,30 +126,30 @@ def _optimizer_variables(opt):
     return list(vs() if callable(vs) else vs)
 
 
-class Table1Slot(common.ModelSlot):
+class Table1Slot(ModelSlot):
     """One model per (dataset, M, method), reused across splits: data in tf.Variables, reset per split."""
 
     def __init__(self, method, n, D, M, *, maxiter, epochs, batch_size, optimizer, sep_tol, sep_max_sweeps):
         Z0 = np.random.default_rng(0).standard_normal((M, D))  # placeholder, replaced per split
         if method == "SVGP":
-            model = gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z0, num_data=n)
+            model = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z0, num_data=n)
         else:
             steps = {"minibatch_damping": STEP_DAMPING[method]} if method in STEP_DAMPING else {}
             model = SEPGPC(
-                common.se_ard_kernel(D),
+                se_ard_kernel(D),
                 Probit(),
                 Z0,
                 num_data=n,
                 ep_mode="nested",
                 tol=sep_tol,
                 max_sweeps=sep_max_sweeps,
-                damping=common.SEP_DAMPING,
+                damping=SEP_DAMPING,
                 **steps,
             )
         super().__init__(model, np.zeros((n, D)), np.zeros((n, 1)), holds_data=False)
         self.method, self.n, self.maxiter, self.epochs, self.batch_size = method, n, maxiter, epochs, batch_size
         if method == "SEP minibatch":
-            self.optimizer = common.make_optimizer(optimizer)
+            self.optimizer = make_optimizer(optimizer)
             self.step = make_train_step(self.model, self.optimizer)
         elif method == "SEP inner":
             self.optimizer = SignAdaptive(0.01)
@@ -201,7 +212,7 @@ class Table1Slot(common.ModelSlot):
 
 def _mean_se(values):
     """(mean, standard error) with NaN where they do not exist."""
-    s = common.mean_se(values, missing=float("nan"))
+    s = mean_se(values, missing=float("nan"))
     return s["mean"], s["se"]
 
 
@@ -271,7 +282,7 @@ def run_table1(
                     notes.append(f"{name} {frac:.0%}: stopped after {len(row['splits'])} splits (time budget).")
                     break
                 sp = load_benchmark(name, k, data_dir=data_dir)
-                Z = common.random_subset(sp.X_train, M, seed=1000 + k)
+                Z = random_subset(sp.X_train, M, seed=1000 + k)
                 for method in methods:
                     n = sp.X_train.shape[0]
                     if method not in slots or slots[method].n != n:
@@ -290,7 +301,7 @@ def run_table1(
                     slot = slots[method]
                     slot.load_split(sp.X_train, sp.Y_train, Z)
                     info = slot.fit(sp.X_train, sp.Y_train, seed=k)
-                    ev = common.evaluate(slot.model, sp.X_test, sp.Y_test)
+                    ev = evaluate(slot.model, sp.X_test, sp.Y_test)
                     info.update(error=ev["error"], nll=ev["nlpd"], split=k)
                     row["per_split"][method].append(info)
                     log(
@@ -362,9 +373,7 @@ def _methods_in(report) -> List[str]:
 def table1_markdown(report) -> str:
     s = report["settings"]
     methods = _methods_in(report)
-    lines = common.markdown_header(
-        "SEPGPC vs SVGP on the paper's Table 1 protocol (UCI binary)", report, common.SHARED_MACHINE_NOTE
-    )
+    lines = markdown_header("SEPGPC vs SVGP on the paper's Table 1 protocol (UCI binary)", report, SHARED_MACHINE_NOTE)
     lines += [
         f"Setup: SE-ARD kernel (variance 1, lengthscales √D initially), exact probit "
         "(`gpflow_ep.likelihoods.Probit`, no additive noise term), inputs standardised with training "
@@ -436,9 +445,9 @@ def table1_markdown(report) -> str:
             + "".join(f"| {_t(tm[m])} " for m in methods)
             + f"| {' / '.join(f'{a:g}±{b:g}' for a, b in pt) if pt else '–'} |"
         )
-    lines += common.markdown_section("Claim checks (paper §4.1, Table 1)", report.get("claims", []))
+    lines += markdown_section("Claim checks (paper §4.1, Table 1)", report.get("claims", []))
     if report.get("notes"):
-        lines += common.markdown_section("Notes", report["notes"])
+        lines += markdown_section("Notes", report["notes"])
     return "\n".join(lines) + "\n"
 
 
@@ -501,9 +510,7 @@ def _t(x):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = common.benchmark_parser(
-        __spec__.name, __doc__, "results/sepgpc", QUICK_HELP, data_dir=True, optimizer=True
-    )
+    parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, data_dir=True, optimizer=True)
     parser.add_argument("--splits", default=None, help="splits, e.g. 0,1,2 or a count like 5 (default 3)")
     parser.add_argument("--datasets", default=",".join(TABLE1_DATASETS))
     parser.add_argument("--fractions", default="0.15,0.25,0.5")
@@ -531,20 +538,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args, command = common.parse_command_line(build_parser(), argv)
+    args, command = parse_command_line(build_parser(), argv)
     out_dir = Path(args.out_dir)
     if args.splits is None:
         splits = [0] if args.quick else [0, 1, 2]
     elif "," in args.splits:
-        splits = common.parse_list(args.splits, int)
+        splits = parse_list(args.splits, int)
     else:
         splits = list(range(int(args.splits)))
-    datasets = ["Crabs"] if args.quick else common.parse_list(args.datasets)
-    fractions = [0.15] if args.quick else common.parse_list(args.fractions, float)
+    datasets = ["Crabs"] if args.quick else parse_list(args.datasets)
+    fractions = [0.15] if args.quick else parse_list(args.fractions, float)
     maxiter = 5 if args.quick else args.maxiter
     epochs = 2 if args.quick else args.epochs
-    methods = common.parse_list(args.methods)
-    rep = common.timed_report(
+    methods = parse_list(args.methods)
+    rep = timed_report(
         command,
         lambda: run_table1(
             datasets,
@@ -558,9 +565,7 @@ def main(argv=None) -> int:
             max_m=args.max_m,
             methods=methods,
             previous=_rename_legacy(json.loads(Path(args.resume).read_text())) if args.resume else None,
-            checkpoint=lambda partial: common.write_json(
-                out_dir / "table1.partial.json", dict(partial, command=command)
-            ),
+            checkpoint=lambda partial: write_json(out_dir / "table1.partial.json", dict(partial, command=command)),
         ),
     )
     if args.resume:
@@ -583,9 +588,9 @@ def main(argv=None) -> int:
         quick=args.quick,
         max_m=args.max_m,
     )
-    rep["notes"].append(common.MINIBATCH_NOTE)
+    rep["notes"].append(MINIBATCH_NOTE)
     rep["claims"] = table1_claims(rep) if rep["rows"] else []
-    json_path, md_path = common.write_report(out_dir / "table1", rep, table1_markdown(rep))
+    json_path, md_path = write_report(out_dir / "table1", rep, table1_markdown(rep))
     print(f"wrote {json_path} and {md_path} (wall time {rep['wall_time_s']:.0f} s)", flush=True)
     return 0
 

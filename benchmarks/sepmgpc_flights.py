@@ -11,7 +11,7 @@ class, as the paper; SVGP: shared by its three latent GPs, GPflow's default; ``-
 SEPMGPC, RobustMax, Softmax), minibatches of
 ``--batch-size``, Adam (``--optimizer``), through ``gpflow_ep.training``'s compiled step, in
 interleaved chunks of ``--eval-every`` steps each followed by a test evaluation outside the
-training clock (``benchmarks.common.race``), until each has trained ``--time-budget`` seconds.
+training clock (``benchmarks.minibatch.race``), until each has trained ``--time-budget`` seconds.
 
 Reported: test error and NLL against training time (a PNG and the table of the curves), the time
 per step and per epoch (median over chunks, compilation excluded) and its ratio, the final and
@@ -32,9 +32,11 @@ from gpflow_ep.datasets import load_flights
 from gpflow_ep.likelihoods import MultiClassStep
 from gpflow_ep.models import SEPMGPC
 
-from . import common
+from .minibatch import MinibatchRunner, logistic_regression_baseline, plot_race, race, random_subset
+from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
 
-log = common.progress_logger("sepmgpc_flights")
+log = progress_logger("sepmgpc_flights")
 QUICK_HELP = "2,000 training and 1,000 test points, M = 10, at most 30 steps per method"
 CLASSES = ("early (d < -15)", "on time (|d| ≤ 15)", "late (d > 15)")
 METHODS = ("SEPMGPC", "RobustMax", "Softmax")
@@ -72,15 +74,13 @@ def steps_to_reach(curve: List[Dict], target: float) -> Optional[Dict]:
 def run_flights(methods, time_budget, eval_every, batch_size, M, optimizer, subsample, test_size, max_steps) -> Dict:
     Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample, target="early_on_time_late")
     n, D = Xtr.shape
-    Z = common.random_subset(Xtr, M, seed=1)
-    runners = {
-        m: common.MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer, model=build(m, D, Z, n)) for m in methods
-    }
+    Z = random_subset(Xtr, M, seed=1)
+    runners = {m: MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer, model=build(m, D, Z, n)) for m in methods}
     log(f"flights n_train={n}, classes {info['class_rates']}")
-    raced = common.race(
+    raced = race(
         runners, lambda model: _evaluate(model, Xte, Yte), time_budget, eval_every, n // batch_size, max_steps, log
     )
-    baseline = common.logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-300)
+    baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-300)
     return dict(
         data=info,
         M=M,
@@ -129,7 +129,7 @@ def claims(report) -> List[str]:
 
 def reanalyse(report) -> Dict:
     """
-    ``--rerender`` of a report written before ``common.race`` timed side by side: each method's
+    ``--rerender`` of a report written before ``race`` timed side by side: each method's
     chunk times from its curve (the training clock between evaluations), the median per step over
     the chunks every method ran (steps up to the fewest any method took), and the claims again.
     """
@@ -149,7 +149,7 @@ def reanalyse(report) -> Dict:
 
 def markdown(report) -> str:
     s, d = report, report["data"]
-    lines = common.markdown_header("SEPMGPC vs SVGP on nycflights13, three classes", report)
+    lines = markdown_header("SEPMGPC vs SVGP on nycflights13, three classes", report)
     rates = ", ".join(f"{c} {r:.3f}" for c, r in zip(CLASSES, d["class_rates"]))
     lines += [
         f"Data: {d['n_raw']} flights, {d['n_clean']} without missing values; classes of the arrival delay d: "
@@ -184,14 +184,12 @@ def markdown(report) -> str:
     ]
     for m, c in s["curves"].items():
         lines += [f"| {m} | {x['step']} | {x['time_s']:.1f} | {x['error']:.4f} | {x['nll']:.4f} |" for x in c]
-    lines += common.markdown_section("Claims", s["claims"])
+    lines += markdown_section("Claims", s["claims"])
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
-    parser = common.benchmark_parser(
-        "benchmarks.sepmgpc_flights", __doc__, "results/sepmgpc", QUICK_HELP, optimizer=True
-    )
+    parser = benchmark_parser("benchmarks.sepmgpc_flights", __doc__, "results/sepmgpc", QUICK_HELP, optimizer=True)
     parser.add_argument("--time-budget", type=float, default=600.0, help="training seconds per method")
     parser.add_argument("--eval-every", type=int, default=400, help="steps between test evaluations")
     parser.add_argument("--batch-size", type=int, default=200)
@@ -201,16 +199,16 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--rerender", action="store_true", help="redo the per-step medians and claims of the stored JSON"
     )
-    args, command = common.parse_command_line(parser, argv)
-    methods = common.parse_list(args.methods)
+    args, command = parse_command_line(parser, argv)
+    methods = parse_list(args.methods)
     if not methods or methods[0] != "SEPMGPC" or len(methods) < 2 or not set(methods) <= set(METHODS):
         parser.error(f"--methods: SEPMGPC first, then some of {METHODS[1:]}; got {methods}")
     quick = args.quick
     stem = "sepmgpc_flights_quick" if quick else "sepmgpc_flights"
     out = Path(args.out_dir)
     if args.rerender:
-        return common.rerender_report(out / stem, reanalyse, markdown, log)
-    report = common.timed_report(
+        return rerender_report(out / stem, reanalyse, markdown, log)
+    report = timed_report(
         command,
         lambda: run_flights(
             methods,
@@ -225,11 +223,11 @@ def main(argv=None) -> int:
         ),
     )
     report["claims"] = claims(report)
-    json_path, md_path = common.write_report(out / stem, report, markdown(report))
+    json_path, md_path = write_report(out / stem, report, markdown(report))
     title = (
         f"nycflights13, 3 classes: n_train={report['data']['n_train']}, M={report['M']}, batch {report['batch_size']}"
     )
-    common.plot_race(report["curves"], report["logistic_regression"], out / f"{stem}.png", title)
+    plot_race(report["curves"], report["logistic_regression"], out / f"{stem}.png", title)
     log(f"wrote {json_path}, {md_path} and {stem}.png")
     return 0
 

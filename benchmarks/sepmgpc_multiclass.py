@@ -34,11 +34,24 @@ from gpflow_ep.likelihoods import MultiClassHinge, MultiClassStep
 from gpflow_ep.models import SEPMGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
-from . import common
 from .bsvm_multiclass import SHIPPED, load
+from .claims import claim_items
 from .dgp_uci import train_interleaved
+from .minibatch import TimedSteps
+from .report import markdown_header, markdown_section
+from .runner import (
+    add_split_grid_options,
+    benchmark_parser,
+    check_choices,
+    merge_split_reports,
+    parse_command_line,
+    parse_list,
+    progress_logger,
+    run_split_grid,
+)
+from .stats import cell, mean_se
 
-log = common.progress_logger("sepmgpc_multiclass")
+log = progress_logger("sepmgpc_multiclass")
 QUICK_HELP = "iris, 1 split, 40 steps, M = 8"
 METHODS = ("SEPMGPC", "RobustMax", "Softmax", "hinge")
 
@@ -66,7 +79,7 @@ def run_split(name, split, methods, M, steps, lr, batch, chunk, data_dir) -> Dic
     size = min(len(X), batch)
     models = {m: build(m, X, C, M, seed=split) for m in methods}
     trainers = {
-        m: common.TimedSteps(
+        m: TimedSteps(
             make_train_step(model, tf_keras.optimizers.Adam(lr)),
             iter(make_dataset((X, Y), size, seed=split, drop_remainder=True)),
         )
@@ -92,8 +105,8 @@ def summarise(runs: List[Dict], methods) -> Dict:
         rows = [r["results"] for r in runs if r["dataset"] == name]
         entry = {
             m: dict(
-                error=common.mean_se([row[m]["error"] for row in rows]),
-                nll=common.mean_se([row[m]["nll"] for row in rows]),
+                error=mean_se([row[m]["error"] for row in rows]),
+                nll=mean_se([row[m]["nll"] for row in rows]),
                 training_seconds=float(np.median([row[m]["training_seconds"] for row in rows])),
             )
             for m in methods
@@ -129,7 +142,7 @@ def summarise(runs: List[Dict], methods) -> Dict:
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
     methods = c["methods"]
-    lines = common.markdown_header("Scalable multi-class EP (SEPMGPC) against SVGP likelihoods", report)
+    lines = markdown_header("Scalable multi-class EP (SEPMGPC) against SVGP likelihoods", report)
     lines += [
         f"M = {c['num_inducing']} (or N) per latent function, {c['steps']} Adam steps (lr {c['learning_rate']}, "
         f"batch min(N, {c['batch']})); mean ± s.e. over splits; median training time (steps × median time per step, "
@@ -147,18 +160,16 @@ def markdown(report) -> str:
     for name, row in s["per_set"].items():
         e = row["methods"]
         ref = e["RobustMax"]["training_seconds"] if "RobustMax" in e else 1.0
-        cells = [common.format_mean_se(e[m]["error"], 3) for m in methods]
-        cells += [common.format_mean_se(e[m]["nll"], 3) for m in methods]
+        cells = [cell(e[m]["error"], 3) for m in methods]
+        cells += [cell(e[m]["nll"], 3) for m in methods]
         cells += [f"{e[m]['training_seconds']:.1f} s ({e[m]['training_seconds'] / ref:.2f}×)" for m in methods]
         lines.append(f"| {name} | {row['splits']} | " + " | ".join(cells) + " |")
-    lines += common.markdown_section("Claims", common.claim_items(s["claims"]))
+    lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser(
-        "benchmarks.sepmgpc_multiclass", __doc__, "results/sepmgpc", QUICK_HELP, data_dir=True
-    )
+    parser = benchmark_parser("benchmarks.sepmgpc_multiclass", __doc__, "results/sepmgpc", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(SHIPPED))
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--splits", type=int, default=20)
@@ -167,15 +178,15 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--num-inducing", type=int, default=32)
     parser.add_argument("--chunk", type=int, default=250)
-    common.add_split_grid_options(parser)
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
+    add_split_grid_options(parser)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
     if args.merge:
         prefix = Path(args.out_dir) / "sepmgpc_multiclass"
-        return common.merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
-    datasets, methods = common.parse_list(args.datasets), common.parse_list(args.methods)
+        return merge_split_reports(args.merge, prefix, command, summarise, markdown, log)
+    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     if args.quick:
         datasets, args.splits, args.steps, args.num_inducing, args.chunk = ["iris"], 1, 40, 8, 10
-    common.check_choices(parser, "--methods", methods, METHODS)
+    check_choices(parser, "--methods", methods, METHODS)
     stem = "sepmgpc_multiclass_quick" if args.quick else "sepmgpc_multiclass"
     config = dict(
         datasets=datasets,
@@ -188,7 +199,7 @@ def main(argv=None, shared: bool = False) -> int:
         chunk=args.chunk,
     )
 
-    return common.run_split_grid(
+    return run_split_grid(
         datasets,
         args.splits,
         lambda name, split: run_split(

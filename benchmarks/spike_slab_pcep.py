@@ -34,9 +34,12 @@ import numpy as np
 from gpflow_ep.datasets import spike_slab_problem
 from gpflow_ep.models import SpikeSlabRegression, exact_spike_slab_posterior
 
-from . import common
+from .claims import claim_items
+from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
+from .stats import mean_se
 
-log = common.progress_logger("spike_slab_pcep")
+log = progress_logger("spike_slab_pcep")
 QUICK_HELP = "1 set, τ ∈ {0.5, 0.9}, 20 outer iterations, 1 exact set"
 HYPER = dict(noise_variance=0.005**2, slab_variance=1.0, prior_inclusion=0.2)
 PAPER = {  # Figure 1: τ → (#not converged, PC-EP MSE, R-EP MSE on those; PC-EP, R-EP MSE on the converged)
@@ -142,8 +145,8 @@ def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
     )
     exact_summary = {
         name: dict(
-            inclusion_error=common.mean_se([e[name]["inclusion_error"] for e in exact]),
-            mean_error=common.mean_se([e[name]["mean_error"] for e in exact]),
+            inclusion_error=mean_se([e[name]["inclusion_error"] for e in exact]),
+            mean_error=mean_se([e[name]["mean_error"] for e in exact]),
             converged=int(sum(e[name]["converged"] for e in exact)),
         )
         for name in (exact[0] if exact else {})
@@ -215,7 +218,7 @@ def _cell(g, digits=3) -> str:
 
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
-    lines = common.markdown_header("Convergent EP for spike-and-slab regression (PC-EP vs R-EP)", report)
+    lines = markdown_header("Convergent EP for spike-and-slab regression (PC-EP vs R-EP)", report)
     lines += [
         f"{c['sets']} data sets (d = 25, n = 10, σ = 0.005, p_s = 0.2, v_s = 1), R-EP at most 1000 sweeps, "
         f"PC-EP at most {c['max_outer']} outer iterations; MSE mean ± s.d. (s.e.); paper in brackets.",
@@ -259,7 +262,7 @@ def markdown(report) -> str:
                 f"| {name} | {e['inclusion_error']['mean']:.4f} ± {e['inclusion_error']['se'] or 0:.4f} | "
                 f"{e['mean_error']['mean']:.4f} ± {e['mean_error']['se'] or 0:.4f} | {e['converged']} |"
             )
-    lines += common.markdown_section("Claims", common.claim_items(s["claims"]))
+    lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
@@ -303,7 +306,7 @@ def plot_energy_traces(report, path: Path) -> Path:
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = common.benchmark_parser("benchmarks.spike_slab_pcep", __doc__, "results/spike_slab", QUICK_HELP)
+    parser = benchmark_parser("benchmarks.spike_slab_pcep", __doc__, "results/spike_slab", QUICK_HELP)
     parser.add_argument("--sets", type=int, default=100)
     parser.add_argument("--taus", default="0.1,0.3,0.5,0.7,0.9")
     parser.add_argument("--max-outer", type=int, default=1000)
@@ -311,8 +314,8 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument(
         "--rerender", action="store_true", help="redo summary, claims, table and PNG of the stored JSON"
     )
-    args, command = common.parse_command_line(parser, argv, shared=shared, log=log)
-    taus = common.parse_list(args.taus, float)
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    taus = parse_list(args.taus, float)
     if args.quick:
         args.sets, taus, args.max_outer, args.exact_sets = 1, [0.5, 0.9], 20, 1
     stem = "spike_slab_pcep_quick" if args.quick else "spike_slab_pcep"
@@ -323,7 +326,7 @@ def main(argv=None, shared: bool = False) -> int:
             plot_energy_traces(report, Path(args.out_dir) / f"{stem}_energy.png")
             return report
 
-        return common.rerender_report(Path(args.out_dir) / stem, reanalyse, markdown, log)
+        return rerender_report(Path(args.out_dir) / stem, reanalyse, markdown, log)
     config = dict(sets=args.sets, taus=taus, max_outer=args.max_outer, exact_sets=args.exact_sets)
 
     def run() -> Dict:
@@ -340,8 +343,8 @@ def main(argv=None, shared: bool = False) -> int:
             exact.append(run_exact(seed, args.max_outer))
         return dict(config=config, sets=sets, exact=exact, summary=summarise(sets, exact, taus))
 
-    report = common.timed_report(command, run)
-    json_path, md_path = common.write_report(Path(args.out_dir) / stem, report, markdown(report))
+    report = timed_report(command, run)
+    json_path, md_path = write_report(Path(args.out_dir) / stem, report, markdown(report))
     png = plot_energy_traces(report, Path(args.out_dir) / f"{stem}_energy.png")
     log(f"wrote {json_path}, {md_path} and {png}")
     return 0

@@ -32,9 +32,12 @@ from gpflow_ep.likelihoods import MultiClassStep, Probit
 from gpflow_ep.models import SEPGPC, SEPMGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
-from . import common
+from .minibatch import TimedSteps, make_optimizer, random_subset
+from .models import se_ard_kernel
+from .report import markdown_header, timed_report, write_report
+from .runner import benchmark_parser, parse_command_line, progress_logger
 
-log = common.progress_logger("step_speed")
+log = progress_logger("step_speed")
 QUICK_HELP = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps"
 GOALS = {"SEPGPC": 1.1, "SEPMGPC": 1.5}
 
@@ -63,25 +66,25 @@ def _svgp_step(model, optimizer):
     return step
 
 
-def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]) -> Dict[str, common.TimedSteps]:
+def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]) -> Dict[str, TimedSteps]:
     """Each method's compiled step and batch iterator for one (M, batch): SEP models and their SVGPs."""
     steppers = {}
     for C in classes:
         X, Y = _data(n, D, 2 if C == 2 else C, seed=C)
-        Z = common.random_subset(X, M, seed=1)
+        Z = random_subset(X, M, seed=1)
         if C == 2:
-            sep = SEPGPC(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
-            svgp = gpflow.models.SVGP(common.se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+            sep = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+            svgp = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
             names = ("SEPGPC", "SVGP")
         else:
-            sep = SEPMGPC(common.se_ard_kernel(D), MultiClassStep(C), Z.copy(), num_data=n)
+            sep = SEPMGPC(se_ard_kernel(D), MultiClassStep(C), Z.copy(), num_data=n)
             svgp = gpflow.models.SVGP(
-                common.se_ard_kernel(D), gpflow.likelihoods.MultiClass(C), Z.copy(), num_latent_gps=C, num_data=n
+                se_ard_kernel(D), gpflow.likelihoods.MultiClass(C), Z.copy(), num_latent_gps=C, num_data=n
             )
             names = (f"SEPMGPC C={C}", f"SVGP RobustMax C={C}")
         for name, model, make in zip(names, (sep, svgp), (make_train_step, _svgp_step)):
-            optimizer = common.make_optimizer("adam:0.01")
-            steppers[name] = common.TimedSteps(
+            optimizer = make_optimizer("adam:0.01")
+            steppers[name] = TimedSteps(
                 make(model, optimizer), iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))
             )
     return steppers
@@ -138,7 +141,7 @@ def run(n: int, D: int, configs, classes, rounds: int, steps: int, warmup: int) 
 
 def markdown(report: Dict) -> str:
     c = report["config"]
-    lines = common.markdown_header("Compiled training step: sparse EP against SVGP", report)
+    lines = markdown_header("Compiled training step: sparse EP against SVGP", report)
     lines += [
         "",
         f"n = {c['n']} points in {c['D']}-D, SE-ARD kernels, Adam 0.01; {c['rounds']} interleaved rounds of "
@@ -159,10 +162,10 @@ def markdown(report: Dict) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = common.benchmark_parser("benchmarks.step_speed", __doc__, "results/step_speed", QUICK_HELP)
+    parser = benchmark_parser("benchmarks.step_speed", __doc__, "results/step_speed", QUICK_HELP)
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")
-    args, command = common.parse_command_line(parser, argv)
+    args, command = parse_command_line(parser, argv)
     if args.quick:
         settings = dict(n=2000, D=8, configs=[(10, 50)], classes=[2, 3], rounds=3, steps=3, warmup=2)
     else:
@@ -175,9 +178,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             steps=args.steps,
             warmup=5,
         )
-    report = common.timed_report(command, lambda: run(**settings))
+    report = timed_report(command, lambda: run(**settings))
     prefix = Path(args.out_dir) / ("step_speed_quick" if args.quick else "step_speed")
-    json_path, md_path = common.write_report(prefix, report, markdown(report))
+    json_path, md_path = write_report(prefix, report, markdown(report))
     log(f"wrote {json_path} and {md_path}")
     return 0
 

@@ -229,7 +229,8 @@ def _benchmarks() -> List[str]:
         package = importlib.import_module("benchmarks")  # its __init__ imports nothing
     except ImportError:
         return []
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name != "common")
+    helpers = set(getattr(package, "HELPERS", ()))  # the shared modules, not benchmarks
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in helpers)
 
 
 def benchmark_description(name: str) -> str:

@@ -1,0 +1,169 @@
+"""
+Models of the benchmarks: :func:`build_ep_model` (EP, power EP or relaxed EP from a method spec),
+:func:`ep_fit`, :class:`ModelSlot` (one model reused across data sets of one shape) and
+:func:`evaluate` (test error and NLPD).
+"""
+
+import time
+from typing import Callable, Dict, Mapping, Optional
+
+import gpflow
+import numpy as np
+import tensorflow as tf
+
+from gpflow_ep.compare import make_kernel as se_ard_kernel
+from gpflow_ep.likelihoods import NoisyStep
+from gpflow_ep.models import EPGPC, PowerEP, RelaxedEP
+from gpflow_ep.optimizers import EP
+
+from .stats import finite_or_none
+
+__all__ = ["se_ard_kernel", "fixed_noisy_step", "build_ep_model", "ep_fit", "ModelSlot", "evaluate"]
+
+
+def fixed_noisy_step(eps: float) -> NoisyStep:
+    """``NoisyStep(eps)`` with eps not trained."""
+    likelihood = NoisyStep(eps)
+    gpflow.set_trainable(likelihood.epsilon, False)
+    return likelihood
+
+
+def build_ep_model(spec: Mapping, data, kernel, likelihood, options: Mapping):
+    """
+    A fresh EP-family model of a method spec on ``data``: ``spec["family"]`` is "EP" (``EPGPC``),
+    "PEP" (``PowerEP`` with ``spec["u"]`` and ``spec["cavity"]``) or a relaxed-EP family
+    (``RelaxedEP`` with ``spec["c"]``, ``spec["message_update"]``, ``spec["objective"]``);
+    ``options`` are the EP settings (schedule, criterion, tol, ...).
+    """
+    if spec["family"] == "EP":
+        return EPGPC(data, kernel, likelihood, **options)
+    if spec["family"] == "PEP":
+        return PowerEP(data, kernel, likelihood, power=spec["u"], cavity=spec["cavity"], **options)
+    return RelaxedEP(
+        data,
+        kernel,
+        likelihood,
+        penalty=spec["c"],
+        message_update=spec["message_update"],
+        objective=spec["objective"],
+        **options,
+    )
+
+
+def ep_fit(model) -> Dict:
+    """Run EP from the model's current sites (``gpflow_ep.optimizers.EP``); the outcome as plain numbers."""
+    start = time.perf_counter()
+    res = EP(warn=False).minimize(model)
+    elapsed = time.perf_counter() - start
+    tau, nu = (v.numpy() for v in model.sites.read())
+    return {
+        "converged": bool(res.converged),
+        "sweeps": int(res.sweeps),
+        "final_R": finite_or_none(res.max_change),
+        "num_skipped": int(res.num_skipped),
+        "finite": bool(np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))),
+        "R_history": [float(f"{h:.4g}") for h in res.history],
+        "fit_time_s": elapsed,
+    }
+
+
+def _attribute(obj, path: str):
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+class ModelSlot:
+    r"""
+    One model reused across data sets of one shape (splits, repetitions): the training inputs and
+    labels live in non-trainable ``tf.Variable``\ s (:attr:`X`, :attr:`Y`; also the model's
+    ``data`` when ``holds_data``), and :meth:`load` resets every variable of the model
+    (hyper-parameters, sites, variational parameters) to its value at construction before loading
+    a data set. Results equal those of a fresh model, while every compiled function (the model's
+    own, Scipy's cached loss and gradient, a train step) is traced once per slot instead of once
+    per data set.
+
+    :param model: the model, built on data of the shape of the data sets to come.
+    :param spec: an optional description of the method (kept as :attr:`spec`).
+    """
+
+    def __init__(self, model, X, Y, *, holds_data: bool = True, spec: Optional[Dict] = None):
+        dtype = gpflow.config.default_float()
+        self.X = tf.Variable(np.asarray(X, float), trainable=False, dtype=dtype, name="X")
+        self.Y = tf.Variable(np.asarray(Y, float), trainable=False, dtype=dtype, name="Y")
+        if holds_data:
+            model.data = (self.X, self.Y)
+        self.model, self.spec, self.shape = model, spec, np.shape(X)
+        self.initial = [(v, v.numpy().copy()) for v in model.variables]  # the variables themselves, not their order
+        self._scipy = None
+
+    def load(self, X, Y, values: Optional[Mapping] = None):
+        """
+        Reset the model, load (X, Y) and assign ``values`` (``{"kernel.lengthscales": 2.0, ...}``:
+        dotted attribute paths of the model).
+
+        :return: the model.
+        """
+        for variable, value in self.initial:
+            variable.assign(value)
+        self.X.assign(np.asarray(X, float))
+        self.Y.assign(np.asarray(Y, float))
+        for path, value in (values or {}).items():
+            _attribute(self.model, path).assign(value)
+        return self.model
+
+    def minimize(self, loss: Callable, maxiter: int, **kwargs):
+        """``gpflow.optimizers.Scipy().minimize`` on the model's trainable variables (one Scipy per slot)."""
+        if self._scipy is None:
+            self._scipy = gpflow.optimizers.Scipy()  # caches the compiled loss and gradient
+        options = dict(maxiter=int(maxiter))
+        return self._scipy.minimize(loss, self.model.trainable_variables, options=options, **kwargs)
+
+
+def evaluate(model, X, Y, *, dual: bool = False, chunk: Optional[int] = None) -> Dict:
+    r"""
+    Test error and mean test NLPD of ``model`` on (X, Y), Y in {0, 1}, from the model's stored state:
+    EP models (``EPGPC`` and its subclasses) predict from their sites through ``posterior()``, with
+    no further EP run; other models (``SEPGPC``, GPflow's) through ``predict_f``.
+
+    The error counts sign(E[f*]) ≠ y, the same as thresholding p(y* = 1) at ½ for the probit and
+    noisy-step likelihoods; the NLPD is −mean ``likelihood.predict_log_density``.
+
+    :param dual: also predict with the mean Σ_j dual_j k(x*, x_j) of Minka's predictor
+        (``predict_with="dual"``; the variance still from q): ``error_dual``, ``nlpd_dual``.
+    :param chunk: predict at most this many points at a time.
+    :return: ``error``, ``nlpd`` (and ``error_dual``, ``nlpd_dual``), ``mean_finite`` (every
+        predictive mean finite) and ``finite`` (every mean and log density finite).
+    """
+    X = np.asarray(X, float)
+    Y = np.asarray(Y, float)
+    n = X.shape[0]
+    chunk = n if chunk is None else int(chunk)
+    modes = ("sites", "dual") if dual else ("sites",)
+    ep_model = isinstance(model, EPGPC)
+    predict_f = model.posterior().predict_f if ep_model else model.predict_f
+    previous = getattr(model, "predict_with", None)
+    wrong = {m: 0.0 for m in modes}
+    lpd = {m: 0.0 for m in modes}
+    mean_finite = finite = True
+    try:
+        for start in range(0, n, max(chunk, 1)):
+            Xc, Yc = X[start : start + chunk], Y[start : start + chunk]
+            for mode in modes:
+                if ep_model:
+                    model.predict_with = mode
+                mu, var = predict_f(Xc)
+                log_density = model.likelihood.predict_log_density(Xc, mu, var, Yc).numpy()
+                mu = mu.numpy()
+                mean_finite &= bool(np.all(np.isfinite(mu)))
+                finite &= bool(np.all(np.isfinite(mu)) and np.all(np.isfinite(log_density)))
+                wrong[mode] += float(np.sum((mu > 0) != (Yc > 0.5)))
+                lpd[mode] += float(np.sum(log_density))
+    finally:
+        if ep_model:
+            model.predict_with = previous
+    out = {"error": wrong["sites"] / n, "nlpd": -lpd["sites"] / n}
+    if dual:
+        out.update(error_dual=wrong["dual"] / n, nlpd_dual=-lpd["dual"] / n)
+    out.update(mean_finite=mean_finite, finite=finite)
+    return out
