@@ -28,7 +28,8 @@ name                  task        model
 ``spikeslab``         regression  :class:`~gpflow_ep.models.SpikeSlabRegression` (linear, EP)
 ``epgp-t``            regression  :class:`~gpflow_ep.models.EPGP`, Student-t (ν = 4 learned), robust EP
                                   (:func:`~gpflow_ep.ep.robust_settings`; Jylänki et al. 2011)
-``sepgp-t``           regression  :class:`~gpflow_ep.models.SEPGP`, the same, M inducing inputs
+``sepgp-t``           regression  :class:`~gpflow_ep.models.SEPGP`, the same, M inducing inputs (without the
+                                  double-loop fallback, which needs the full GP's normaliser)
 ``svgp-t``            regression  ``gpflow.models.SVGP`` with the same Student-t likelihood
 ``epgp``              counts      :class:`~gpflow_ep.models.EPGP`, ``Poisson`` (exp link), EP by
                                   quadrature of the tilted moments
@@ -184,7 +185,7 @@ def _regression(name):
             return _internal(EPGP(data, kernel, student_t_likelihood(), **robust_settings()))
         Z = inducing_inputs(s.X_train, num_inducing, seed)
         if name == "sepgp-t":
-            return _external(SEPGP(kernel, student_t_likelihood(), Z, len(s.X_train), **robust_settings()), data)
+            return _external(SEPGP(kernel, student_t_likelihood(), Z, len(s.X_train), **robust_settings(fallback=False)), data)
         if name == "svgp-t":
             return _external(gpflow.models.SVGP(kernel, student_t_likelihood(), Z, num_data=len(s.X_train)), data)
         if name == "sgpr":

@@ -280,7 +280,8 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         if get_schedule(settings.schedule).needs_log_normaliser:
             raise ValueError(
                 f"schedule: {settings.schedule!r} needs the normaliser of q over all sites, which the "
-                "inducing-point algebra does not provide; use 'parallel' or 'sequential' (or EPGPC)"
+                "inducing-point algebra does not provide; use 'parallel' or 'sequential' (or EPGPC; for robust EP "
+                "with inducing points, gpflow_ep.ep.robust_settings(fallback=False))"
             )
         return settings
 

@@ -163,3 +163,16 @@ def test_exported_from_the_package():
     import gpflow_ep
 
     assert gpflow_ep.EPGP is EPGP and gpflow_ep.SEPGP is SEPGP
+
+
+def test_sepgp_refuses_the_robust_fallback_and_names_the_setting_that_works():
+    """The double-loop fallback needs the full GP's normaliser of q, which inducing points lack."""
+    from gpflow_ep.ep import robust_settings
+
+    Z = np.linspace(-1.0, 1.0, 3)[:, None]
+    with pytest.raises(ValueError, match=r"schedule: 'robust'.*robust_settings\(fallback=False\)"):
+        SEPGP(gpflow.kernels.SquaredExponential(), gpflow.likelihoods.StudentT(), Z, 10, **robust_settings())
+    model = SEPGP(
+        gpflow.kernels.SquaredExponential(), gpflow.likelihoods.StudentT(), Z, 10, **robust_settings(fallback=False)
+    )
+    assert model.ep_settings.schedule == "parallel"
