@@ -48,8 +48,6 @@ from .runner import benchmark_parser, parse_command_line, parse_list, progress_l
 
 SCHEDULE_ORDER = ("parallel", "sequential")
 GOAL_RATIO = 3.0
-#: the goal for a converged log Z: time ≤ this × sweeps × floor (floor = Cholesky of B + the triangular solve)
-GOAL_FLOOR_RATIO = 1.15
 PIMA_SPLIT = 0
 #: --quick: the smoke configuration (options given explicitly still apply)
 QUICK = dict(sizes="60", repeats=1, datasets="synthetic")
@@ -119,16 +117,11 @@ def problems(datasets, sizes, data_dir=None):
 
 
 def _ep_once(model, schedule, tol, max_sweeps):
-    """
-    One EP run from flat sites to a converged log Z_EP (the run's own when the schedule gives it, else
-    the model's ``log_marginal_likelihood()``): (seconds, sweeps, converged, max_change, run).
-    """
+    """One EP run from flat sites: (seconds, sweeps, converged, max_change, run)."""
     model.sites.reset()
     t0 = time.perf_counter()
     run = model.run_ep(schedule=schedule, tol=tol, max_sweeps=max_sweeps)
-    log_z = run.log_marginal_likelihood
-    float((model.log_marginal_likelihood() if log_z is None else log_z).numpy())  # forces completion
-    sweeps = int(run.sweeps.numpy())
+    sweeps = int(run.sweeps.numpy())  # forces completion
     elapsed = time.perf_counter() - t0
     return elapsed, sweeps, bool(run.converged.numpy()), float(run.max_change.numpy()), run
 
@@ -260,10 +253,6 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
     def trsm_op(L, R):
         return tf.reduce_sum(tf.linalg.triangular_solve(L, R))
 
-    def floor_op(B, R):  # one sweep's floor: the Cholesky of B and the solve that diag(Σ) needs
-        L = tf.linalg.cholesky(B)
-        return tf.reduce_sum(tf.linalg.diag_part(L)) + tf.reduce_sum(tf.linalg.triangular_solve(L, R))
-
     def factorise_op(K, tau, nu):
         q = GPSiteFactorisation(K, tau, nu)
         return tf.reduce_sum(q.mean) + tf.reduce_sum(q.var)
@@ -276,7 +265,6 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
 
     probes = {
         "cholesky_B_s": _amortised_probe(cholesky_op, (B,)),
-        "floor_s": _amortised_probe(floor_op, (B, AK)),
         "cholesky_K_s": _amortised_probe(cholesky_op, (K_jit,)),
         "triangular_solve_s": _amortised_probe(trsm_op, (L_B, AK)),
         "factorisation_s": _amortised_probe(factorise_op, (K, tau, nu)),
@@ -329,8 +317,6 @@ def bench_problem(prob, schedules, repeats, budget, tol, max_sweeps, sequential_
             row["sweep_over_cholesky"] = row["time_per_sweep_s"] / floor["cholesky_B_s"]
             row["sweep_over_numpy_cholesky"] = row["time_per_sweep_s"] / floor["numpy_cholesky_B_s"]
             row["goal_met"] = bool(row["sweep_over_cholesky"] <= GOAL_RATIO)
-            row["converge_over_floor"] = row["time_to_converge_s"] / (row["sweeps"] * floor["floor_s"])
-            row["floor_goal_met"] = bool(row["converge_over_floor"] <= GOAL_FLOOR_RATIO)
             row["sweep_over_vgp"] = row["time_per_sweep_s"] / floor["vgp_elbo_grad_s"]
             row["converge_over_vgp"] = row["time_to_converge_s"] / floor["vgp_elbo_grad_s"]
             if row["schedule"] == "parallel":
@@ -387,9 +373,8 @@ def markdown(report: Dict) -> str:
         "repeated), so each ratio compares timings taken in the same window; the sequential runs "
         "follow on their own.",
         "",
-        "Columns: *time to converge* = from flat sites to a converged log Z_EP (`run_ep()` and the "
-        "run's `log_marginal_likelihood`, or the model's `log_marginal_likelihood()` where the run "
-        "gives none); *time/sweep* = time to converge / sweeps (it includes one tf.function call's "
+        "Columns: *time/sweep* = median time to converge / sweeps (a parallel run factorises "
+        "sweeps + 1 times: once for the initial marginals; it includes one tf.function call's "
         "dispatch overhead, which matters only at small n). *Cholesky* = one "
         "`tf.linalg.cholesky` of B = I + A K A at the converged sites (n×n; the floor), timed "
         "inside a compiled `tf.while_loop` of repeated factorisations so that, as inside EP's "
@@ -421,27 +406,6 @@ def markdown(report: Dict) -> str:
             f"| {_ratio(r['sweep_over_cholesky'])} | {_fmt(r['goal_met'])} | {_fmt(r['vgp_elbo_grad_s'])} "
             f"| {_ratio(r['sweep_over_vgp'])} | {_ratio(r['converge_over_vgp'])} "
             f"| {_fmt(r['ep_loss_grad_warm_s'])} | {runs} |"
-        )
-    lines += [
-        "",
-        "## Time to a converged log Z against its floor",
-        "",
-        "*floor* = one parallel sweep's irreducible work: the Cholesky factor of B and the triangular "
-        "solve with n right-hand sides that diag(Σ) needs, compiled as one op and timed like the Cholesky "
-        "(per-call overhead amortised), at the converged sites; *ratio* = time to converge / (sweeps × "
-        f"floor); the goal is ≤ {GOAL_FLOOR_RATIO:g}.",
-        "",
-        "| dataset | n | sweeps | time to converged log Z (s) | floor (s) | time/(sweeps×floor) "
-        f"| goal ≤{GOAL_FLOOR_RATIO:g} |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in report["results"]:
-        if r["schedule"] != "parallel" or "converge_over_floor" not in r:
-            continue
-        n_label = f"{r['n']} (all)" if r["dataset"] == "Pima" and r["subset"].startswith("all") else str(r["n"])
-        lines.append(
-            f"| {r['dataset']} | {n_label} | {_fmt(r['sweeps'])} | {_fmt(r['time_to_converge_s'])} "
-            f"| {_fmt(r['floor_s'])} | {_ratio(r['converge_over_floor'])} | {_fmt(r['floor_goal_met'])} |"
         )
     lines += [
         "",
@@ -484,13 +448,6 @@ def markdown(report: Dict) -> str:
             f"Goal (parallel time/sweep ≤ {GOAL_RATIO:g}× one Cholesky): met in {len(met)} of {len(par)} "
             f"parallel configurations; largest ratio {worst['sweep_over_cholesky']:.2f} "
             f"({worst['dataset']}, n={worst['n']})."
-        )
-        met = [r for r in par if r["floor_goal_met"]]
-        worst = max(par, key=lambda r: r["converge_over_floor"])
-        notes.append(
-            f"Goal (parallel time to a converged log Z ≤ {GOAL_FLOOR_RATIO:g}× sweeps × floor): met in "
-            f"{len(met)} of {len(par)} parallel configurations; largest ratio "
-            f"{worst['converge_over_floor']:.2f} ({worst['dataset']}, n={worst['n']})."
         )
     if notes:
         lines += markdown_section("Notes", notes)
@@ -536,19 +493,13 @@ def run_benchmark(
         "budget_per_configuration_s": budget,
         "sequential_max_n": sequential_max_n,
         "goal_sweep_over_cholesky": GOAL_RATIO,
-        "goal_converge_over_floor": GOAL_FLOOR_RATIO,
     }
     return report
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = benchmark_parser(__spec__.name, __doc__, "results", QUICK_HELP, data_dir=True)
-    parser.add_argument(
-        "--sizes",
-        nargs="+",
-        default=None,
-        help=f"training sizes, separated by spaces or commas (default {DEFAULTS['sizes']})",
-    )
+    parser.add_argument("--sizes", default=None, help=f"training sizes, comma separated (default {DEFAULTS['sizes']})")
     parser.add_argument(
         "--repeats",
         type=int,
@@ -576,7 +527,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args, command = parse_command_line(parser, argv)
     preset = QUICK if args.quick else DEFAULTS
-    sizes = parse_list(",".join(args.sizes) if args.sizes else preset["sizes"], int)
+    sizes = parse_list(args.sizes or preset["sizes"], int)
     if not sizes or any(n < 2 for n in sizes):
         parser.error("--sizes must be integers ≥ 2")
     repeats = preset["repeats"] if args.repeats is None else args.repeats

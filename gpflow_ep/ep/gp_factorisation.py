@@ -41,20 +41,17 @@ class GPSiteFactorisation:
     @check_shapes("K: [N, N]", "precision: [N, 1]", "natural_mean: [N, 1]")
     def __init__(self, K, precision, natural_mean):
         dtype = K.dtype
+        n = tf.shape(K)[0]
         tau = precision[:, 0]
         nu = natural_mean[:, 0]
         negative = tau < 0.0
 
-        # positive part: B = I + A₊ K A₊, formed from A₊ K (also the right-hand side below) with its
-        # diagonal set in place, so that apart from the Cholesky factor and the triangular solve a
-        # factorisation makes only a few O(n²) passes over memory
+        # positive part: B = I + A₊ K A₊
         a_pos = tf.sqrt(tf.maximum(tau, 0.0))
-        AK = a_pos[:, None] * K
-        AKA = AK * a_pos[None, :]
-        B = tf.linalg.set_diag(AKA, tf.linalg.diag_part(AKA) + 1.0)
+        B = tf.eye(n, dtype=dtype) + a_pos[:, None] * K * a_pos[None, :]
         self._L_B, ok_B = safe_cholesky(B)
         self._a_pos = a_pos
-        self._V = tf.linalg.triangular_solve(self._L_B, AK)  # L_B⁻¹ A₊ K
+        self._V = tf.linalg.triangular_solve(self._L_B, a_pos[:, None] * K)  # L_B⁻¹ A₊ K
         self._nu_pos = tf.where(negative, tf.zeros_like(nu), nu)
         self._V_nu = tf.linalg.matvec(self._V, self._nu_pos)
         mean_pos = tf.linalg.matvec(K, self._nu_pos) - tf.linalg.matvec(self._V, self._V_nu, transpose_a=True)

@@ -35,14 +35,13 @@ convergence statistic of every sweep (zeros after the last; -1 for a rejected pa
 """
 
 import abc
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Tuple
 
 import tensorflow as tf
 from check_shapes import check_shapes
 
 from ..summaries import summary_repr
 from .algebra import JointPosterior, SiteAlgebra
-from .energy import ep_log_marginal_likelihood, site_energy_terms
 from .factors import SiteFactor
 from .settings import EPSettings
 from .sites import cavity_distribution
@@ -77,9 +76,6 @@ class EPRun(NamedTuple):
     dual: tf.Tensor  # [N, 1] per-site ∂log Z_i/∂(cavity mean) of the latest visits
     relaxation: tf.Tensor  # [N, 1] relaxation precisions b of the latest visits (relaxed EP)
     history: tf.Tensor  # [max_sweeps] convergence statistic per sweep
-    #: [] log Z_EP at the returned sites (:func:`~gpflow_ep.ep.ep_log_marginal_likelihood`), from the
-    #: factorisation of the run's last accepted sweep; ``None`` when the schedule or algebra gives none
-    log_marginal_likelihood: Optional[tf.Tensor] = None
 
     def __repr__(self) -> str:
         return summary_repr(self)
@@ -255,7 +251,6 @@ class _ParallelState(NamedTuple):
     natural_mean: tf.Tensor
     mean: tf.Tensor
     var: tf.Tensor
-    log_normaliser: tf.Tensor  # of q at the sites, on h (SiteAlgebra.log_normaliser); 0 without one
     dual: tf.Tensor
     relaxation: tf.Tensor
     damping: tf.Tensor
@@ -267,44 +262,16 @@ class _ParallelState(NamedTuple):
 
 
 class ParallelSchedule(Schedule):
-    """
-    Damped parallel EP (module docstring).
-
-    A cold start (every site flat) reads q = prior off :meth:`SiteAlgebra.prior_marginals` instead
-    of factorising, and the run's :attr:`EPRun.log_marginal_likelihood` is assembled from the last
-    accepted sweep's factorisation, so a run from flat sites to log Z_EP factorises once per sweep.
-    """
+    """Damped parallel EP (module docstring)."""
 
     def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
         dtype = precision.dtype
         num_sites = tf.shape(precision)[0]
+        tau, nu, q = warm_start(
+            algebra.marginals(precision, natural_mean), algebra.prior_marginals(precision), precision, natural_mean
+        )
         zeros = tf.zeros_like(precision)
         inf = tf.constant(float("inf"), dtype)
-        has_energy = []  # set while tracing: whether the algebra gives q's log normaliser
-
-        def posterior(tau, nu):
-            """q's marginals and its log normaliser on h (0 when the algebra gives none)."""
-            q = algebra.posterior(tau, nu)
-            if not has_energy:
-                has_energy.append(q.log_normaliser is not None)
-            if q.log_normaliser is None:
-                return q.marginals, tf.zeros([], dtype)
-            o = q.offset
-            log_normaliser = q.log_normaliser + tf.reduce_sum(nu * o - 0.5 * tau * tf.square(o))
-            return q.marginals, log_normaliser
-
-        def stored_start():
-            q, log_normaliser = posterior(precision, natural_mean)
-            prior = algebra.prior_marginals(precision)
-            tau, nu, q = warm_start(q, prior, precision, natural_mean)
-            return tau, nu, q.mean, q.var, tf.where(q.proper, log_normaliser, tf.zeros_like(log_normaliser))
-
-        def flat_start():
-            prior = algebra.prior_marginals(precision)
-            return zeros, zeros, prior.mean, prior.var, tf.zeros([], dtype)
-
-        flat = tf.reduce_all(tf.equal(precision, 0.0)) & tf.reduce_all(tf.equal(natural_mean, 0.0))
-        tau, nu, mean, var, log_normaliser = tf.cond(flat, flat_start, stored_start)
 
         def body(s: _ParallelState) -> _ParallelState:
             cav = cavity_distribution(s.mean, s.var, s.precision, s.natural_mean, settings.removed_fraction)
@@ -312,8 +279,8 @@ class ParallelSchedule(Schedule):
             ok = prop.valid
             dual = tf.where(ok, prop.dual, s.dual)
             tau_p, nu_p = accept_proposal(s.precision, s.natural_mean, prop, s.damping)
-            q, log_normaliser = posterior(tau_p, nu_p)
-            accept = q.proper & tf.math.is_finite(log_normaliser)
+            q = algebra.marginals(tau_p, nu_p)
+            accept = q.proper
             if settings.criterion == "alpha":
                 change = tf.norm(dual - s.dual)
             elif settings.criterion == "moments":
@@ -331,7 +298,6 @@ class ParallelSchedule(Schedule):
                 natural_mean=pick(nu_p, s.natural_mean),
                 mean=pick(q.mean, s.mean),
                 var=pick(q.var, s.var),
-                log_normaliser=pick(log_normaliser, s.log_normaliser),
                 dual=pick(dual, s.dual),
                 relaxation=pick(tf.where(ok, prop.relaxation, s.relaxation), s.relaxation),
                 damping=pick(s.damping, 0.5 * s.damping),
@@ -349,9 +315,8 @@ class ParallelSchedule(Schedule):
             sweep=tf.constant(0),
             precision=tau,
             natural_mean=nu,
-            mean=mean,
-            var=var,
-            log_normaliser=log_normaliser,
+            mean=q.mean,
+            var=q.var,
             dual=zeros,
             relaxation=zeros,
             damping=tf.constant(settings.damping, dtype),
@@ -362,28 +327,7 @@ class ParallelSchedule(Schedule):
             history=tf.zeros([settings.max_sweeps], dtype),
         )
         s = tf.while_loop(cond, lambda s: (body(s),), (init,))[0]
-        run = outcome(s, num_sites, settings, s.rejected)
-        if not has_energy[0]:
-            return run
-        return run._replace(log_marginal_likelihood=self._energy(algebra, factor, s, settings))
-
-    @staticmethod
-    def _energy(algebra, factor, s: _ParallelState, settings):
-        """
-        log Z_EP at the final sites: q's log normaliser and marginals from the last accepted sweep
-        plus the site terms (:func:`~gpflow_ep.ep.site_energy_terms`, on h: the constants that
-        centring on the offsets takes out cancel); a run that accepted no sweep factorises.
-        """
-
-        def from_sweep():
-            terms, _ = site_energy_terms(s.mean, s.var, s.precision, s.natural_mean, factor, settings)
-            return s.log_normaliser + tf.reduce_sum(terms)
-
-        def factorised():
-            energy = ep_log_marginal_likelihood(algebra, factor, s.precision, s.natural_mean, settings)
-            return energy.log_marginal_likelihood
-
-        return tf.cond(s.rejected < s.sweep, from_sweep, factorised)
+        return outcome(s, num_sites, settings, s.rejected)
 
 
 # ------------------------------------------------------------------------------------------ sequential

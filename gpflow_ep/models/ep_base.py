@@ -107,9 +107,6 @@ class EPModel:
         run = run._replace(
             precision=kept[0], natural_mean=kept[1], dual=kept[2], relaxation=kept[3], converged=run.converged & finite
         )
-        if run.log_marginal_likelihood is not None:  # the evidence of sites that were not stored is not the model's
-            no_evidence = tf.constant(-float("inf"), run.log_marginal_likelihood.dtype)
-            run = run._replace(log_marginal_likelihood=tf.where(finite, run.log_marginal_likelihood, no_evidence))
         self.ep_diagnostics.record(run)
         return run
 

@@ -33,16 +33,10 @@ def test_epgpc_scaling_quick_writes_json_and_markdown(tmp_path):
             "sweep_over_cholesky",
             "vgp_elbo_grad_s",
             "ep_loss_grad_warm_s",
-            "floor_s",
         ):
             assert math.isfinite(r[key]) and r[key] > 0, key
 
-    parallel = next(r for r in rows if r["schedule"] == "parallel")
-    assert parallel["converge_over_floor"] > 0 and isinstance(parallel["floor_goal_met"], bool)
-    assert report["settings"]["goal_converge_over_floor"] == 1.15
-
     md = md_path.read_text()
-    assert "| synthetic | 60 | " in md.split("## Time to a converged log Z against its floor")[1]
     assert md.startswith("# EPGPC scaling benchmark\n")
     assert "| synthetic | 60 | parallel |" in md
     assert "| synthetic | 60 | sequential |" in md
@@ -60,6 +54,3 @@ def test_epgpc_scaling_out_prefix(tmp_path, monkeypatch):
     assert report["kwargs"]["sizes"] == [30, 40] and report["kwargs"]["repeats"] == 1
     assert report["kwargs"]["datasets"] == ["synthetic"]
     assert (tmp_path / "p.md").read_text() == "# stub\n"
-    # sizes may also be separated by spaces, as in ``--sizes 1000 2000``
-    assert bench.main(["--quick", "--sizes", "1000", "2000", "--out", str(tmp_path / "q")]) == 0
-    assert json.loads((tmp_path / "q.json").read_text())["kwargs"]["sizes"] == [1000, 2000]

@@ -7,7 +7,6 @@ import tensorflow as tf
 from gpflow_ep.ep import (
     EPRun,
     EPSettings,
-    GPAlgebra,
     JointPosterior,
     LikelihoodFactor,
     Schedule,
@@ -15,7 +14,6 @@ from gpflow_ep.ep import (
     SiteFactor,
     SiteMarginals,
     TiltedMoments,
-    ep_log_marginal_likelihood,
     get_schedule,
     register_schedule,
     run_ep,
@@ -118,63 +116,3 @@ def test_an_ep_run_prints_as_one_short_line():
 
     inside(tf.ones([4, 1], tf.float64))
     assert "precision=<symbolic float64 [4, 1]>" in texts[0]
-
-
-class _CountingGP(SiteAlgebra):
-    """A full-GP algebra that counts its factorisations (posterior calls) as the compiled run executes them."""
-
-    def __init__(self, K):
-        self.gp = GPAlgebra(K, tf.zeros([K.shape[0], 1], tf.float64))
-        self.count = tf.Variable(0)
-
-    def posterior(self, precision, natural_mean):
-        with tf.control_dependencies([self.count.assign_add(1)]):
-            return self.gp.posterior(tf.identity(precision), natural_mean)
-
-    def joint(self, precision, natural_mean):
-        return self.gp.joint(precision, natural_mean)
-
-    def prior_marginals(self, precision):
-        return self.gp.prior_marginals(precision)
-
-
-def _probit_problem(n=30):
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(n, 2))
-    Y = (np.sin(2 * X[:, :1]) + 0.5 * X[:, 1:] > 0).astype(float)
-    diff = X[:, None, :] - X[None, :, :]
-    K = tf.constant(1.5 * np.exp(-0.5 * np.sum(diff**2, axis=-1)))
-    return K, LikelihoodFactor(Probit(), None, tf.constant(Y))
-
-
-def test_a_cold_parallel_run_factorises_once_per_sweep_and_returns_the_evidence():
-    """
-    From flat sites q is the prior (no factorisation), each sweep factorises once, and log Z_EP at the
-    returned sites comes from the last sweep's factorisation: equal to the energy evaluated afresh.
-    """
-    K, factor = _probit_problem()
-    algebra = _CountingGP(K)
-    zeros = tf.zeros([K.shape[0], 1], tf.float64)
-    settings = EPSettings(tol=1e-9)
-    run = tf.function(lambda: run_ep(algebra, factor, zeros, zeros, settings))()
-    assert bool(run.converged)
-    assert int(algebra.count.numpy()) == int(run.sweeps)
-    energy = ep_log_marginal_likelihood(algebra.gp, factor, run.precision, run.natural_mean, settings)
-    # both are sums of ~N terms of order one evaluated in float64
-    np.testing.assert_allclose(run.log_marginal_likelihood, energy.log_marginal_likelihood, rtol=1e-12)
-
-
-def test_a_warm_parallel_run_returns_the_evidence_of_its_sites():
-    """Warm start from stored sites, one sweep: the evidence still matches a fresh evaluation; an algebra
-    without a log normaliser gives none."""
-    K, factor = _probit_problem()
-    algebra = GPAlgebra(K, tf.fill([K.shape[0], 1], tf.constant(0.4, tf.float64)))
-    zeros = tf.zeros([K.shape[0], 1], tf.float64)
-    first = run_ep(algebra, factor, zeros, zeros, EPSettings(tol=1e-9))
-    settings = EPSettings(tol=1e-3, power=0.5)
-    run = run_ep(algebra, factor, first.precision, first.natural_mean, settings)
-    energy = ep_log_marginal_likelihood(algebra, factor, run.precision, run.natural_mean, settings)
-    np.testing.assert_allclose(run.log_marginal_likelihood, energy.log_marginal_likelihood, rtol=1e-12)
-    few = LikelihoodFactor(Probit(), None, tf.ones([N, 1], tf.float64))
-    flat = tf.zeros([N, 1], tf.float64)
-    assert run_ep(_Prior(), few, flat, flat, EPSettings(max_sweeps=2)).log_marginal_likelihood is None

@@ -350,16 +350,3 @@ def test_an_ep_run_with_non_finite_results_is_not_stored(classification_data):
     assert not bool(run.converged) and not bool(m.ep_diagnostics.converged.numpy())
     for before, after in zip(sites, m.sites.variables):
         np.testing.assert_array_equal(before, after.numpy())
-
-
-def test_a_parallel_run_returns_the_exact_evidence_for_a_gaussian_likelihood(regression_data):
-    """run_ep()'s log Z_EP (from its last sweep's factorisation, no extra one) is GPR's evidence."""
-    X, Y = regression_data
-    mean_function = gpflow.mean_functions.Constant(0.4)
-    gpr = gpflow.models.GPR((X, Y), _kernel(), mean_function=mean_function, noise_variance=0.05)
-    m = EPGPC((X, Y), _kernel(), gpflow.likelihoods.Gaussian(variance=0.05), mean_function=mean_function, tol=1e-12)
-    run = m.run_ep()
-    assert bool(run.converged)
-    # EP is exact here; both are O(10) sums of O(1) terms in float64
-    np.testing.assert_allclose(run.log_marginal_likelihood, gpr.log_marginal_likelihood(), rtol=0, atol=1e-8)
-    np.testing.assert_allclose(run.log_marginal_likelihood, m.log_marginal_likelihood(), rtol=1e-12)
