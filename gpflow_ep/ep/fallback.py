@@ -19,7 +19,6 @@ sweep followed by the double loop's energies (zeros when it did not run); ``num_
 
 import tensorflow as tf
 
-from .energy import ep_log_marginal_likelihood
 from .power_double_loop import run_power_double_loop
 from .schedules import EPRun, ParallelSchedule, Schedule, register_schedule
 
@@ -48,16 +47,11 @@ class FallbackSchedule(Schedule):
 
         def with_fallback() -> EPRun:
             second = run_power_double_loop(algebra, factor, first.precision, first.natural_mean, settings)
-            evidence = None  # both branches return log Z_EP at their sites when the parallel run does
-            if first.log_marginal_likelihood is not None:
-                energy = ep_log_marginal_likelihood(algebra, factor, second.precision, second.natural_mean, settings)
-                evidence = energy.log_marginal_likelihood
             return second._replace(
                 sweeps=first.sweeps + second.sweeps,
                 num_skipped=first.num_skipped + second.num_skipped,
                 num_rejected=first.num_rejected + second.num_rejected,
                 history=tf.concat([first.history, second.history], axis=0),
-                log_marginal_likelihood=evidence,
             )
 
         return tf.cond(first.converged, parallel_only, with_fallback)
