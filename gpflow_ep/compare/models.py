@@ -185,7 +185,8 @@ def _regression(name):
             return _internal(EPGP(data, kernel, student_t_likelihood(), **robust_settings()))
         Z = inducing_inputs(s.X_train, num_inducing, seed)
         if name == "sepgp-t":
-            return _external(SEPGP(kernel, student_t_likelihood(), Z, len(s.X_train), **robust_settings(fallback=False)), data)
+            options = robust_settings(fallback=False)  # the double loop needs the full GP's normaliser
+            return _external(SEPGP(kernel, student_t_likelihood(), Z, len(s.X_train), **options), data)
         if name == "svgp-t":
             return _external(gpflow.models.SVGP(kernel, student_t_likelihood(), Z, num_data=len(s.X_train)), data)
         if name == "sgpr":
