@@ -4,42 +4,23 @@ parallel EP, continued by the moment-matching double loop of gpflow_ep.ep.power_
 does not converge.
 """
 
-import gpflow
 import numpy as np
 import pytest
 import scipy.stats
 import tensorflow as tf
+from neal_data import neal_outlier_data, student_t_epgp
 from scipy_tilted import tilted_reference
 
 from gpflow_ep.ep import EPConvergenceWarning, cavity_distribution, robust_settings, used_fallback
-from gpflow_ep.models import EPGP
 
 TOL = 1e-7
 
 
-def _data(n=30, seed=0):
-    """Neal's (1997) regression function, Gaussian noise 0.1 and 20% outliers of sd 1 (Jylänki et al., Sec. 6.1)."""
-    rng = np.random.default_rng(seed)
-    X = np.sort(rng.uniform(-3, 3, (n, 1)), axis=0)
-    f = 0.3 + 0.4 * X + 0.5 * np.sin(2.7 * X) + 1.1 / (1 + X**2)
-    Y = f + 0.1 * rng.standard_normal(X.shape)
-    outlier = rng.random(n) < 0.2
-    Y[outlier] = f[outlier] + rng.standard_normal((outlier.sum(), 1))
-    return X, Y
-
-
-def _model(data, df=2.0, **options):
-    likelihood = gpflow.likelihoods.StudentT(scale=0.1, df=df)
-    likelihood.df = gpflow.Parameter(df, transform=gpflow.utilities.positive())
-    kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=0.5)
-    return EPGP(data, kernel, likelihood, **options)
-
-
 def test_fallback_not_used_where_parallel_ep_converges():
     """Parallel EP converges: the "robust" run is the parallel run, to round-off (1e-12 of the sites' scale)."""
-    data = _data()
-    with_fallback = _model(data, **robust_settings(), tol=TOL)
-    without = _model(data, **robust_settings(fallback=False), tol=TOL)
+    data = neal_outlier_data()
+    with_fallback = student_t_epgp(data, **robust_settings(), tol=TOL)
+    without = student_t_epgp(data, **robust_settings(fallback=False), tol=TOL)
     run, plain = with_fallback.run_ep(), without.run_ep()
     assert bool(plain.converged) and bool(run.converged)
     assert not bool(used_fallback(run, with_fallback.ep_settings))
@@ -83,11 +64,11 @@ PLAIN = dict(power=1.0, damping=1.0, max_sweeps=300)
 @pytest.fixture(scope="module")
 def fallen_back():
     """A model whose parallel phase fails (shown with fallback=False), run with the fallback."""
-    data = _data()
-    without = _model(data, **robust_settings(**PLAIN, fallback=False), tol=TOL)
+    data = neal_outlier_data()
+    without = student_t_epgp(data, **robust_settings(**PLAIN, fallback=False), tol=TOL)
     with pytest.warns(EPConvergenceWarning):
         assert not bool(without.run_ep().converged)
-    model = _model(data, **robust_settings(**PLAIN), tol=TOL)
+    model = student_t_epgp(data, **robust_settings(**PLAIN), tol=TOL)
     run = model.run_ep()
     return model, run
 

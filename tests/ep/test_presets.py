@@ -8,30 +8,12 @@ import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
+from neal_data import neal_outlier_data, student_t_epgp
 
 from gpflow_ep.ep import EPSettings, robust_settings
-from gpflow_ep.models import EPGP
 
 #: undamped EP (α = 1, ρ = 1) as the parallel phase: it does not converge on the data below
 PLAIN = dict(power=1.0, damping=1.0, max_sweeps=300)
-
-
-def _data(n=30, seed=0):
-    """Neal's (1997) regression function, Gaussian noise 0.1 and 20% outliers of sd 1 (Jylänki et al., Sec. 6.1)."""
-    rng = np.random.default_rng(seed)
-    X = np.sort(rng.uniform(-3, 3, (n, 1)), axis=0)
-    f = 0.3 + 0.4 * X + 0.5 * np.sin(2.7 * X) + 1.1 / (1 + X**2)
-    Y = f + 0.1 * rng.standard_normal(X.shape)
-    outlier = rng.random(n) < 0.2
-    Y[outlier] = f[outlier] + rng.standard_normal((outlier.sum(), 1))
-    return X, Y
-
-
-def _model(data, **options):
-    likelihood = gpflow.likelihoods.StudentT(scale=0.1, df=2.0)
-    likelihood.df = gpflow.Parameter(2.0, transform=gpflow.utilities.positive())  # ν learned with the rest
-    kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=0.5)
-    return EPGP(data, kernel, likelihood, **options)
 
 
 def test_preset_options():
@@ -62,11 +44,11 @@ def test_learning_with_scipy_converges_where_plain_parallel_ep_does_not():
     converges at the first loss evaluation and at every step (recorded by the step callback), and every
     loss is finite. (Once the hyper-parameters have moved, undamped parallel EP may converge on its own.)
     """
-    data = _data()
-    plain = _model(data, **robust_settings(**PLAIN, fallback=False))
+    data = neal_outlier_data()
+    plain = student_t_epgp(data, **robust_settings(**PLAIN, fallback=False))
     with pytest.warns(Warning):
         assert not bool(plain.run_ep().converged)
-    model = _model(data, **robust_settings(**PLAIN))
+    model = student_t_epgp(data, **robust_settings(**PLAIN))
     start = float(model.training_loss())  # at the initial hyper-parameters parallel EP fails: the fallback runs
     losses, converged, fell_back = [], [bool(model.ep_diagnostics.converged.numpy())], [_fallback_used(model)]
 
@@ -83,7 +65,7 @@ def test_learning_with_scipy_converges_where_plain_parallel_ep_does_not():
 
 def test_learning_with_adam_converges_where_plain_parallel_ep_does_not():
     """Adam on the compiled nested training loss: as with Scipy (the data are the same)."""
-    model = _model(_data(), **robust_settings(**PLAIN))
+    model = student_t_epgp(neal_outlier_data(), **robust_settings(**PLAIN))
     variables = model.trainable_variables
     optimizer = tf.optimizers.Adam(0.05)
 
