@@ -74,6 +74,23 @@ class TimedSteps:
         return float(np.median(self.per_step[1:] or self.per_step))
 
 
+def interleaved_rounds(steppers: Dict[str, TimedSteps], rounds: int, steps: int, log, label: str = "") -> Dict:
+    """
+    Time warmed-up steppers side by side: ``rounds`` rounds of ``steps`` steps each, the order reversed
+    every other round; logs each round's ms/step and returns, per name, the seconds per step of every
+    round (the first chunk, the warm-up, left out).
+    """
+    names = list(steppers)
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            steppers[name].run(steps)
+        log(
+            f"{label}round {r + 1}/{rounds}: "
+            + ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
+        )
+    return {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}
+
+
 class MinibatchRunner:
     """
     A sparse model trained on minibatches: ``SEPGPC`` (``method="SEP minibatch"``: minibatch EP,

@@ -26,7 +26,7 @@ from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import SEPGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
-from .minibatch import MINIBATCH_DAMPING, TimedSteps, make_optimizer, random_subset
+from .minibatch import MINIBATCH_DAMPING, TimedSteps, interleaved_rounds, make_optimizer, random_subset
 from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
@@ -112,15 +112,8 @@ def run_ab(
             )
         for stepper in steppers.values():
             stepper.run(warmup)
-        names = list(steppers)
-        for r in range(rounds):
-            for name in names if r % 2 == 0 else names[::-1]:
-                steppers[name].run(steps)
-            log(
-                f"round {r + 1}/{rounds}: "
-                + ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
-            )
-    times = {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}  # the first chunk is the warm-up
+        times = interleaved_rounds(steppers, rounds, steps, log)
+    names = list(steppers)
     ratios = {f"{name} / SVGP": _summary(times[name] / times["SVGP"]) for name in names if name != "SVGP"}
     ratios["this / this (copy)"] = _summary(times["this"] / times["this (copy)"])
     if baseline_src:

@@ -23,7 +23,7 @@ from gpflow_ep.likelihoods import MultiClassStep, Probit
 from gpflow_ep.models import SEPGPC, SEPMGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
-from .minibatch import TimedSteps, make_optimizer, random_subset
+from .minibatch import TimedSteps, interleaved_rounds, make_optimizer, random_subset
 from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
@@ -95,15 +95,7 @@ def run_config(n: int, D: int, M: int, batch_size: int, classes, rounds: int, st
     for name, stepper in steppers.items():
         stepper.run(warmup)  # compiles
         log(f"M={M} batch={batch_size}: {name} compiled and warmed up")
-    names = list(steppers)
-    for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
-            steppers[name].run(steps)
-        log(
-            f"M={M} batch={batch_size} round {r + 1}/{rounds}: "
-            + ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
-        )
-    times = {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}  # the first chunk is the warm-up
+    times = interleaved_rounds(steppers, rounds, steps, log, label=f"M={M} batch={batch_size} ")
     ratios = {}
     for sep, svgp, goal in _pairs(classes):
         per_round = times[sep] / times[svgp]
