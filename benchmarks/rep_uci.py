@@ -1,22 +1,13 @@
-r"""
-Part C3 of :mod:`benchmarks.rep`, after Qi & Guo (2012), §6.3 and Figs. 5–6: test error of EP, Power
-EP and Relaxed EP on the six binary benchmarks of ``shared/datasets`` (the paper's sets are not
-available offline; only Pima overlaps), with their fixed train/test splits.
+"""
+Part C3 of :mod:`benchmarks.rep`, after Qi & Guo (2012), §6.3 and Fig. 5: test error and NLPD of EP, Power EP
+and Relaxed EP (and probit VGP and EP baselines) on the six binary sets of ``shared/datasets``, per fixed split.
 
-Per dataset and split: the lengthscale of an isotropic SE kernel maximising the EP evidence (NoisyStep
-likelihood, eps fixed), then EP, PEP(u = 0.8) and REP(c ∈ {1, 10}) from flat sites with the parallel
-schedule, and two probit baselines (VGP, EP) with trained kernels. The protocol, the tables and the
-claims' verdicts (:func:`claims`) are in the report it writes, ``<out-dir>/C3.md`` (quoted in
-``docs/benchmarks/rep.md``); JSON and Markdown are rewritten after every round of splits.
+    python -m benchmarks.rep_uci [--quick] [--out-dir results/rep] [--rerender]
 
-The models of one dataset are built once and reused across its splits
-(:class:`benchmarks.models.ModelSlot`), so every compiled function is traced once per dataset.
-
-Run ``python -m benchmarks.rep_uci [--quick] [--out-dir results/rep]`` (or ``python -m benchmarks.rep
---parts C3``).
+writes ``<out-dir>/C3.json`` and ``C3.md`` after every round of splits; the protocol is described in
+docs/benchmarks/rep.md. The models of a data set are built once and reused across its splits.
 """
 
-import argparse
 import math
 import time
 from pathlib import Path
@@ -31,44 +22,33 @@ from gpflow_ep.models import EPGPC
 
 from .claims import Claim, claim_items, verdicts
 from .models import ModelSlot, build_ep_model, evaluate, fixed_noisy_step
-from .report import machine_info, utc_now, write_report
+from .rep import model_slot, pep_spec, rep_spec
+from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
 from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
-from .stats import cell, finite_or_none, mean_se, paired_differences
+from .stats import cell, finite_or_none, markdown_table, mean_se, paired_differences
 
 _log = progress_logger("C3")
 
-#: what --quick runs (the --help text)
-QUICK_HELP = "Crabs, 1 split, maxiter 5"
-
 DATASETS = ("Pima", "Australian", "Breast", "Crabs", "Iono", "Sonar")
-QUICK_DATASETS = ("Crabs",)
 DEFAULT_SPLITS = 10  # the target; with the default budget fewer may run (never fewer than MIN_SPLITS)
 MIN_SPLITS = 5
 DEFAULT_BUDGET_MIN = 50.0
 DEFAULT_EPS = "0.05,0.1"  # 0.1 runs after all 0.05 splits, for as many splits as the budget leaves
-EP_METHODS = ("EP", "PEP(u=0.8)", "REP(c=1)", "REP(c=10)")
+#: the EP-family methods as specs of :func:`benchmarks.models.build_ep_model`
+EP_SPECS = {"EP": {"family": "EP"}, "PEP(u=0.8)": pep_spec(0.8, "fractional", "PEP(u=0.8)")}
+EP_SPECS.update({f"REP(c={c:g})": rep_spec(c) for c in (1.0, 10.0)})
+EP_METHODS = tuple(EP_SPECS)
 BASELINES = ("EP-probit", "VGP-probit")
 REP_METHODS = ("REP(c=1)", "REP(c=10)")
+OTHERS = ("EP", "PEP(u=0.8)")
 EP_OPTIONS = dict(schedule="parallel", criterion="alpha", tol=1e-3, max_sweeps=100, ep_mode="alternated")
-WIDTH_MAXITER, VGP_MAXITER, EP_PROBIT_MAXITER, QUICK_MAXITER = 50, 200, 100, 5
-
-
-#: the EP-family methods as specs of :func:`benchmarks.models.build_ep_model`
-EP_SPECS = {
-    "EP": {"family": "EP"},
-    "PEP(u=0.8)": {"family": "PEP", "u": 0.8, "cavity": "fractional"},
-    "REP(c=1)": {"family": "REP", "c": 1.0, "message_update": "A", "objective": "paper"},
-    "REP(c=10)": {"family": "REP", "c": 10.0, "message_update": "A", "objective": "paper"},
-}
-
-
-# ---------------------------------------------------------------- models reused across splits
+MAXITER = dict(width=50, vgp=200, ep_probit=100)
+TIE = 1e-12  # paired differences below this are ties (errors are multiples of 1/num_test)
 
 
 def _iso_kernel(lengthscale: float, variance_trainable: bool):
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=float(lengthscale))
-    if not variance_trainable:
-        gpflow.set_trainable(kernel.variance, False)
+    gpflow.set_trainable(kernel.variance, variance_trainable)
     return kernel
 
 
@@ -76,73 +56,49 @@ class DatasetModels:
     """Every model of one dataset (baselines, and per eps the width and EP models), reused across splits."""
 
     def __init__(self, split):
-        X, Y = split.X_train, split.Y_train
-        self.data = (X, Y)
-        self.init_lengthscale = math.sqrt(X.shape[1])
+        X, Y = self.data = split.X_train, split.Y_train
+        self.init_lengthscale, self.shape = math.sqrt(X.shape[1]), X.shape
         self.width, self.ep = {}, {}
         ep_probit = EPGPC(self.data, _iso_kernel(self.init_lengthscale, True), Probit(), ep_mode="nested")
         vgp = gpflow.models.VGP(self.data, _iso_kernel(self.init_lengthscale, True), Probit())
         self.baselines = {"EP-probit": ModelSlot(ep_probit, X, Y), "VGP-probit": ModelSlot(vgp, X, Y)}
-        self.shape = X.shape
 
     def ensure_eps(self, eps: float) -> None:
         """Build the width-selection and EP/PEP/REP models of NoisyStep(eps) (once)."""
-        if eps in self.width:
-            return
-        data = self.data
-        kernel = _iso_kernel(self.init_lengthscale, False)
-        width = build_ep_model({"family": "EP"}, data, kernel, fixed_noisy_step(eps), {"ep_mode": "nested"})
-        self.width[eps] = ModelSlot(width, *data)
-        self.ep[eps] = {
-            name: ModelSlot(
-                build_ep_model(spec, data, _iso_kernel(1.0, False), fixed_noisy_step(eps), EP_OPTIONS),
-                *data,
-                spec=spec,
-            )
-            for name, spec in EP_SPECS.items()
-        }
+        if eps not in self.width:
+            kernel, likelihood = _iso_kernel(self.init_lengthscale, False), fixed_noisy_step(eps)
+            width = build_ep_model({"family": "EP"}, self.data, kernel, likelihood, {"ep_mode": "nested"})
+            self.width[eps] = ModelSlot(width, *self.data)
+            self.ep[eps] = {
+                name: model_slot(spec, *self.data, eps, _iso_kernel(1.0, False), EP_OPTIONS)
+                for name, spec in EP_SPECS.items()
+            }
 
 
 # ---------------------------------------------------------------- one split
 
 
-def run_ep(model):
-    """``model.run_ep()`` with the model's own settings (compiled once per model)."""
-    return model.run_ep()
-
-
-def ep_result(model) -> Dict:
-    """What ``gpflow_ep.optimizers.EP().minimize(model)`` records, via :func:`run_ep`."""
-    run = run_ep(model)
-    sweeps = int(run.sweeps.numpy())
-    return {
-        "converged": bool(run.converged.numpy()),
-        "sweeps": sweeps,
-        "final_R": finite_or_none(run.max_change.numpy()),
-        "num_skipped": int(run.num_skipped.numpy()),
-        "num_rejected": int(run.num_rejected.numpy()),
-        "log_Z_EP": finite_or_none(model.log_marginal_likelihood().numpy()),
-        "R_history": [float(f"{h:.4g}") for h in run.history.numpy()[:sweeps]],
-    }
-
-
 def evaluate_split(model, X_test, Y_test) -> Dict:
-    """
-    Test error from the sign of the predictive mean and the mean test NLPD (EP models predict from
-    their stored sites, no further EP run), and for EP models the test error of Minka's α predictor.
-    """
+    """Test error (sign of the predictive mean) and NLPD from the stored sites; EP models also Minka's α predictor."""
     dual = isinstance(model, EPGPC)
     ev = evaluate(model, X_test, Y_test, dual=dual)
     out = {"test_error": ev["error"] if ev["mean_finite"] else None, "test_nlpd": finite_or_none(ev["nlpd"])}
-    if dual:
-        out["test_error_alpha"] = ev["error_dual"]
-    return out
+    return dict(out, test_error_alpha=ev["error_dual"]) if dual else out
 
 
 def run_ep_method(slot: ModelSlot, split, lengthscale: float) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": lengthscale})
     start = time.perf_counter()
-    row = ep_result(model)
+    run = model.run_ep()
+    sweeps = int(run.sweeps.numpy())
+    row = {
+        "converged": bool(run.converged.numpy()),
+        "sweeps": sweeps,
+        "final_R": finite_or_none(run.max_change.numpy()),
+    }
+    row.update(num_skipped=int(run.num_skipped.numpy()), num_rejected=int(run.num_rejected.numpy()))
+    row["log_Z_EP"] = finite_or_none(model.log_marginal_likelihood().numpy())
+    row["R_history"] = [float(f"{h:.4g}") for h in run.history.numpy()[:sweeps]]
     row.update(evaluate_split(model, split.X_test, split.Y_test))
     row["diverged"] = (not row["converged"]) or row["test_error"] is None
     row["frac_b_positive"] = float(np.mean(model.sites.relaxation.numpy() > 0))
@@ -151,83 +107,61 @@ def run_ep_method(slot: ModelSlot, split, lengthscale: float) -> Dict:
 
 
 def select_width(slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
+    """The lengthscale maximising the EP evidence (nested EP), with the sites at the optimum."""
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
     res = slot.minimize(model.training_loss, maxiter)
-    run_ep(model)  # the sites at the returned hyper-parameters
-    return {
-        "lengthscale": float(model.kernel.lengthscales.numpy()),
-        "log_Z_EP": finite_or_none(model.log_marginal_likelihood().numpy()),
-        "iterations": int(res.nit),
-        "success": bool(res.success),
-        "message": str(res.message),
-        "ep_converged": bool(model.ep_diagnostics.converged.numpy()),  # recorded by run_ep
-        "time_s": time.perf_counter() - start,
-    }
+    model.run_ep()
+    out = {"lengthscale": float(model.kernel.lengthscales.numpy())}
+    out.update(log_Z_EP=finite_or_none(model.log_marginal_likelihood().numpy()), iterations=int(res.nit))
+    out.update(success=bool(res.success), message=str(res.message))
+    out.update(ep_converged=bool(model.ep_diagnostics.converged.numpy()), time_s=time.perf_counter() - start)
+    return out
 
 
 def run_baseline(name: str, slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
     model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
     start = time.perf_counter()
     res = slot.minimize(model.training_loss, maxiter)
-    row = {
-        "iterations": int(res.nit),
-        "success": bool(res.success),
-        "variance": float(model.kernel.variance.numpy()),
-        "lengthscale": float(model.kernel.lengthscales.numpy()),
-    }
+    row = {"iterations": int(res.nit), "success": bool(res.success), "variance": float(model.kernel.variance.numpy())}
+    row["lengthscale"] = float(model.kernel.lengthscales.numpy())
     if name == "EP-probit":
-        row["converged"] = bool(run_ep(model).converged.numpy())  # sites at the returned hyper-parameters
-        row["diverged"] = not row["converged"]
-        row["objective"] = finite_or_none(model.log_marginal_likelihood().numpy())
+        row["converged"] = bool(model.run_ep().converged.numpy())  # sites at the returned hyper-parameters
+        row.update(diverged=not row["converged"], objective=finite_or_none(model.log_marginal_likelihood().numpy()))
     else:
         row["objective"] = finite_or_none(model.elbo().numpy())
     row.update(evaluate_split(model, split.X_test, split.Y_test))
-    if name == "VGP-probit":
-        row.pop("test_error_alpha", None)
     row["time_s"] = time.perf_counter() - start
     return row
 
 
 def run_split(models: DatasetModels, split, eps: float, maxiters, baselines: bool = True) -> List[Dict]:
     """All runs of one dataset split for NoisyStep(eps), plus the probit baselines if asked."""
-    rows = []
     base = {"dataset": split.name, "split": int(split.split), "num_train": int(split.X_train.shape[0])}
     models.ensure_eps(eps)
     width = select_width(models.width[eps], split, models.init_lengthscale, maxiters["width"])
-    for name in EP_METHODS:
-        row = run_ep_method(models.ep[eps][name], split, width["lengthscale"])
-        rows.append({**base, "method": name, "likelihood": f"NoisyStep({eps})", "eps": eps, "width": width, **row})
-    if baselines:
-        for name, maxiter in (("EP-probit", maxiters["ep_probit"]), ("VGP-probit", maxiters["vgp"])):
-            row = run_baseline(name, models.baselines[name], split, models.init_lengthscale, maxiter)
-            rows.append({**base, "method": name, "likelihood": "Probit", "eps": None, **row})
+    rows = [
+        {**base, "method": name, "likelihood": f"NoisyStep({eps})", "eps": eps, "width": width}
+        | run_ep_method(models.ep[eps][name], split, width["lengthscale"])
+        for name in EP_METHODS
+    ]
+    for name, maxiter in zip(BASELINES, (maxiters["ep_probit"], maxiters["vgp"])) if baselines else ():
+        row = run_baseline(name, models.baselines[name], split, models.init_lengthscale, maxiter)
+        rows.append({**base, "method": name, "likelihood": "Probit", "eps": None, **row})
     return rows
 
 
 def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) -> Dict[str, Dict]:
     """Test error of predicting the training majority class, per dataset over the splits run."""
     ks = sorted({k for ks in splits_done.values() for k in ks})
-    out = {}
-    for ds in datasets:
-        errors = []
-        for k in ks:
-            split = load_benchmark(ds, k, data_dir, kind="binary")
-            majority = float(np.mean(split.Y_train) > 0.5)
-            errors.append(float(np.mean(split.Y_test != majority)))
-        out[ds] = mean_se(errors)
-    return out
+    splits = {ds: [load_benchmark(ds, k, data_dir, kind="binary") for k in ks] for ds in datasets}
+    return {
+        ds: mean_se(float(np.mean(s.Y_test != float(np.mean(s.Y_train) > 0.5))) for s in ss)
+        for ds, ss in splits.items()
+    }
 
 
-# ---------------------------------------------------------------- statistics
-
-
-def paired(rows_a: List[Dict], rows_b: List[Dict], key: str) -> Dict:
-    """a − b per split (matched by split index), its mean ± s.e., wins/ties/losses of a, t95."""
-    return paired_differences({r["split"]: r.get(key) for r in rows_a}, {r["split"]: r.get(key) for r in rows_b})
-
-
-TIE = 1e-12  # paired differences below this are ties (errors are multiples of 1/num_test)
+# ---------------------------------------------------------------- statistics and claims
 
 
 def verdict(diff: Dict) -> str:
@@ -240,247 +174,98 @@ def verdict(diff: Dict) -> str:
     if diff["se"] is None or diff["se"] == 0:
         return "REP lower" if mean < 0 else ("equal means" if mean == 0 else "REP higher")
     half = diff["t95"] * diff["se"]
-    if mean + half < 0:
-        return "REP lower (significant)"
-    if mean < 0:
-        return "REP lower (not significant)"
-    if mean - half > 0:
-        return "REP higher (significant)"
-    return "REP higher (not significant)" if mean > 0 else "equal means"
+    if mean + half < 0 or mean - half > 0:
+        return f"REP {'lower' if mean < 0 else 'higher'} (significant)"
+    return "equal means" if mean == 0 else f"REP {'lower' if mean < 0 else 'higher'} (not significant)"
 
 
 def failure_kind(row: Dict) -> Optional[str]:
     """
-    For a run that missed R < 1e-3: "slow" if R still fell steadily over its last 10 sweeps (e.g.
-    after rejected parallel sweeps halved the damping), otherwise "cycling" (R flat or oscillating).
+    For a run that missed R < 1e-3: "slow" if R still fell steadily over its last 10 sweeps (e.g. after
+    rejected parallel sweeps halved the damping), otherwise "cycling" (R flat or oscillating).
     """
     if not row.get("diverged"):
         return None
     h = [x for x in row.get("R_history", []) if x >= 0][-10:]
-    if len(h) >= 2 and all(b <= a for a, b in zip(h, h[1:])) and h[-1] < 0.95 * h[0]:
-        return "slow"
-    return "cycling"
+    return "slow" if len(h) >= 2 and all(b <= a for a, b in zip(h, h[1:])) and h[-1] < 0.95 * h[0] else "cycling"
 
 
 def summarise(rows: List[Dict]) -> Dict:
     """Per (likelihood setting, dataset, method) aggregates and the paired REP differences."""
-    settings = sorted({r["eps"] for r in rows if r["eps"] is not None})
-    datasets = [d for d in DATASETS if any(r["dataset"] == d for r in rows)]
     summary, diffs = {}, {}
-    for eps in settings:
+    for eps in sorted({r["eps"] for r in rows if r["eps"] is not None}):
         s_key = f"eps={eps}"
         summary[s_key], diffs[s_key] = {}, {}
-        for ds in datasets:
+        for ds in [d for d in DATASETS if any(r["dataset"] == d for r in rows)]:
+            ep_splits = {r["split"] for r in rows if r["dataset"] == ds and r["eps"] == eps}
+            of = {
+                m: [r for r in rows if r["dataset"] == ds and r["method"] == m and r["eps"] in (eps, None)]
+                for m in EP_METHODS + BASELINES
+            }
             by_method = {}
-            for name in EP_METHODS + BASELINES:
-                ep_splits = {r["split"] for r in rows if r["dataset"] == ds and r["eps"] == eps}
-                sel = [
-                    r
-                    for r in rows
-                    if r["dataset"] == ds
-                    and r["method"] == name
-                    and r["eps"] in (eps, None)
-                    and r["split"] in ep_splits
-                ]
+            for name, sel in ((m, [r for r in rs if r["split"] in ep_splits]) for m, rs in of.items()):
                 if not sel:
                     continue
-                agg = {
-                    "num_splits": len(sel),
-                    "test_error": mean_se(r.get("test_error") for r in sel),
-                    "test_nlpd": mean_se(r.get("test_nlpd") for r in sel),
-                    "time_s": mean_se(r.get("time_s") for r in sel),
-                }
+                agg = {"num_splits": len(sel)}
+                agg.update({k: mean_se(r.get(k) for r in sel) for k in ("test_error", "test_nlpd", "time_s")})
                 if name in EP_METHODS:
-                    agg.update(
-                        {
-                            "test_error_alpha": mean_se(r.get("test_error_alpha") for r in sel),
-                            "num_diverged": int(sum(r["diverged"] for r in sel)),
-                            "num_diverged_slow": int(sum(failure_kind(r) == "slow" for r in sel)),
-                            "num_diverged_cycling": int(sum(failure_kind(r) == "cycling" for r in sel)),
-                            "sweeps": mean_se(r["sweeps"] for r in sel),
-                            "num_skipped": mean_se(r["num_skipped"] for r in sel),
-                            "num_rejected": mean_se(r["num_rejected"] for r in sel),
-                            "frac_b_positive": mean_se(r["frac_b_positive"] for r in sel),
-                            "lengthscale": mean_se(r["width"]["lengthscale"] for r in sel),
-                        }
-                    )
+                    agg["test_error_alpha"] = mean_se(r.get("test_error_alpha") for r in sel)
+                    agg["num_diverged"] = int(sum(r["diverged"] for r in sel))
+                    for kind in ("slow", "cycling"):
+                        agg[f"num_diverged_{kind}"] = int(sum(failure_kind(r) == kind for r in sel))
+                    for key in ("sweeps", "num_skipped", "num_rejected", "frac_b_positive"):
+                        agg[key] = mean_se(r[key] for r in sel)
+                    agg["lengthscale"] = mean_se(r["width"]["lengthscale"] for r in sel)
                 elif name == "EP-probit":
                     agg["num_diverged"] = int(sum(r["diverged"] for r in sel))
                 by_method[name] = agg
             summary[s_key][ds] = by_method
-            ds_diffs = {}
-            for rep in REP_METHODS:
-                rep_rows = [r for r in rows if r["dataset"] == ds and r["method"] == rep and r["eps"] == eps]
-                for other in ("EP", "PEP(u=0.8)"):
-                    o_rows = [r for r in rows if r["dataset"] == ds and r["method"] == other and r["eps"] == eps]
-                    for key in ("test_error", "test_nlpd"):
-                        d = paired(rep_rows, o_rows, key)
-                        d["verdict"] = verdict(d)
-                        ds_diffs[f"{rep} - {other} / {key}"] = d
-            diffs[s_key][ds] = ds_diffs
-    return {"summary": summary, "paired_differences": diffs}
-
-
-# ---------------------------------------------------------------- Markdown
-
-
-def _pm(stat: Optional[Dict], digits: int = 3, pct: bool = False, signed: bool = False) -> str:
-    return cell(stat, digits, signed=signed, scale=100.0 if pct else 1.0, missing="–")
-
-
-def _splits_text(report: Dict) -> str:
-    cfg = report["config"]
-    done = report.get("splits_done") or {}
-    parts = [f"{s_key}: splits 0..{ks[-1]} ({len(ks)} of 20)" for s_key, ks in done.items() if ks]
-    budget = cfg.get("budget_min")
-    rule = (
-        f"Splits per dataset: target {len(cfg['splits'])}, as many as a {budget:g}-minute budget allowed "
-        f"(at least {cfg['min_splits']} for the first eps; later eps values only with the time left)"
-        if budget
-        else f"Splits per dataset: {len(cfg['splits'])} requested"
-    )
-    stopped = [k for k, v in (report.get("stopped_by_budget") or {}).items() if v]
-    tail = f"; stopped by the budget: {', '.join(stopped)}" if stopped else ""
-    return f"{rule}; run: {'; '.join(parts) or 'none'}{tail}."
-
-
-def markdown(report: Dict) -> str:
-    cfg, res = report["config"], report["results"]
-    which = "all six" if len(cfg["datasets"]) == len(DATASETS) else f"{len(cfg['datasets'])} of the six"
-    lines = [
-        "# C3 — real data (Qi & Guo 2012, Fig. 5): EP vs Power EP vs Relaxed EP",
-        "",
-        f"Command: `{cfg['command']}`.  ",
-        f"Started {report['started']}, finished {report.get('finished') or '(running)'}, wall time "
-        f"{report['wall_time_s']:.0f} s on {report['machine'].get('cpu_count')} CPU core(s) shared with another job"
-        f"{'' if report['complete'] else ' — **INCOMPLETE (partial results)**'}.",
-        *([f"{report['resummarised']}  "] if report.get("resummarised") else []),
-        "",
-        "## Protocol (ours; the paper's cross-validation protocol is unspecified)",
-        "",
-        "* **Datasets.** The paper used Heart, Pima (Ripley), Diabetes (Rätsch), Haberman and Spam; none "
-        f"but Pima is available offline. We use {which} binary sets of `shared/datasets` with their "
-        f"fixed train/test splits (≈90 %/10 %): {', '.join(cfg['datasets'])}. {_splits_text(report)} "
-        "Inputs standardised with training statistics. Test sets are small (20–77 points), so per-split "
-        "errors are coarse; compare methods by the paired differences below.",
-        f"* **Kernel.** Isotropic squared exponential, amplitude fixed to 1, lengthscale (initial √D) "
-        f"maximising the EP evidence of `EPGPC` + `NoisyStep(eps)` (nested EP, eps fixed) by "
-        f"`gpflow.optimizers.Scipy` (L-BFGS-B, maxiter {cfg['maxiter']['width']}), per split.",
-        "* **Methods** (same kernel and eps, flat initial sites): EP; PEP u = 0.8 (fractional cavity); "
-        "REP c ∈ {1, 10} (message update A, paper objective, b ≥ 0). **Parallel schedule** "
-        "(vectorised; default damping 0.8, halved on a rejected sweep) instead of the paper's sequential "
-        "Minka schedule, which costs O(n²) per site (≈100× more here). Convergence: R = ‖α_t − α_{t−1}‖₂ "
-        "< 1e-3 within 100 sweeps (the paper's rule); otherwise the run counts as **diverged** and is "
-        "evaluated at its last sites.",
-        "* **Metrics.** Test error = fraction with sign(predictive mean) ≠ label; NLPD = −mean log "
-        "p(y*|x*) (NoisyStep predictive ε + (1−2ε)Φ(yμ/σ), bounded by −log ε). Mean ± standard error over "
-        "splits. Minka's α predictor Σ_j α_j k(x*, x_j) is in the JSON (`test_error_alpha`).",
-        f"* **Baselines** (exact probit, isotropic SE, variance and lengthscale trained): GPflow `VGP` "
-        f"(Scipy, maxiter {cfg['maxiter']['vgp']}) and `EPGPC` (nested EP, maxiter "
-        f"{cfg['maxiter']['ep_probit']}) = EP-probit.",
-        "",
-    ]
-    for s_key, per_ds in res["summary"].items():
-        lines += [
-            f"## Results, NoisyStep {s_key}",
-            "",
-            "| dataset | method | test error [%] | test NLPD | diverged | sweeps | skipped | b>0 [%] | lengthscale |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for ds, by_method in per_ds.items():
-            for name, agg in by_method.items():
-                n = agg["num_splits"]
-                div = f"{agg['num_diverged']}/{n}" if "num_diverged" in agg else "–"
-                sweeps = _pm(agg.get("sweeps"), 1) if "sweeps" in agg else "–"
-                skipped = _pm(agg.get("num_skipped"), 1) if "num_skipped" in agg else "–"
-                frac_b = _pm(agg.get("frac_b_positive"), 1, pct=True) if name in REP_METHODS else "–"
-                ell = _pm(agg.get("lengthscale"), 2) if "lengthscale" in agg else "–"
-                lines.append(
-                    f"| {ds} | {name} | {_pm(agg['test_error'], 2, pct=True)} | {_pm(agg['test_nlpd'], 3)} | "
-                    f"{div} | {sweeps} | {skipped} | {frac_b} | {ell} |"
+            diffs[s_key][ds] = {}
+            for rep, other, key in (
+                (r, o, k) for r in REP_METHODS for o in OTHERS for k in ("test_error", "test_nlpd")
+            ):
+                d = paired_differences(
+                    *({r["split"]: r.get(key) for r in of[m] if r["eps"] == eps} for m in (rep, other))
                 )
-        majority = report.get("majority_error") or {}
-        if majority:
-            lines += [
-                "",
-                "Majority-class test error (predict the training majority), for scale: "
-                + "; ".join(f"{ds} {_pm(m, 2, pct=True)} %" for ds, m in majority.items())
-                + ".",
-            ]
-        lines += [
-            "",
-            "Lengthscale = the evidence-selected width shared by EP/PEP/REP. Diverged = R ≥ 1e-3 after 100 "
-            "sweeps; for EP-probit, its nested EP missed its own criterion (site change ≤ 1e-6 in 100 "
-            "sweeps) at the trained hyper-parameters. Baselines use the probit likelihood and their own "
-            "trained kernel (variance and lengthscale); their NLPD is not bounded like NoisyStep's.",
-            "",
-            f"### Paired differences REP − EP and REP − PEP ({s_key}; negative favours REP)",
-            "",
-            "| dataset | comparison | Δ test error [%] | W/T/L | verdict | Δ NLPD | verdict (NLPD) |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for ds, ds_diffs in res["paired_differences"][s_key].items():
-            for rep in REP_METHODS:
-                for other in ("EP", "PEP(u=0.8)"):
-                    de = ds_diffs[f"{rep} - {other} / test_error"]
-                    dn = ds_diffs[f"{rep} - {other} / test_nlpd"]
-                    lines.append(
-                        f"| {ds} | {rep} − {other} | {_pm(de, 2, pct=True, signed=True)} | "
-                        f"{de['wins']}/{de['ties']}/{de['losses']} | {de['verdict']} | "
-                        f"{_pm(dn, 4, signed=True)} | {dn['verdict']} |"
-                    )
-        lines += [
-            "",
-            "W/T/L: splits where REP's test error is lower / equal / higher. Significant = the 95 % t-interval "
-            "of the mean paired difference excludes 0.",
-            "",
-        ]
-    lines += [
-        "## Claims",
-        "",
-        "Paper (Fig. 5): REP has a lower mean test error than both EP and PEP on every dataset (claimed "
-        "significant), and REP never diverges. Measured here, on different datasets (see Protocol):",
-        "",
-    ]
-    lines += [f"* {item}" for item in claim_items(report.get("claims", []))] + [""]
-    return "\n".join(lines) + "\n"
+                diffs[s_key][ds][f"{rep} - {other} / {key}"] = dict(d, verdict=verdict(d))
+    return {"summary": summary, "paired_differences": diffs}
 
 
 def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
     """
-    The claims of §6.3 and Fig. 5 as checks over the datasets of each eps setting: per REP setting,
-    a significantly lower test error than both EP and PEP on every dataset; no divergence; the fewest
-    sweeps. Datasets where EP is no better than the majority class are named in the evidence.
+    The claims of §6.3 and Fig. 5 over the datasets of each eps setting: per REP setting, a significantly
+    lower test error than both EP and PEP on every dataset; no divergence; the fewest sweeps. Datasets
+    where EP is no better than the majority class are named in the evidence.
     """
-    out, majority, others = [], majority or {}, ("EP", "PEP(u=0.8)")
+    out, majority = [], majority or {}
     for s_key, per_ds in results["paired_differences"].items():
         summ = results["summary"][s_key]
         table = [
-            dict(summ[ds][rep], dataset=ds, method=rep, diffs=[d[f"{rep} - {o} / test_error"] for o in others])
+            dict(summ[ds][rep], dataset=ds, method=rep, diffs=[d[f"{rep} - {o} / test_error"] for o in OTHERS])
             for ds, d in per_ds.items()
             for rep in REP_METHODS
         ]
         for row in table:
-            row["fewer_sweeps"] = all(row["sweeps"]["mean"] < summ[row["dataset"]][o]["sweeps"]["mean"] for o in others)
-            row["sweeps_text"] = ", ".join(f"{m} {summ[row['dataset']][m]['sweeps']['mean']:.1f}" for m in others)
+            sweeps = {o: summ[row["dataset"]][o]["sweeps"]["mean"] for o in OTHERS}
+            row["fewer_sweeps"] = all(row["sweeps"]["mean"] < s for s in sweeps.values())
+            row["sweeps_text"] = ", ".join(f"{m} {s:.1f}" for m, s in sweeps.items())
         chance = [
             ds
             for ds in summ
-            if majority.get(ds, {}).get("mean") is not None
+            if (majority.get(ds) or {}).get("mean") is not None
             and summ[ds]["EP"]["test_error"]["mean"] >= majority[ds]["mean"]
         ]
+
+        def lower(r: Dict) -> str:
+            diffs = zip(OTHERS, r["diffs"])
+            return f"{r['dataset']} " + ", ".join(f"− {o} {pp(d, signed=True)} pp ({d['verdict']})" for o, d in diffs)
+
         checks = [
             Claim(
                 f"{rep}, {s_key}: test error significantly below EP's and PEP's on every dataset (Fig. 5)",
                 lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"]),
                 rows=lambda t, rep=rep: [r for r in t if r["method"] == rep],
-                show=lambda r: (
-                    f"{r['dataset']} "
-                    + ", ".join(
-                        f"− {o} {_pm(d, 2, pct=True, signed=True)} pp ({d['verdict']})"
-                        for o, d in zip(others, r["diffs"])
-                    )
-                ),
+                show=lower,
             )
             for rep in REP_METHODS
         ]
@@ -509,23 +294,72 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
     return out
 
 
+# ---------------------------------------------------------------- Markdown
+
+
+def pp(stat: Optional[Dict], digits: int = 2, signed: bool = False) -> str:
+    """A proportion (or its difference) in percent (points)."""
+    return cell(stat, digits, signed=signed, scale=100.0, missing="–")
+
+
+def markdown(report: Dict) -> str:
+    cfg, res = report["config"], report["results"]
+    done = [f"{s_key}: splits 0..{ks[-1]} ({len(ks)} of 20)" for s_key, ks in report["splits_done"].items() if ks]
+    stopped = ", ".join(k for k, v in (report.get("stopped_by_budget") or {}).items() if v)
+    n, budget = len(cfg["splits"]), cfg.get("budget_min")
+    rule = f"target {n}, as many as a {budget:g}-minute budget allowed" if budget else f"{n} requested"
+    L = ["# C3 — real data (Qi & Guo 2012, Fig. 5): EP vs Power EP vs Relaxed EP", ""]
+    L += [
+        f"Command: `{cfg['command']}`.  ",
+        f"Started {report['started']}, finished {report.get('finished') or '(running)'}, wall time "
+        f"{report['wall_time_s']:.0f} s on {report['machine'].get('cpu_count')} CPU core(s) shared with another job"
+        f"{'' if report['complete'] else ' — **INCOMPLETE (partial results)**'}.",
+        *([f"{report['resummarised']}  "] if report.get("resummarised") else []),
+        "",
+        f"Datasets: {', '.join(cfg['datasets'])}. Splits per dataset: {rule}; run: {'; '.join(done) or 'none'}"
+        + (f"; stopped by the budget: {stopped}." if stopped else "."),
+    ]
+    for s_key, per_ds in res["summary"].items():
+        L += ["", f"## Results, NoisyStep {s_key}", ""]
+        head = ["dataset", "method", "test error [%]", "test NLPD", "diverged", "sweeps", "skipped", "b>0 [%]"]
+        rows = [
+            [ds, name, pp(agg["test_error"]), cell(agg["test_nlpd"], 3, missing="–")]
+            + [f"{agg['num_diverged']}/{agg['num_splits']}" if "num_diverged" in agg else "–"]
+            + [cell(agg.get("sweeps"), 1, missing="–"), cell(agg.get("num_skipped"), 1, missing="–")]
+            + [pp(agg.get("frac_b_positive"), 1) if name in REP_METHODS else "–"]
+            + [cell(agg.get("lengthscale"), 2, missing="–")]
+            for ds, by_method in per_ds.items()
+            for name, agg in by_method.items()
+        ]
+        L += markdown_table(head + ["lengthscale"], rows)
+        majority = report.get("majority_error") or {}
+        if majority:
+            L += ["", "Majority-class test error (predict the training majority), for scale: "]
+            L[-1] += "; ".join(f"{ds} {pp(m)} %" for ds, m in majority.items()) + "."
+        L += ["", f"### Paired differences REP − EP and REP − PEP ({s_key}; negative favours REP)", ""]
+        head = ["dataset", "comparison", "Δ test error [%]", "W/T/L", "verdict", "Δ NLPD", "verdict (NLPD)"]
+        rows = []
+        for ds, ds_diffs in res["paired_differences"][s_key].items():
+            for rep, other in ((r, o) for r in REP_METHODS for o in OTHERS):
+                de, dn = (ds_diffs[f"{rep} - {other} / {key}"] for key in ("test_error", "test_nlpd"))
+                rows.append([ds, f"{rep} − {other}", pp(de, signed=True), f"{de['wins']}/{de['ties']}/{de['losses']}"])
+                rows[-1] += [de["verdict"], cell(dn, 4, signed=True, missing="–"), dn["verdict"]]
+        L += markdown_table(head, rows)
+    return "\n".join(L + markdown_section("Claims", claim_items(report.get("claims", [])), "*") + [""]) + "\n"
+
+
 # ---------------------------------------------------------------- driver
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = benchmark_parser(__spec__.name, __doc__, "results/rep", QUICK_HELP, data_dir=True)
+def build_parser():
+    p = benchmark_parser(__spec__.name, __doc__, "results/rep", "Crabs, 1 split, maxiter 5", data_dir=True)
     p.add_argument(
-        "--splits",
-        type=int,
-        default=None,
-        help=f"splits per dataset (default: up to {DEFAULT_SPLITS} within --budget-min, at least {MIN_SPLITS})",
+        "--rerender", action="store_true", help="summaries, claims and Markdown again from <out-dir>/C3.json"
     )
-    p.add_argument(
-        "--budget-min",
-        type=float,
-        default=None,
-        help=f"wall-time budget in minutes (default {DEFAULT_BUDGET_MIN:g} without --splits, none with it)",
-    )
+    help_ = f"splits per dataset (default: up to {DEFAULT_SPLITS} within --budget-min, at least {MIN_SPLITS})"
+    p.add_argument("--splits", type=int, default=None, help=help_)
+    help_ = f"wall-time budget in minutes (default {DEFAULT_BUDGET_MIN:g} without --splits, none with it)"
+    p.add_argument("--budget-min", type=float, default=None, help=help_)
     p.add_argument("--datasets", default=None, help=f"comma-separated subset of {','.join(DATASETS)}")
     p.add_argument(
         "--eps", default=None, help="comma-separated NoisyStep eps values (default 0.05,0.1; 0.05 with --quick)"
@@ -533,20 +367,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _finish(report: Dict, out_dir: Path, data_dir=None) -> None:
-    """Summarise ``report["runs"]`` and write C3.json and C3.md (also usable on a saved report)."""
+def reanalyse(report: Dict, data_dir=None) -> Dict:
+    """Majority-class errors, summaries and claims from ``report["runs"]`` (also for ``--rerender``)."""
     report["majority_error"] = majority_errors(report["config"]["datasets"], report.get("splits_done") or {}, data_dir)
     report["results"] = summarise(report["runs"])
     report["claims"] = claims(report["results"], report["majority_error"])
-    write_report(out_dir / "C3", report, markdown(report), indent=1)
+    return report
 
 
 def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     args, command = parse_command_line(build_parser(), argv, shared=shared, log=_log)
-    if args.datasets:
-        datasets = parse_list(args.datasets)
-    else:
-        datasets = list(QUICK_DATASETS if args.quick else DATASETS)
+    out_dir = Path(args.out_dir)
+    if args.rerender:
+        return rerender_report(out_dir / "C3", lambda r: reanalyse(r, args.data_dir), markdown, _log, indent=1)
+    datasets = parse_list(args.datasets) if args.datasets else ["Crabs"] if args.quick else list(DATASETS)
     unknown = sorted(set(datasets) - set(DATASETS))
     if unknown:
         raise ValueError(f"datasets must be among {list(DATASETS)}; got {unknown}")
@@ -561,52 +395,24 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
     eps_values = parse_list(eps_text, float)
     if not eps_values or not all(0.0 < e < 0.5 for e in eps_values):
         raise ValueError(f"eps values must lie in (0, 0.5); got {eps_text!r}")
-    if args.quick:
-        maxiters = dict(width=QUICK_MAXITER, vgp=QUICK_MAXITER, ep_probit=QUICK_MAXITER)
-    else:
-        maxiters = dict(width=WIDTH_MAXITER, vgp=VGP_MAXITER, ep_probit=EP_PROBIT_MAXITER)
-    out_dir = Path(args.out_dir)
+    maxiters = {k: 5 for k in MAXITER} if args.quick else dict(MAXITER)
     splits = list(range(num_splits))
-    report = {
-        "claim": "C3",
-        "paper": "Qi & Guo (2012), Message passing with relaxed moment matching, Fig. 5",
-        "config": {
-            "command": command,
-            "datasets": datasets,
-            "splits": splits,
-            "eps": eps_values,
-            "budget_min": budget_min,
-            "min_splits": MIN_SPLITS,
-            "quick": bool(args.quick),
-            "maxiter": maxiters,
-            "ep_options": {**EP_OPTIONS, "damping": "default (0.8, parallel)"},
-            "methods": list(EP_METHODS) + list(BASELINES),
-            "kernel": "isotropic SquaredExponential, amplitude 1 (EP/PEP/REP) or trained (baselines)",
-        },
-        "machine": machine_info(),
-        "started": utc_now(),
-        "finished": None,
-        "complete": False,
-        "runs": [],
-        "timing": {},
-        "splits_done": {},
-        "stopped_by_budget": {},
-    }
-    t0 = time.perf_counter()
-    models: Dict[str, DatasetModels] = {}
-    done: Dict[str, List[int]] = {}
-    first_round_s = None
+    config = dict(command=command, datasets=datasets, splits=splits, eps=eps_values, budget_min=budget_min)
+    config.update(min_splits=MIN_SPLITS, quick=bool(args.quick), maxiter=maxiters)
+    config.update(ep_options={**EP_OPTIONS, "damping": "default (0.8, parallel)"}, methods=list(EP_METHODS + BASELINES))
+    config["kernel"] = "isotropic SquaredExponential, amplitude 1 (EP/PEP/REP) or trained (baselines)"
+    report = dict(claim="C3", paper="Qi & Guo (2012), Message passing with relaxed moment matching, Fig. 5")
+    report.update(config=config, machine=machine_info(), started=utc_now(), finished=None, complete=False, runs=[])
+    report.update(timing={}, splits_done={}, stopped_by_budget={})
+    t0, models, done, first_round_s = time.perf_counter(), {}, {}, None
     for phase, eps in enumerate(eps_values):
-        with_baselines = phase == 0
-        s_key = f"eps={eps}"
+        s_key, last_round = f"eps={eps}", None
         done[s_key] = []
-        last_round = None
         for k in splits:
             # a new phase's first round costs about phase 0's first round without the baselines
             projected = last_round if last_round is not None else (first_round_s or 0.0)
-            elapsed_total = time.perf_counter() - t0
             must = phase == 0 and len(done[s_key]) < min(MIN_SPLITS, num_splits)
-            if budget_s is not None and not must and elapsed_total + projected > budget_s:
+            if budget_s is not None and not must and time.perf_counter() - t0 + projected > budget_s:
                 _log(f"{s_key}: stopping after {len(done[s_key])} splits (projected {projected:.0f}s exceeds budget)")
                 report["stopped_by_budget"][s_key] = True
                 break
@@ -616,30 +422,20 @@ def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
                 if ds not in models or models[ds].shape != split.X_train.shape:
                     models[ds] = DatasetModels(split)
                 start = time.perf_counter()
-                rows = run_split(models[ds], split, eps, maxiters, baselines=with_baselines)
+                rows = run_split(models[ds], split, eps, maxiters, baselines=phase == 0)
                 elapsed = time.perf_counter() - start
                 baseline_s += sum(r["time_s"] for r in rows if r["method"] in BASELINES)
                 report["timing"].setdefault(s_key, {}).setdefault(ds, []).append(round(elapsed, 2))
                 report["runs"].extend(rows)
-                brief = ", ".join(
-                    f"{r['method']} {100 * r['test_error']:.1f}%"
-                    if r.get("test_error") is not None
-                    else f"{r['method']} –"
-                    for r in rows
-                )
-                _log(f"{s_key} {ds} split {k}: {elapsed:.0f}s; {brief}")
+                errors = ", ".join(f"{r['method']} {pp(r.get('test_error'), 1)}%" for r in rows)
+                _log(f"{s_key} {ds} split {k}: {elapsed:.0f}s; {errors}")
             last_round = time.perf_counter() - round_start
-            if first_round_s is None:
-                first_round_s = last_round - baseline_s
+            first_round_s = last_round - baseline_s if first_round_s is None else first_round_s
             done[s_key].append(k)
-            report["splits_done"] = done
-            report["wall_time_s"] = time.perf_counter() - t0
-            _finish(report, out_dir, args.data_dir)
-    report["splits_done"] = done
-    report["wall_time_s"] = time.perf_counter() - t0
-    report["finished"] = utc_now()
-    report["complete"] = True
-    _finish(report, out_dir, args.data_dir)
+            report.update(splits_done=done, wall_time_s=time.perf_counter() - t0)
+            write_report(out_dir / "C3", reanalyse(report, args.data_dir), markdown(report), indent=1)
+    report.update(splits_done=done, wall_time_s=time.perf_counter() - t0, finished=utc_now(), complete=True)
+    write_report(out_dir / "C3", reanalyse(report, args.data_dir), markdown(report), indent=1)
     _log(f"done in {report['wall_time_s']:.0f}s; wrote {out_dir / 'C3.json'} and {out_dir / 'C3.md'}")
     return 0
 

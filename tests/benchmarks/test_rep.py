@@ -27,6 +27,16 @@ def test_rep_runs_the_parts_in_turn_with_the_shared_options(monkeypatch, tmp_pat
     assert [c[0] for c in calls] == ["C1", "C2", "C3"] and calls[0][1] == ["--out-dir", "results/rep"]
 
 
+def test_rep_method_specs_name_their_settings():
+    """The specs the three parts share: REP's message update and objective follow the family."""
+    assert rep.pep_spec(0.8, "full") == {"name": "PEP(u=0.8,full)", "family": "PEP", "u": 0.8, "cavity": "full"}
+    assert rep.rep_spec(10.0)["name"] == "REP(c=10)"
+    settings = {
+        f: (s["message_update"], s["objective"]) for f in ("REP", "REP-B", "REP-exact") for s in [rep.rep_spec(1.0, f)]
+    }
+    assert settings == {"REP": ("A", "paper"), "REP-B": ("B", "paper"), "REP-exact": ("A", "exact")}
+
+
 def test_rep_unknown_part_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         rep.main(["--parts", "C4"])

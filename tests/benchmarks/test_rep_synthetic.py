@@ -35,6 +35,10 @@ def test_rep_synthetic_quick(tmp_path):
         assert _finite(s["test_error"]["mean"]) and 0.0 <= s["test_error"]["mean"] <= 1.0
         assert _finite(s["test_error_alpha"]["mean"]) and _finite(s["test_nlpd"]["mean"])
         assert _finite(s["mean_sweeps_all"]["mean"])
+    md = (tmp_path / "C2.md").read_text()
+    (tmp_path / "C2.md").unlink()  # --rerender: the same report from the stored runs
+    assert rep_synthetic.main(["--out-dir", str(tmp_path), "--rerender"]) == 0
+    assert (tmp_path / "C2.md").read_text() == md
     for row in report["runs"]:
         assert len(row["R_history"]) == row["sweeps"]
         assert all(_finite(h) for h in row["R_history"])

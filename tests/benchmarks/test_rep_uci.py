@@ -44,3 +44,10 @@ def test_rep_uci_quick_writes_finite_results(tmp_path):
         assert f"| Crabs | {name} |" in md
     table = md.split("## Results", 1)[1].split("## Claims", 1)[0]
     assert "nan" not in table.lower() and "inf" not in table.lower()
+
+    # --rerender recomputes the summaries, claims and Markdown from the stored runs: the same report
+    (tmp_path / "C3.md").unlink()
+    assert main(["--out-dir", str(tmp_path), "--rerender"]) == 0
+    assert (tmp_path / "C3.md").read_text() == md
+    rerendered = json.loads((tmp_path / "C3.json").read_text())
+    assert rerendered["results"] == report["results"] and rerendered["claims"] == report["claims"]
