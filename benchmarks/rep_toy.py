@@ -247,8 +247,8 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
         return lambda table: [r for r in table if r["family"] == family and where(r)]
 
     def errs(r: Dict) -> str:
-        e = ep[r["eps"]]
-        return f"eps={r['eps']} {r['method']} {r['mean_err']:.3g}/{r['cov_err']:.3g} (EP {e['mean_err']:.3g}/{e['cov_err']:.3g})"
+        ours, eps = (f"{x['mean_err']:.3g}/{x['cov_err']:.3g}" for x in (r, ep[r["eps"]]))
+        return f"eps={r['eps']} {r['method']} {ours} (EP {eps})"
 
     def gaps(r: Dict):
         return gap(r["mean"], ep[r["eps"]]["mean"]), gap(r["cov"], ep[r["eps"]]["cov"])
@@ -303,8 +303,9 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
         ),
     ]
     summary = [dict(s, method=name) for name, s in (random.get("summary") or {}).items() if name.startswith("REP")]
+    text = "REP more accurate than EP beyond the one (unknown) configuration: random 5-point sets"
     random_claim = Claim(
-        f"REP more accurate than EP beyond the one (unknown) configuration: random 5-point sets, eps={random.get('eps')} [ours]",
+        f"{text}, eps={random.get('eps')} [ours]",
         lambda s: s["both_better"] > s["n"] / 2,
         need="any",
         show=lambda s: (
