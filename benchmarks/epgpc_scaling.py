@@ -47,9 +47,9 @@ def problems(datasets, sizes, data_dir=None):
     out, notes = [], []
     for name in datasets:
         if name.lower() == "synthetic":
-            out += [dict(dataset="synthetic", n=n, subset="two_dimensional(n, seed=0)") for n in sizes]
-            for p in out[-len(sizes) :]:
-                p["X"], p["Y"] = two_dimensional(p["n"], seed=0)
+            for n in sizes:
+                X, Y = two_dimensional(n, seed=0)
+                out.append(dict(dataset="synthetic", n=n, subset="two_dimensional(n, seed=0)", X=X, Y=Y))
             continue
         if name.lower() != "pima":
             raise ValueError(f"--datasets: unknown dataset {name!r}; choose from synthetic, Pima")
