@@ -77,32 +77,21 @@ def run_worker(src: str, n: int, further: int) -> Dict:
     """The worker in a fresh process that imports ``gpflow_ep`` from the source tree ``src``."""
     src = str(Path(src).resolve())
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run(
-        [sys.executable, "-c", WORKER, str(n), str(further)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=src,
-        check=False,
-    )
+    command = [sys.executable, "-c", WORKER, str(n), str(further)]
+    out = subprocess.run(command, capture_output=True, text=True, env=env, cwd=src, check=False)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def summarise(results: List[Dict]) -> Dict:
+    """One row of the table: medians over the fresh models of ``results`` (the processes of one version and n)."""
     splits = [s for r in results for s in r["splits"]]
-
-    def med(values):
-        return float(np.median(values))
-
-    row = {k: med([s[k] for s in splits]) for k in ("trace_graph", "first_sweep", "rest", "compiled_run", "log_z")}
-    row.update(
-        first_model=med([r["first_model"] for r in results]),
-        first_log_z=med([t for r in results for t in r["first_log_z"]]),
-        sweeps=int(med([s["sweeps"] for s in splits])),
-        runs=len(splits),
-    )
+    keys = ("trace_graph", "first_sweep", "rest", "compiled_run", "log_z")
+    row = {k: float(np.median([s[k] for s in splits])) for k in keys}
+    row["first_model"] = float(np.median([r["first_model"] for r in results]))
+    row["first_log_z"] = float(np.median([t for r in results for t in r["first_log_z"]]))
+    row.update(sweeps=int(np.median([s["sweeps"] for s in splits])), runs=len(splits))
     row["ratio"] = row["first_log_z"] / row["compiled_run"]
     return row
 

@@ -94,6 +94,8 @@ def main(argv=None, shared: bool = False) -> int:
     datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     check_choices(parser, "--methods", methods, METHODS)
     settings = dict(M=args.num_inducing, iterations=args.iterations, lr=args.lr, chunk=args.chunk)
+    config = dict(datasets=datasets, methods=methods, num_inducing=args.num_inducing, splits=args.splits)
+    config.update(iterations=args.iterations, learning_rate=args.lr, batch_size=50, chunk=args.chunk)
 
     def run(name, split):
         return dict(
@@ -101,20 +103,9 @@ def main(argv=None, shared: bool = False) -> int:
         )
 
     def describe(run):
-        return f"{run['dataset']} split {run['split']}: " + ", ".join(
-            f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in run["results"].items()
-        )
+        scores = ", ".join(f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in run["results"].items())
+        return f"{run['dataset']} split {run['split']}: {scores}"
 
-    config = dict(
-        datasets=datasets,
-        methods=methods,
-        num_inducing=args.num_inducing,
-        splits=args.splits,
-        iterations=args.iterations,
-        learning_rate=args.lr,
-        batch_size=50,
-        chunk=args.chunk,
-    )
     return run_split_grid(
         datasets,
         args.splits,

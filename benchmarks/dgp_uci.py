@@ -461,10 +461,7 @@ def main(argv=None, shared: bool = False) -> int:
         vars(args).update(QUICK)
     stem = Path(args.out_dir) / ("dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}")
     if args.rerender:
-
-        def reanalyse(report):
-            return dict(report, summary=summarise(report["runs"], report["config"]["methods"]))
-
+        reanalyse = lambda r: dict(r, summary=summarise(r["runs"], r["config"]["methods"]))  # noqa: E731
         return rerender_report(stem, reanalyse, uci_markdown, log)
     if args.merge:  # the merged runs' M names the report
         prefix = lambda config: Path(args.out_dir) / f"dgp_uci_M{config['num_inducing']}"  # noqa: E731
@@ -472,19 +469,9 @@ def main(argv=None, shared: bool = False) -> int:
     datasets, methods = parse_list(args.datasets), parse_list(args.methods)
     check_choices(parser, "--methods", methods, METHODS)
     check_datasets(parser, datasets, "regression", args.data_dir)
-    config = dict(
-        first_split=args.first_split,
-        datasets=datasets,
-        methods=methods,
-        num_inducing=args.num_inducing,
-        splits=args.splits,
-        large_splits=args.large_splits,
-        iterations=args.iterations,
-        learning_rate=args.lr,
-        batch_size=50,
-        chunk=args.chunk,
-        gpflux_samples=args.samples,
-    )
+    config = dict(first_split=args.first_split, datasets=datasets, methods=methods, num_inducing=args.num_inducing)
+    config.update(splits=args.splits, large_splits=args.large_splits, iterations=args.iterations, learning_rate=args.lr)
+    config.update(batch_size=50, chunk=args.chunk, gpflux_samples=args.samples)
     settings = (methods, args.num_inducing, args.iterations, args.lr, args.chunk, args.samples, args.data_dir)
     clock, runs, cpu = RunClock(), [], machine_info()["cpu_model"]
     for name in datasets:
@@ -500,8 +487,7 @@ def main(argv=None, shared: bool = False) -> int:
             )
             write_report(stem, partial, uci_markdown(partial))  # what has finished is kept if the run is stopped
     report = clock.stamp(dict(config=config, runs=runs, summary=summarise(runs, methods)), command)
-    json_path, md_path = write_report(stem, report, uci_markdown(report))
-    log(f"wrote {json_path} and {md_path}")
+    log("wrote {} and {}".format(*write_report(stem, report, uci_markdown(report))))
     return 0
 
 

@@ -1,13 +1,9 @@
 r"""
-The SEP minibatch step of two versions of the package, timed in one process: an A/B comparison.
-
-One process holds an SEPGPC of this tree, a copy of it (the A/A control), an SEPGPC of a baseline
-source tree (``--baseline-src``, imported under another package name) and GPflow's SVGP, on the same
-synthetic data, each with its compiled train step; rounds of steps in alternating order give the
-per-step medians and the per-round ratios (separate processes differ by several per cent on a shared
-machine, which hides a change of a few per cent). Results: ``docs/benchmarks/one_engine.md``. Run
-``python -m benchmarks.sep_step_ab --baseline-src /tmp/base [--quick] [--out-dir results/engine]``
-after ``git worktree add /tmp/base <commit>``.
+The SEP minibatch step of two versions of the package in one process (an A/B comparison): SEPGPC of this
+tree, a copy of it (the A/A control), SEPGPC of ``--baseline-src`` (imported under another package name)
+and GPflow's SVGP, timed in interleaved rounds on the same synthetic data; per-step medians and per-round
+ratios. Results: docs/benchmarks/one_engine.md. Run ``python -m benchmarks.sep_step_ab --baseline-src
+/tmp/base [--quick] [--out-dir results/engine]`` after ``git worktree add /tmp/base <commit>``.
 """
 
 import importlib
@@ -31,6 +27,7 @@ from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
 from .stats import markdown_table
+from .step_speed import data
 
 log = progress_logger("sep_step_ab")
 QUICK_HELP = "n=2000, M=20, B=50, 3 rounds of 5 steps"
@@ -71,55 +68,32 @@ def _summary(values) -> Dict:
     return dict(median=float(median), q1=float(q1), q3=float(q3), rounds=int(values.size))
 
 
-def run_ab(
-    baseline_src: Optional[str],
-    baseline_name: str,
-    n: int,
-    M: int,
-    batch_size: int,
-    rounds: int,
-    steps: int,
-    warmup: int,
-) -> Dict:
-    rng = np.random.default_rng(0)
+def run_ab(baseline_src: Optional[str], baseline_name: str, n: int, M: int, batch_size: int, **timing) -> Dict:
+    """Every model's per-step times over ``timing``'s rounds (``rounds``, ``steps``, ``warmup``) and their ratios."""
     D = 8
-    X = rng.standard_normal((n, D))
-    Y = (X[:, :1] + 0.5 * rng.standard_normal((n, 1)) > 0).astype(np.float64)
+    X, Y = data(n, D, 2, seed=0)
     Z = random_subset(X, M, seed=1)
 
-    def sep(package):
-        return package.models.SEPGPC(
-            se_ard_kernel(D), package.likelihoods.Probit(), Z.copy(), num_data=n
-        ), package.training.make_train_step
+    def sep(package, make_batches=make_dataset):
+        model = package.models.SEPGPC(se_ard_kernel(D), package.likelihoods.Probit(), Z.copy(), num_data=n)
+        return _stepper(model, package.training.make_train_step, X, Y, batch_size, make_batches)
 
+    svgp = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
     this = sys.modules["gpflow_ep"]
-    steppers = {
-        "this": _stepper(*sep(this), X, Y, batch_size),
-        "this (copy)": _stepper(*sep(this), X, Y, batch_size),
-        "SVGP": _stepper(
-            gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n),
-            make_train_step,
-            X,
-            Y,
-            batch_size,
-        ),
-    }
+    steppers = {"this": sep(this), "this (copy)": sep(this), "SVGP": _stepper(svgp, make_train_step, X, Y, batch_size)}
     with tempfile.TemporaryDirectory() as workdir:
         if baseline_src:
             baseline = import_baseline(baseline_src, Path(workdir))
-            steppers[baseline_name] = _stepper(
-                *sep(baseline), X, Y, batch_size, make_batches=baseline.training.make_dataset
-            )
+            steppers[baseline_name] = sep(baseline, baseline.training.make_dataset)
         for stepper in steppers.values():
-            stepper.run(warmup)
-        times = interleaved_rounds(steppers, rounds, steps, log)
-    names = list(steppers)
-    ratios = {f"{name} / SVGP": _summary(times[name] / times["SVGP"]) for name in names if name != "SVGP"}
+            stepper.run(timing["warmup"])
+        times = interleaved_rounds(steppers, timing["rounds"], timing["steps"], log)
+    ratios = {f"{name} / SVGP": _summary(times[name] / times["SVGP"]) for name in steppers if name != "SVGP"}
     ratios["this / this (copy)"] = _summary(times["this"] / times["this (copy)"])
     if baseline_src:
         ratios[f"this / {baseline_name}"] = _summary(times["this"] / times[baseline_name])
     return dict(
-        config=dict(n=n, D=D, M=M, batch_size=batch_size, rounds=rounds, steps=steps, warmup=warmup),
+        config=dict(n=n, D=D, M=M, batch_size=batch_size, **timing),
         baseline_src=baseline_src,
         baseline_name=baseline_name if baseline_src else None,
         per_step_ms={name: _summary(1e3 * t) for name, t in times.items()},
@@ -162,19 +136,9 @@ def main(argv=None) -> int:
     args, command = parse_command_line(parser, argv)
     if args.quick:
         args.n, args.M, args.batch_size, args.rounds, args.steps = 2000, 20, 50, 3, 5
-    report = timed_report(
-        command,
-        lambda: run_ab(
-            args.baseline_src,
-            args.baseline_name,
-            args.n,
-            args.M,
-            args.batch_size,
-            args.rounds,
-            args.steps,
-            warmup=5 if args.quick else 20,
-        ),
-    )
+    settings = dict(n=args.n, M=args.M, batch_size=args.batch_size, rounds=args.rounds, steps=args.steps)
+    run = lambda: run_ab(args.baseline_src, args.baseline_name, **settings, warmup=5 if args.quick else 20)  # noqa: E731
+    report = timed_report(command, run)
     stem = "sep_step_ab_quick" if args.quick else "sep_step_ab"
     json_path, md_path = write_report(Path(args.out_dir) / stem, report, ab_markdown(report))
     log(f"wrote {json_path} and {md_path}")

@@ -1,15 +1,9 @@
 r"""
-The compiled minibatch training step of the sparse EP models against GPflow's SVGP, side by side in
-one process.
-
-SEPGPC (probit) and SEPMGPC (C classes) take ``fit``'s step (``gpflow_ep.training.make_train_step``:
-the minibatch site refresh of Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3, then one Adam step
-on the surrogate); SVGP a plain compiled Adam step. On synthetic 8-D data, for each (M, batch), every
-step is compiled and warmed up, then rounds of steps run interleaved; the report gives the median
-time per step and the median over rounds of each SEP model's ratio to its SVGP, against the goals
-:data:`GOALS`. Protocol and results: ``docs/benchmarks/step_speed.md``.
-
-    python -m benchmarks.step_speed [--quick] [--out-dir results/step_speed]
+The compiled minibatch training step of SEPGPC and SEPMGPC (``fit``'s step: the minibatch site refresh of
+Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3, then one Adam step) against GPflow's SVGP (Probit;
+``MultiClass``/RobustMax), interleaved in one process on synthetic 8-D data: median ms per step and the
+median over rounds of SEP / SVGP, against :data:`GOALS`. Protocol and results: docs/benchmarks/step_speed.md.
+Run ``python -m benchmarks.step_speed [--quick] [--out-dir results/step_speed]``.
 """
 
 from pathlib import Path
@@ -32,9 +26,11 @@ from .stats import markdown_table
 log = progress_logger("step_speed")
 QUICK_HELP = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps"
 GOALS = {"SEPGPC": 1.1, "SEPMGPC": 1.5}
+QUICK = dict(n=2000, D=8, configs=[(10, 50)], classes=[2, 3], rounds=3, steps=3, warmup=2)
+FULL = dict(n=20000, D=8, configs=[(50, 200), (100, 500)], classes=[2, 5, 10], warmup=5)
 
 
-def _data(n: int, D: int, num_classes: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
+def data(n: int, D: int, num_classes: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
     """Standard normal inputs and labels: {0, 1} [n, 1] floats (C = 2) or integer classes [n, 1]."""
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, D))
@@ -62,7 +58,7 @@ def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]) -
     """Each method's compiled step and batch iterator for one (M, batch): SEP models and their SVGPs."""
     steppers = {}
     for C in classes:
-        X, Y = _data(n, D, 2 if C == 2 else C, seed=C)
+        X, Y = data(n, D, 2 if C == 2 else C, seed=C)
         Z = random_subset(X, M, seed=1)
         if C == 2:
             sep = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
@@ -150,18 +146,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")
     args, command = parse_command_line(parser, argv)
-    if args.quick:
-        settings = dict(n=2000, D=8, configs=[(10, 50)], classes=[2, 3], rounds=3, steps=3, warmup=2)
-    else:
-        settings = dict(
-            n=20000,
-            D=8,
-            configs=[(50, 200), (100, 500)],
-            classes=[2, 5, 10],
-            rounds=args.rounds,
-            steps=args.steps,
-            warmup=5,
-        )
+    settings = QUICK if args.quick else dict(FULL, rounds=args.rounds, steps=args.steps)
     report = timed_report(command, lambda: run(**settings))
     prefix = Path(args.out_dir) / ("step_speed_quick" if args.quick else "step_speed")
     json_path, md_path = write_report(prefix, report, markdown(report))
