@@ -1,16 +1,6 @@
 r"""
 The multi-class Bayesian SVM against GPflow's SVGP likelihoods and one-vs-rest binary hinge models
-(Wistuba & Rawat 2018, §4.1: Table 1 and Fig. 3).
-
-Protocol, results and reading: ``docs/benchmarks/bsvm.md``. Four methods share the SE-ARD kernel,
-M k-means inducing inputs, whitening, q_mu ~ N(0, 0.01²) (breaks the hinge's competitor ties at
-q_mu = 0), Adam and minibatches of min(N, 256), trained in interleaved chunks (training time: steps ×
-median seconds per step, compilation excluded): ``hinge`` (``MultiClassHinge(C, bound="augmented")``,
-the paper's collapsed objective), ``RobustMax`` (``gpflow.likelihoods.MultiClass``), ``Softmax`` and
-``OvR hinge`` (C ``BinaryHinge`` models, class c against the rest; Wenzel et al. 2017). Reported: mean
-test accuracy, the per-set rank by mean accuracy (ties share the average rank) and its mean over sets
-(the paper's Table 1 metric), and the median training time with its ratio to the hinge model's.
-
+(Wistuba & Rawat 2018, §4.1: Table 1 and Fig. 3). Protocol and results: docs/benchmarks/bsvm.md.
 Run ``python -m benchmarks.bsvm_multiclass [--quick] [--out-dir results/bsvm]``.
 """
 
