@@ -231,19 +231,15 @@ def run_multiclass(args, command: str, module: str, methods, run_split, summaris
     datasets = runner.parse_list(args.datasets)
     settings = dict(steps=args.steps, learning_rate=args.lr, num_inducing=args.num_inducing, chunk=args.chunk)
     config = dict(datasets=datasets, methods=methods, splits=args.splits, **settings, **config)
-    return runner.run_split_grid(
-        datasets,
-        args.splits,
-        lambda name, split: run_split(name, split, methods, args),
-        lambda runs: summarise(runs, methods),
-        config=config,
-        command=command,
-        prefix=Path(args.out_dir) / (f"{module}_quick" if args.quick else module),
-        markdown=markdown,
-        log=log,
-        describe=lambda run: f"{run['dataset']} split {run['split']}: {run['results']}",
-        first_split=args.first_split,
-    )
+    prefix = Path(args.out_dir) / (f"{module}_quick" if args.quick else module)
+
+    def describe(run) -> str:
+        return f"{run['dataset']} split {run['split']}: {run['results']}"
+
+    grid = dict(config=config, command=command, prefix=prefix, markdown=markdown, log=log, describe=describe)
+    grid["first_split"] = args.first_split
+    split = lambda name, k: run_split(name, k, methods, args)  # noqa: E731
+    return runner.run_split_grid(datasets, args.splits, split, lambda runs: summarise(runs, methods), **grid)
 
 
 def main(argv=None, shared: bool = False) -> int:
