@@ -1,21 +1,12 @@
 r"""
 Active learning with the multi-class Bayesian SVM (Wistuba & Rawat 2018, §4.3.1 and Fig. 5): querying by
-the variation ratio against querying by the entropy of the softmax of the mean prediction.
-
-Protocol, results and reading: ``docs/benchmarks/bsvm.md``. Per data set and random start (one
-labelled point per class), a whitened ``SVGP`` with ``MultiClassHinge(C, bound="augmented")`` is
-trained full batch by Adam on the labelled set, one pool point is queried and labelled, and so on
-(warm start); both policies share the start, model and steps. ``variation ratio``: the largest
-1 - max_c P(argmax_j f_j = c) (the paper's Bayesian policy); ``softmax entropy``: the largest entropy
-of softmax(E[f]) (its point-estimate policy); ties broken at random.
-
-Run ``python -m benchmarks.bsvm_active [--quick] [--out-dir results/bsvm]``.
+the variation ratio against querying by the entropy of the softmax of the mean prediction. Protocol and
+results: docs/benchmarks/bsvm.md. Run ``python -m benchmarks.bsvm_active [--quick] [--out-dir results/bsvm]``.
 """
 
 from pathlib import Path
 from typing import Dict, List
 
-import gpflow
 import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
@@ -24,9 +15,10 @@ from scipy.cluster.vq import kmeans2
 from gpflow_ep.likelihoods import MultiClassHinge
 
 from . import runner
-from .bsvm_multiclass import SHIPPED, SKLEARN, load, rank_by_accuracy
+from .bsvm_multiclass import SHIPPED, SKLEARN, load, rank_by_accuracy, svgp
 from .claims import Claim, claim_items, verdicts
 from .report import markdown_header, markdown_section, timed_report, write_report
+from .stats import markdown_table
 
 log = runner.progress_logger("bsvm_active")
 QUICK_HELP = "iris, 1 repeat, 5 queries, 20 steps per round"
@@ -48,14 +40,8 @@ class Learner:
     def __init__(self, X, C: int, M: int, lr: float, seed: int):
         D = X.shape[1]
         Z, _ = kmeans2(X, min(M, len(X)), minit="++", seed=seed)
-        self.model = gpflow.models.SVGP(
-            gpflow.kernels.SquaredExponential(lengthscales=np.full(D, np.sqrt(D))),
-            MultiClassHinge(C, bound="augmented"),
-            gpflow.inducing_variables.InducingPoints(Z),
-            num_latent_gps=C,
-            num_data=None,  # full batch: the ELBO's data term is the sum over the labelled set
-        )
-        self.model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=self.model.q_mu.shape))
+        # full batch (num_data None): the ELBO's data term is the sum over the labelled set
+        self.model = svgp(MultiClassHinge(C, bound="augmented"), Z, D, C, None, seed)
         optimizer, variables = tf_keras.optimizers.Adam(lr), self.model.trainable_variables
         optimizer.build(variables)
         spec = (tf.TensorSpec([None, D], tf.float64), tf.TensorSpec([None, 1], tf.float64))
@@ -160,9 +146,8 @@ def plot(summary: Dict, path: Path) -> Path:
         axes[0].legend(fontsize=7)
     for p in POLICIES:
         axes[1].plot(summary["mean_rank"][p], label=p)
-    axes[1].set(
-        xlabel="queries", ylabel="mean rank over data sets", title="mean rank (lower is better)", ylim=(0.9, 2.1)
-    )
+    axes[1].set(xlabel="queries", ylabel="mean rank over data sets", title="mean rank (lower is better)")
+    axes[1].set_ylim(0.9, 2.1)
     axes[1].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -178,17 +163,15 @@ def markdown(report) -> str:
         return " / ".join(format(curve[min(q, len(curve) - 1)], fmt) for q in marks)
 
     head = ["data set", *(f"{p}: error after {' / '.join(map(str, marks))} queries" for p in POLICIES)]
+    rows = [[name, *(after(errors[p], ".3f") for p in POLICIES)] for name, errors in s["mean_error"].items()]
+    rows.append(["**mean rank**", *(after(s["mean_rank"][p], ".2f") for p in POLICIES)])
     lines = markdown_header("Active learning with the multi-class Bayesian SVM", report)
     lines += [
         f"{c['repeats']} random starts per set, {c['queries']} queries, {c['steps']} Adam steps per round (lr "
         f"{c['learning_rate']}, warm start), P = {c['num_inducing']}; test error mean over starts. Curves: `{c['plot']}`.",
         "",
-        "| " + " | ".join(head) + " |",
-        "|---" * len(head) + "|",
+        *markdown_table(head, rows),
     ]
-    for name, errors in s["mean_error"].items():
-        lines.append(f"| {name} | " + " | ".join(after(errors[p], ".3f") for p in POLICIES) + " |")
-    lines.append("| **mean rank** | " + " | ".join(after(s["mean_rank"][p], ".2f") for p in POLICIES) + " |")
     lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 

@@ -1,17 +1,7 @@
 r"""
-The hybrid Bayesian SVM (Wistuba & Rawat 2018, §3.4, §4.2 and §4.3.2) on scikit-learn's digits (8 × 8
-images), against the same CNN with a softmax head, and FGSM adversarial detection by the variation ratio.
-
-Protocol, results and reading: ``docs/benchmarks/bsvm.md``. Both models share a small CNN trunk φ
-(the paper's MNIST trunk scaled to 8 × 8 inputs) and are trained by Adam in interleaved chunks:
-``hybrid BSVM`` is ``SVGP`` + ``DeepKernel(SE-ARD, φ)`` + ``MultiClassHinge(10, bound="augmented")``
-with inducing inputs in feature space (q_mu ~ N(0, 0.01²) to break competitor ties, q_sqrt = 0.1 I
-against the KL term dominating the first epochs, which the paper suspects in §4.2); ``CNN softmax``
-is φ + fc(10) and the cross-entropy. FGSM (Goodfellow et al. 2015): x_adv = clip(x + ε sign ∇_x J, 0, 1)
-with J the hybrid's negative per-point hinge data term or the CNN's cross-entropy; the uncertainty
-score is the variation ratio 1 - max_c P(argmax f = c) (hybrid) or 1 - max softmax (CNN).
-
-Run ``python -m benchmarks.bsvm_hybrid [--quick] [--out-dir results/bsvm]``.
+The hybrid Bayesian SVM (Wistuba & Rawat 2018, §3.4, §4.2 and §4.3.2) on scikit-learn's digits against
+the same CNN with a softmax head, and FGSM adversarial detection by the variation ratio. Protocol and
+results: docs/benchmarks/bsvm.md. Run ``python -m benchmarks.bsvm_hybrid [--quick] [--out-dir results/bsvm]``.
 """
 
 from pathlib import Path
@@ -33,7 +23,7 @@ from . import runner
 from .claims import Claim, claim_items, verdicts
 from .minibatch import TimedSteps
 from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
-from .stats import markdown_table, mean_se
+from .stats import cell, markdown_table, mean_se
 
 log = runner.progress_logger("bsvm_hybrid")
 QUICK_HELP = "1 seed, 60 steps, M = 10, eps in {0, 0.1}"
@@ -177,6 +167,7 @@ def run_seed(seed: int, steps: int, lr: float, M: int, features: int, chunk: int
             final_loss=float(model.training_loss((Xtr, Ytr))),
             attacks=[attack(method, model, Xte, Yte, eps, clean) for eps in epsilons],
         )
+    log(f"seed {seed}: " + ", ".join(f"{m} {r['accuracy']:.4f}" for m, r in results.items()))
     return results
 
 
@@ -185,24 +176,16 @@ def summarise(runs: List[Dict], epsilons: List[float]) -> Dict:
     summary = {}
     for method in METHODS:
         rows = [r["results"][method] for r in runs]
-        attacks = [
-            dict(
-                eps=eps,
-                **{k: mean_se([r["attacks"][i][k] for r in rows]) for k in ("accuracy", "mean_uncertainty", "roc_auc")},
-            )
+        summary[method] = dict(accuracy=mean_se([r["accuracy"] for r in rows]))
+        summary[method]["seconds_per_step"] = float(np.median([r["seconds_per_step"] for r in rows]))
+        stats = ("accuracy", "mean_uncertainty", "roc_auc")
+        summary[method]["attacks"] = [
+            dict(eps=eps, **{k: mean_se([r["attacks"][i][k] for r in rows]) for k in stats})
             for i, eps in enumerate(epsilons)
         ]
-        summary[method] = dict(
-            accuracy=mean_se([r["accuracy"] for r in rows]),
-            seconds_per_step=float(np.median([r["seconds_per_step"] for r in rows])),
-            attacks=attacks,
-        )
     hybrid, cnn = summary["hybrid BSVM"], summary["CNN softmax"]
-    overall = dict(
-        hybrid=hybrid["accuracy"]["mean"],
-        cnn=cnn["accuracy"]["mean"],
-        time_ratio=hybrid["seconds_per_step"] / cnn["seconds_per_step"],
-    )
+    overall = dict(hybrid=hybrid["accuracy"]["mean"], cnn=cnn["accuracy"]["mean"])
+    overall["time_ratio"] = hybrid["seconds_per_step"] / cnn["seconds_per_step"]
     attacks = [
         dict(eps=a["eps"], hybrid=a["roc_auc"]["mean"], cnn=b["roc_auc"]["mean"])
         for a, b in zip(hybrid["attacks"], cnn["attacks"])
@@ -243,24 +226,20 @@ FGSM_CLAIMS = (
 def markdown(report) -> str:
     c, summary = report["config"], report["summary"]["methods"]
     ref = summary["CNN softmax"]["seconds_per_step"]
-    lines = markdown_header("Hybrid Bayesian SVM on digits", report)
     methods = [
-        [
-            m,
-            f"{s['accuracy']['mean']:.4f} ± {s['accuracy']['se'] or 0:.4f}",
-            f"{1e3 * s['seconds_per_step']:.2f}",
-            f"{s['seconds_per_step'] / ref:.2f}",
-        ]
+        [m, cell(s["accuracy"]["mean"], 4, se=s["accuracy"]["se"] or 0), cell(1e3 * s["seconds_per_step"], 2)]
+        + [cell(s["seconds_per_step"] / ref, 2)]
         for m, s in summary.items()
     ]
-    attacks = []
-    for i, eps in enumerate(c["epsilons"]):
-        row = [f"{eps:g}"]
-        for method in METHODS:
-            a = summary[method]["attacks"][i]
-            auc = "–" if a["roc_auc"]["mean"] is None else f"{a['roc_auc']['mean']:.3f}"
-            row.append(f"{a['accuracy']['mean']:.3f} / {a['mean_uncertainty']['mean']:.3f} / {auc}")
-        attacks.append(row)
+    attacks = [
+        [f"{eps:g}"]
+        + [
+            " / ".join(cell(a[k]["mean"], 3, missing="–") for k in ("accuracy", "mean_uncertainty", "roc_auc"))
+            for a in (summary[m]["attacks"][i] for m in METHODS)
+        ]
+        for i, eps in enumerate(c["epsilons"])
+    ]
+    lines = markdown_header("Hybrid Bayesian SVM on digits", report)
     lines += [
         f"{c['seeds']} stratified 80/20 splits, {c['steps']} Adam steps (lr {c['learning_rate']}, batch {BATCH}), "
         f"M = {c['num_inducing']} inducing features of F = {c['features']}; mean ± s.e. over splits, "
@@ -301,11 +280,8 @@ def main(argv=None, shared: bool = False) -> int:
     config.update(features=args.features, chunk=args.chunk, epsilons=epsilons)
 
     def run() -> Dict:
-        runs = []
-        for seed in range(args.seeds):
-            results = run_seed(seed, args.steps, args.lr, args.num_inducing, args.features, args.chunk, epsilons)
-            runs.append(dict(seed=seed, results=results))
-            log(f"seed {seed}: " + ", ".join(f"{m} {r['accuracy']:.4f}" for m, r in results.items()))
+        settings = (args.steps, args.lr, args.num_inducing, args.features, args.chunk, epsilons)
+        runs = [dict(seed=seed, results=run_seed(seed, *settings)) for seed in range(args.seeds)]
         return dict(config=config, runs=runs, summary=summarise(runs, epsilons))
 
     report = timed_report(command, run)

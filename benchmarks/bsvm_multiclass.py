@@ -1,16 +1,6 @@
 r"""
 The multi-class Bayesian SVM against GPflow's SVGP likelihoods and one-vs-rest binary hinge models
-(Wistuba & Rawat 2018, §4.1: Table 1 and Fig. 3).
-
-Protocol, results and reading: ``docs/benchmarks/bsvm.md``. Four methods share the SE-ARD kernel,
-M k-means inducing inputs, whitening, q_mu ~ N(0, 0.01²) (breaks the hinge's competitor ties at
-q_mu = 0), Adam and minibatches of min(N, 256), trained in interleaved chunks (training time: steps ×
-median seconds per step, compilation excluded): ``hinge`` (``MultiClassHinge(C, bound="augmented")``,
-the paper's collapsed objective), ``RobustMax`` (``gpflow.likelihoods.MultiClass``), ``Softmax`` and
-``OvR hinge`` (C ``BinaryHinge`` models, class c against the rest; Wenzel et al. 2017). Reported: mean
-test accuracy, the per-set rank by mean accuracy (ties share the average rank) and its mean over sets
-(the paper's Table 1 metric), and the median training time with its ratio to the hinge model's.
-
+(Wistuba & Rawat 2018, §4.1: Table 1 and Fig. 3). Protocol and results: docs/benchmarks/bsvm.md.
 Run ``python -m benchmarks.bsvm_multiclass [--quick] [--out-dir results/bsvm]``.
 """
 
@@ -241,19 +231,15 @@ def run_multiclass(args, command: str, module: str, methods, run_split, summaris
     datasets = runner.parse_list(args.datasets)
     settings = dict(steps=args.steps, learning_rate=args.lr, num_inducing=args.num_inducing, chunk=args.chunk)
     config = dict(datasets=datasets, methods=methods, splits=args.splits, **settings, **config)
-    return runner.run_split_grid(
-        datasets,
-        args.splits,
-        lambda name, split: run_split(name, split, methods, args),
-        lambda runs: summarise(runs, methods),
-        config=config,
-        command=command,
-        prefix=Path(args.out_dir) / (f"{module}_quick" if args.quick else module),
-        markdown=markdown,
-        log=log,
-        describe=lambda run: f"{run['dataset']} split {run['split']}: {run['results']}",
-        first_split=args.first_split,
-    )
+    prefix = Path(args.out_dir) / (f"{module}_quick" if args.quick else module)
+
+    def describe(run) -> str:
+        return f"{run['dataset']} split {run['split']}: {run['results']}"
+
+    grid = dict(config=config, command=command, prefix=prefix, markdown=markdown, log=log, describe=describe)
+    grid["first_split"] = args.first_split
+    split = lambda name, k: run_split(name, k, methods, args)  # noqa: E731
+    return runner.run_split_grid(datasets, args.splits, split, lambda runs: summarise(runs, methods), **grid)
 
 
 def main(argv=None, shared: bool = False) -> int:

@@ -16,21 +16,9 @@ from scipy.stats import norm
 
 from gpflow_ep.datasets import load_benchmark
 
+from . import robust_regression as rr
 from . import runner
 from .report import markdown_header
-from .robust_regression import (
-    Task,
-    compare_on_splits,
-    comparison_parser,
-    ep_cell,
-    likelihood_values,
-    methods_table,
-    predictive_metrics,
-    standardise,
-    stat,
-    subsample,
-    summarise_methods,
-)
 
 log = runner.progress_logger("counts_ordinal")
 
@@ -105,13 +93,13 @@ def ordinal_likelihood() -> gpflow.likelihoods.Ordinal:
     return likelihood
 
 
-def load_task(name: str, split: int, max_train: int, data_dir=None) -> Task:
+def load_task(name: str, split: int, max_train: int, data_dir=None) -> rr.Task:
     """One split of ``name`` (inputs standardised by the training part, at most ``max_train`` training points)."""
     values = {}
     if name == "phd-articles":
         X, y = phd_articles()
         train, test = random_split(len(X), seed=split)
-        X_train, X_test, _, _ = standardise(X[train], X[test])
+        X_train, X_test, _, _ = rr.standardise(X[train], X[test])
         Y_train, Y_test = y[train], y[test]
         likelihood = gpflow.likelihoods.Poisson
     elif name == "wine-red":
@@ -122,14 +110,14 @@ def load_task(name: str, split: int, max_train: int, data_dir=None) -> Task:
         likelihood = ordinal_likelihood
     else:
         raise ValueError(f"name: unknown data set {name!r}; choose among {list(DATASETS)}")
-    X_train, Y_train = subsample(X_train, Y_train, max_train, split)
+    X_train, Y_train = rr.subsample(X_train, Y_train, max_train, split)
 
     def metrics(model) -> Dict:
         """Test log-likelihood and MAE (``predictive_metrics``' MLPD and MAE, in the data's units)."""
-        m = predictive_metrics(model, X_test, Y_test)
-        return dict(m, test_ll=m.pop("mlpd"), likelihood=likelihood_values(model))
+        m = rr.predictive_metrics(model, X_test, Y_test)
+        return dict(m, test_ll=m.pop("mlpd"), likelihood=rr.likelihood_values(model))
 
-    return Task(X_train, Y_train, X_test, Y_test, likelihood, metrics, values)
+    return rr.Task(X_train, Y_train, X_test, Y_test, likelihood, metrics, values)
 
 
 def summarise(runs: List[Dict], methods) -> Dict:
@@ -138,14 +126,14 @@ def summarise(runs: List[Dict], methods) -> Dict:
         eps = [g["ep"] for g in got if "ep" in g]
         return dict(out, ep_skipped=sum(e["num_skipped"] for e in eps)) if eps else out
 
-    return summarise_methods(runs, methods, ("test_ll", "mae", "train_time_s"), counts)
+    return rr.summarise_methods(runs, methods, ("test_ll", "mae", "train_time_s"), counts)
 
 
 COLUMNS = (
-    ("test log-lik.", stat("test_ll", 3)),
-    ("MAE", stat("mae", 3)),
-    ("time (s)", stat("train_time_s", 1)),
-    ("EP converged", ep_cell),
+    ("test log-lik.", rr.stat("test_ll", 3)),
+    ("MAE", rr.stat("mae", 3)),
+    ("time (s)", rr.stat("train_time_s", 1)),
+    ("EP converged", rr.ep_cell),
     ("EP skipped updates", lambda e: str(e.get("ep_skipped", "–"))),
     ("non-finite", lambda e: str(e["nonfinite"])),
 )
@@ -161,13 +149,13 @@ def markdown(report: Dict) -> str:
         "MAE of the predictive mean; time: hyper-parameter training (compilation included on the first split). "
         "Mean ± s.e. over splits.",
         "",
-        *methods_table(report, COLUMNS),
+        *rr.methods_table(report, COLUMNS),
     ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
-    parser = comparison_parser("counts_ordinal", __doc__, QUICK_HELP, DATASETS, METHODS)
+    parser = rr.comparison_parser("counts_ordinal", __doc__, QUICK_HELP, DATASETS, METHODS)
     parser.add_argument("--max-train", type=int, default=600)
     args, command = runner.parse_command_line(parser, argv, shared=shared, log=log)
     if args.quick:
@@ -177,10 +165,10 @@ def main(argv=None, shared: bool = False) -> int:
         runner.check_choices(parser, "--datasets", runner.parse_list(args.datasets), DATASETS)
     config = dict(max_train=args.max_train, ep_options=EP_OPTIONS)
 
-    def load(name: str, split: int) -> Task:
+    def load(name: str, split: int) -> rr.Task:
         return load_task(name, split, args.max_train, args.data_dir)
 
-    return compare_on_splits(args, command, "counts_ordinal", load, summarise, markdown, log, config, EP_OPTIONS)
+    return rr.compare_on_splits(args, command, "counts_ordinal", load, summarise, markdown, log, config, EP_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,8 @@
 r"""
-Robust GP regression: EP with GPflow's ``StudentT`` likelihood against VGP, SVGP and GPR (after
-Jylänki, Vanhatalo & Vehtari 2011) on Neal's data with outliers, Boston housing and concrete.
-
-Protocol, results and reading: ``docs/benchmarks/robust_regression.md``. This module also holds what
-the likelihood comparisons ``benchmarks.counts_ordinal`` and ``benchmarks.logistic_uci`` share: the
-models (:class:`Slots`), their training (:func:`compare_on_splits`), summary and table.
+Robust GP regression: EP with GPflow's ``StudentT`` likelihood against VGP, SVGP and GPR (after Jylänki,
+Vanhatalo & Vehtari 2011) on Neal's data with outliers, Boston housing and concrete. Also the machinery
+the likelihood comparisons ``benchmarks.counts_ordinal`` and ``benchmarks.logistic_uci`` share
+(:func:`compare_on_splits`). Protocol and results: docs/benchmarks/robust_regression.md.
 """
 
 import argparse
@@ -247,22 +245,12 @@ def compare_on_splits(
         return dict(dataset=name, split=split, n_train=len(task.X), n_test=len(task.X_test), results=results)
 
     def describe(run) -> str:
-        return f"{run['dataset']} split {run['split']}: " + ", ".join(
-            f"{m} {v['train_time_s']:.1f} s" for m, v in run["results"].items()
-        )
+        times = ", ".join(f"{m} {v['train_time_s']:.1f} s" for m, v in run["results"].items())
+        return f"{run['dataset']} split {run['split']}: {times}"
 
+    grid = dict(config=config, command=command, prefix=prefix, markdown=markdown, log=log, describe=describe)
     return runner.run_split_grid(
-        datasets,
-        args.splits,
-        run_split,
-        lambda runs: summarise(runs, methods),
-        config=config,
-        command=command,
-        prefix=prefix,
-        markdown=markdown,
-        log=log,
-        describe=describe,
-        first_split=args.first_split,
+        datasets, args.splits, run_split, lambda runs: summarise(runs, methods), first_split=args.first_split, **grid
     )
 
 
@@ -281,10 +269,10 @@ def summarise_methods(runs: List[Dict], methods, keys, extra: Callable[[List[Dic
             eps = [g["ep"] for g in got if "ep" in g]
             if eps:
                 entry[m].update(
-                    ep_converged=sum(e["converged"] for e in eps),
-                    ep_fallback=sum(e["fallback"] for e in eps),
-                    ep_fallback_converged=sum(e.get("fallback_converged", False) for e in eps),
-                    ep_runs=len(eps),
+                    ep_converged=sum(e["converged"] for e in eps), ep_fallback=sum(e["fallback"] for e in eps)
+                )
+                entry[m].update(
+                    ep_fallback_converged=sum(e.get("fallback_converged", False) for e in eps), ep_runs=len(eps)
                 )
             entry[m].update(extra(got))
         per_set[name] = dict(splits=len(rows), methods=entry)

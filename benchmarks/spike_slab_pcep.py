@@ -1,11 +1,7 @@
 r"""
 Convergent EP (PC-EP) against damped regular EP (R-EP) for spike-and-slab linear regression: the
-experiment of Hernández-Lobato & Hernández-Lobato (2011), §4 and Figure 1.
-
-``--sets`` problems (``gpflow_ep.datasets.spike_slab_problem``: d = 25, n = 10, σ = 0.005, p_s = 0.2,
-v_s = 1, the true hyper-parameters): R-EP at every damping τ in ``--taus`` and PC-EP; the paper's Figure 1
-layout, PC-EP's energy traces (also a PNG) and, on ``--exact-sets`` problems with d = 12, both against
-exact enumeration. Protocol and results: docs/benchmarks/spike_slab.md. Run ``python -m
+experiment of Hernández-Lobato & Hernández-Lobato (2011), §4 and Figure 1, and both against exact
+enumeration. Protocol and results: docs/benchmarks/spike_slab.md. Run ``python -m
 benchmarks.spike_slab_pcep [--quick] [--out-dir results/spike_slab]``; ``--rerender`` redoes the analysis.
 """
 
@@ -50,33 +46,22 @@ def run_set(seed: int, taus, max_outer: int) -> Dict:
         model.reset_sites()
         t0 = time.perf_counter()
         run = model.run_ep()
-        rep[str(tau)] = dict(
-            converged=bool(run.converged),
-            sweeps=int(run.sweeps),
-            seconds=time.perf_counter() - t0,
-            mse=_mse(model, Xt, yt),
-            log_z=float(model.log_marginal_likelihood()),
-        )
+        rep[str(tau)] = dict(converged=bool(run.converged), sweeps=int(run.sweeps), seconds=time.perf_counter() - t0)
+        rep[str(tau)].update(mse=_mse(model, Xt, yt), log_z=float(model.log_marginal_likelihood()))
     model = SpikeSlabRegression((X, y), **HYPER, method="convergent", max_sweeps=max_outer)
     t0 = time.perf_counter()
     run = model.run_ep()
     seconds = time.perf_counter() - t0
-    res = model.double_loop_result
-    E = res.energies
-    pc = dict(
-        converged=bool(run.converged),
-        outer=int(run.sweeps),
-        inner=res.inner_iterations,
-        seconds=seconds,
-        mse=_mse(model, Xt, yt),
-        energies=E.tolist(),
-        max_increase=float(np.max(np.diff(E))) if len(E) > 1 else 0.0,
-        bound=float(0.5 * len(X) * np.log(2 * np.pi * HYPER["noise_variance"]) - 0.5 * X.shape[1] * np.log(2.0)),
-        active_site_bounds=res.active_site_bounds,
-        active_cavity_bounds=res.active_cavity_bounds,
-        kkt_residual=res.kkt_residual,
-        non_finite=res.non_finite,
+    res, E = model.double_loop_result, model.double_loop_result.energies
+    pc = dict(converged=bool(run.converged), outer=int(run.sweeps), inner=res.inner_iterations, seconds=seconds)
+    pc.update(
+        mse=_mse(model, Xt, yt), energies=E.tolist(), max_increase=float(np.max(np.diff(E))) if len(E) > 1 else 0.0
     )
+    pc["bound"] = float(0.5 * len(X) * np.log(2 * np.pi * HYPER["noise_variance"]) - 0.5 * X.shape[1] * np.log(2.0))
+    for key in ("active_site_bounds", "active_cavity_bounds", "kkt_residual", "non_finite"):
+        pc[key] = getattr(res, key)
+    fates = " ".join(f"{t}:{'ok' if v['converged'] else 'NO'}/{v['mse']:.3f}" for t, v in rep.items())
+    log(f"set {seed}: R-EP {fates}; PC-EP {pc['mse']:.3f} in {pc['outer']} outer, {pc['seconds']:.1f} s")
     return dict(seed=seed, rep=rep, pcep=pc)
 
 
@@ -108,30 +93,25 @@ def _group(values) -> Dict:
 def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
     """Per τ the paper's Figure 1 groups, PC-EP's traces, the exact-posterior errors and the claims."""
     per_tau = {}
-    for tau in taus:
-        key = str(tau)
-        failed = [s for s in sets if not s["rep"][key]["converged"]]
-        ok = [s for s in sets if s["rep"][key]["converged"]]
-        per_tau[key] = dict(
-            not_converged=len(failed),
-            failed=dict(
-                pcep=_group([s["pcep"]["mse"] for s in failed]), rep=_group([s["rep"][key]["mse"] for s in failed])
-            ),
-            converged=dict(pcep=_group([s["pcep"]["mse"] for s in ok]), rep=_group([s["rep"][key]["mse"] for s in ok])),
-            pcep_better_on_failed=int(sum(s["pcep"]["mse"] < s["rep"][key]["mse"] for s in failed)),
-            rep_seconds=float(np.median([s["rep"][key]["seconds"] for s in sets])),
-        )
+    for tau in map(str, taus):
+        failed = [s for s in sets if not s["rep"][tau]["converged"]]
+        groups = dict(failed=failed, converged=[s for s in sets if s["rep"][tau]["converged"]])
+        per_tau[tau] = dict(not_converged=len(failed))
+        for name, group in groups.items():
+            per_tau[tau][name] = dict(pcep=_group([s["pcep"]["mse"] for s in group]))
+            per_tau[tau][name]["rep"] = _group([s["rep"][tau]["mse"] for s in group])
+        per_tau[tau]["pcep_better_on_failed"] = int(sum(s["pcep"]["mse"] < s["rep"][tau]["mse"] for s in failed))
+        per_tau[tau]["rep_seconds"] = float(np.median([s["rep"][tau]["seconds"] for s in sets]))
     pc = [s["pcep"] for s in sets]
-    pcep = dict(
-        converged=int(sum(p["converged"] for p in pc)),
-        median_outer=float(np.median([p["outer"] for p in pc])),
-        median_seconds=float(np.median([p["seconds"] for p in pc])),
-        largest_increase=float(max(p["max_increase"] for p in pc)),
-        above_bound=bool(all(min(p["energies"]) >= p["bound"] for p in pc)),
-        median_active_site_bounds=float(np.median([p["active_site_bounds"] for p in pc])),
-        median_kkt_residual=float(np.median([p["kkt_residual"] for p in pc])),
-        non_finite=int(sum(p.get("non_finite", False) for p in pc)),
-    )
+
+    def median(key: str) -> float:
+        return float(np.median([p[key] for p in pc]))
+
+    pcep = dict(converged=int(sum(p["converged"] for p in pc)), median_outer=median("outer"))
+    pcep.update(median_seconds=median("seconds"), largest_increase=float(max(p["max_increase"] for p in pc)))
+    pcep["above_bound"] = bool(all(min(p["energies"]) >= p["bound"] for p in pc))
+    pcep.update(median_active_site_bounds=median("active_site_bounds"), median_kkt_residual=median("kkt_residual"))
+    pcep["non_finite"] = int(sum(p.get("non_finite", False) for p in pc))
     exact_summary = {
         name: dict(
             inclusion_error=mean_se([e[name]["inclusion_error"] for e in exact]),
@@ -266,11 +246,7 @@ def markdown(report) -> str:
 
 
 def plot_energy_traces(report, path: Path) -> Path:
-    """
-    PC-EP's energy traces, E(v^(t)) - min_t E(v^(t)) on a log axis against the outer iteration, one
-    line per set (red where R-EP at the largest τ did not converge), and the distance of the final
-    energy to the lower bound n/2 log 2πσ² - d/2 log 2.
-    """
+    """PC-EP's energy traces E(v^(t)) - min_t E(v^(t)) (red: R-EP at the largest τ failed) and final E - bound."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -282,11 +258,8 @@ def plot_energy_traces(report, path: Path) -> Path:
         E, failed = np.asarray(s["pcep"]["energies"]), not s["rep"][str(tau)]["converged"]
         style = dict(color="C3", alpha=0.9, zorder=2) if failed else dict(color="0.6", alpha=0.5, zorder=1)
         ax.semilogy(np.arange(len(E)), E - E.min() + 1e-12, lw=0.7, **style)
-    ax.set(
-        xlabel="outer iteration t",
-        ylabel="E(v^(t)) - min E  (+1e-12)",
-        title=f"PC-EP energy traces (red: R-EP τ={tau} not converged)",
-    )
+    title = f"PC-EP energy traces (red: R-EP τ={tau} not converged)"
+    ax.set(xlabel="outer iteration t", ylabel="E(v^(t)) - min E  (+1e-12)", title=title)
     bx.hist([s["pcep"]["energies"][-1] - s["pcep"]["bound"] for s in report["sets"]], bins=20, color="C0")
     bx.set(xlabel="final E - lower bound [nats]", ylabel="sets", title="distance to the lower bound")
     fig.tight_layout()
@@ -301,9 +274,7 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--taus", default="0.1,0.3,0.5,0.7,0.9")
     parser.add_argument("--max-outer", type=int, default=1000)
     parser.add_argument("--exact-sets", type=int, default=20)
-    parser.add_argument(
-        "--rerender", action="store_true", help="redo summary, claims, table and PNG of the stored JSON"
-    )
+    parser.add_argument("--rerender", action="store_true", help="redo summary, claims, table and PNG from the JSON")
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
     if args.quick:
         vars(args).update(sets=1, taus="0.5,0.9", max_outer=20, exact_sets=1)
@@ -320,15 +291,7 @@ def main(argv=None, shared: bool = False) -> int:
         return rerender_report(stem, reanalyse, markdown, log)
 
     def run() -> Dict:
-        sets, exact = [], []
-        for seed in range(args.sets):
-            sets.append(run_set(seed, taus, args.max_outer))
-            r = sets[-1]
-            log(
-                f"set {seed}: R-EP "
-                + " ".join(f"{t}:{'ok' if v['converged'] else 'NO'}/{v['mse']:.3f}" for t, v in r["rep"].items())
-                + f"; PC-EP {r['pcep']['mse']:.3f} in {r['pcep']['outer']} outer, {r['pcep']['seconds']:.1f} s"
-            )
+        sets = [run_set(seed, taus, args.max_outer) for seed in range(args.sets)]
         exact = [run_exact(seed, args.max_outer) for seed in range(args.exact_sets)]
         config = dict(sets=args.sets, taus=taus, max_outer=args.max_outer, exact_sets=args.exact_sets)
         return dict(config=config, sets=sets, exact=exact, summary=summarise(sets, exact, taus))

@@ -42,6 +42,27 @@ def test_sepgpc_table1_quick(tmp_path):
         assert rec.pop("reused") is True
         assert rec == row["per_split"][method][0]
 
+    # --rerender rewrites the Markdown of a stored report from its JSON, which it leaves as it is
+    stored = (tmp_path / "table1.json").read_text()
+    (tmp_path / "table1.md").write_text("stale\n")
+    assert main(["--rerender", str(tmp_path / "table1.json")]) == 0
+    assert (tmp_path / "table1.md").read_text() == md
+    assert (tmp_path / "table1.json").read_text() == stored
+
+
+def test_markdown_keeps_the_methods_of_an_older_report():
+    """A report of an earlier version (its "SEP batch", no "SEP inner") keeps its columns when re-rendered."""
+    from benchmarks.sepgpc_table1 import table1_markdown
+
+    summary = dict(error=0.1, error_se=0.01, nll=0.3, nll_se=0.02, time_median_s=2.0)
+    rows = [dict(dataset="Crabs", fraction=0.15, M=30, splits=[0], summary={m: summary for m in ("SEP batch", "SVGP")})]
+    machine = dict(cpu_model="cpu", cpu_count=2, cpu_affinity=2, tensorflow="2", gpflow="2", numpy="1", python="3")
+    machine.update(load_average_start=None, load_average_end=None)
+    settings = dict(splits_used=[0], fractions=[0.15], maxiter=5, epochs=2, optimizer="adam", sep_tol=1e-6)
+    report = dict(rows=rows, settings=settings, machine=machine, command="c", started="s", finished="f", wall_time_s=1)
+    header = next(line for line in table1_markdown(report).splitlines() if line.startswith("| dataset"))
+    assert header.startswith("| dataset | M (frac) | splits | SEP batch err | SVGP err | SEP batch NLL | SVGP NLL |")
+
 
 def test_claims_are_decided_from_the_rows():
     """Two hand-made rows: NLL within two combined standard errors, time ratios and the paper's spread."""
