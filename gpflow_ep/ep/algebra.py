@@ -55,11 +55,15 @@ def safe_cholesky(matrix: tf.Tensor):
     (L, ok): the Cholesky factor of ``matrix`` [..., M, M] and whether every factor succeeded
     (finite, positive diagonal). TensorFlow fills a failed factor with NaNs; it is replaced by the
     identity, so nothing downstream sees a NaN, and ``ok`` [] says whether to trust the result
-    (for the site algebras: whether q is a proper Gaussian).
+    (for the site algebras: whether q is a proper Gaussian). The diagonal is enough to test: on
+    failure TensorFlow fills the whole lower triangle with NaNs, and a NaN in ``matrix`` reaches
+    the diagonal (L_jj² = M_jj - Σ_k L_jk²). The replacement is a ``tf.cond``, so a successful
+    factor costs no O(M²) pass beyond the factorisation.
     """
     chol = tf.linalg.cholesky(matrix)
-    ok = tf.reduce_all(tf.math.is_finite(chol)) & tf.reduce_all(tf.linalg.diag_part(chol) > 0.0)
-    return tf.where(ok, chol, eye_like(matrix)), ok
+    diag = tf.linalg.diag_part(chol)
+    ok = tf.reduce_all(tf.math.is_finite(diag)) & tf.reduce_all(diag > 0.0)
+    return tf.cond(ok, lambda: chol, lambda: eye_like(matrix)), ok
 
 
 def centred_natural_mean(precision: tf.Tensor, natural_mean: tf.Tensor, offset) -> tf.Tensor:

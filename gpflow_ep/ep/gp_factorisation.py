@@ -41,17 +41,19 @@ class GPSiteFactorisation:
     @check_shapes("K: [N, N]", "precision: [N, 1]", "natural_mean: [N, 1]")
     def __init__(self, K, precision, natural_mean):
         dtype = K.dtype
-        n = tf.shape(K)[0]
         tau = precision[:, 0]
         nu = natural_mean[:, 0]
         negative = tau < 0.0
 
-        # positive part: B = I + A₊ K A₊
+        # positive part: B = I + A₊ K A₊, its diagonal set in place on A₊ K A₊ (A₊ K is also the
+        # right-hand side of the solve), so that besides the Cholesky factor and the triangular solve
+        # a factorisation makes few O(n²) passes over memory
         a_pos = tf.sqrt(tf.maximum(tau, 0.0))
-        B = tf.eye(n, dtype=dtype) + a_pos[:, None] * K * a_pos[None, :]
-        self._L_B, ok_B = safe_cholesky(B)
+        AK = a_pos[:, None] * K
+        AKA = AK * a_pos[None, :]
+        self._L_B, ok_B = safe_cholesky(tf.linalg.set_diag(AKA, tf.linalg.diag_part(AKA) + 1.0))
         self._a_pos = a_pos
-        self._V = tf.linalg.triangular_solve(self._L_B, a_pos[:, None] * K)  # L_B⁻¹ A₊ K
+        self._V = tf.linalg.triangular_solve(self._L_B, AK)  # L_B⁻¹ A₊ K
         self._nu_pos = tf.where(negative, tf.zeros_like(nu), nu)
         self._V_nu = tf.linalg.matvec(self._V, self._nu_pos)
         mean_pos = tf.linalg.matvec(K, self._nu_pos) - tf.linalg.matvec(self._V, self._V_nu, transpose_a=True)
@@ -105,8 +107,9 @@ class GPSiteFactorisation:
         """
         Mean and (co)variance of g(x*) under q, given k(X, x*) and k(x*, x*).
 
-        Positive sites: the GPML predictive (R&W Alg. 3.6); negative sites: the same rank-|J|
-        downdate as for the training marginals, with Σ₊[J, *] in place of Σ₊[J, :].
+        Positive sites: the GPML predictive (R&W Alg. 3.6); negative sites (the index set J): the
+        same low-rank downdate as for the training marginals, with the rows J of Σ₊'s cross-covariance
+        with x* in place of the rows J of Σ₊.
         """
         Vs = tf.linalg.triangular_solve(self._L_B, self._a_pos[:, None] * Kxs)
         mean = tf.linalg.matvec(Kxs, self._nu_pos, transpose_a=True) - tf.linalg.matvec(

@@ -141,9 +141,11 @@ def penalised_line_search(objective: Callable, b_max, b_min=None, grid_size: int
     the line search is ours, the paper says only "line search").
 
     1. Evaluate at b = 0 and at ``grid_size`` log-spaced points in [1e-5 b_max, b_max] (and the
-       mirrored grid on [b_min, 0) when ``b_min`` is given); 2. if the best grid point is b = 0,
-       return 0 exactly (the l1 kink makes this the typical case); 3. otherwise refine by golden
-       section between the best point's grid neighbours and keep the refinement only if it improves.
+       mirrored grid on [b_min, 0) when ``b_min`` is given).
+    2. If the best grid point is b = 0, return 0 exactly (the l1 kink makes this the typical case).
+    3. Otherwise refine by golden section between the best point's grid neighbours and keep the
+       refinement only if it improves.
+
     Non-finite objective values count as +∞, so the result never has a non-finite objective.
 
     :param objective: maps b of shape [K, N, 1] to objective values of the same shape.

@@ -262,14 +262,26 @@ class _ParallelState(NamedTuple):
 
 
 class ParallelSchedule(Schedule):
-    """Damped parallel EP (module docstring)."""
+    """
+    Damped parallel EP (module docstring). A cold start (every site flat, the prior proper) reads
+    q = prior off :meth:`SiteAlgebra.prior_marginals` instead of factorising at the flat sites, so a
+    run from flat sites factorises once per sweep.
+    """
 
     def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
         dtype = precision.dtype
         num_sites = tf.shape(precision)[0]
-        tau, nu, q = warm_start(
-            algebra.marginals(precision, natural_mean), algebra.prior_marginals(precision), precision, natural_mean
-        )
+        prior = algebra.prior_marginals(precision)
+
+        def stored_start():
+            tau, nu, q = warm_start(algebra.marginals(precision, natural_mean), prior, precision, natural_mean)
+            return tau, nu, q.mean, q.var
+
+        def cold_start():
+            return precision, natural_mean, prior.mean, prior.var
+
+        flat = prior.proper & tf.reduce_all(tf.equal(precision, 0.0)) & tf.reduce_all(tf.equal(natural_mean, 0.0))
+        tau, nu, mean, var = tf.cond(flat, cold_start, stored_start)
         zeros = tf.zeros_like(precision)
         inf = tf.constant(float("inf"), dtype)
 
@@ -315,8 +327,8 @@ class ParallelSchedule(Schedule):
             sweep=tf.constant(0),
             precision=tau,
             natural_mean=nu,
-            mean=q.mean,
-            var=q.var,
+            mean=mean,
+            var=var,
             dual=zeros,
             relaxation=zeros,
             damping=tf.constant(settings.damping, dtype),

@@ -50,7 +50,8 @@ def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, s
     The undamped EP update of the visited sites (:mod:`gpflow_ep.ep.sites`, steps 2–3).
 
     :param cavity: the cavities of the visited sites (:func:`~gpflow_ep.ep.cavity_distribution`).
-    :param precision, natural_mean: their current sites (the relaxation is centred on their means).
+    :param precision: their current site precisions τ (the relaxation is centred on the sites' means).
+    :param natural_mean: their current site natural means ν.
     :param factor: the visited sites' factors (:class:`~gpflow_ep.ep.SiteFactor`).
     :param settings: ``power``, ``relaxation`` and ``min_precision`` are read.
     """

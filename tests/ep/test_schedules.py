@@ -7,6 +7,7 @@ import tensorflow as tf
 from gpflow_ep.ep import (
     EPRun,
     EPSettings,
+    GPAlgebra,
     JointPosterior,
     LikelihoodFactor,
     Schedule,
@@ -116,3 +117,37 @@ def test_an_ep_run_prints_as_one_short_line():
 
     inside(tf.ones([4, 1], tf.float64))
     assert "precision=<symbolic float64 [4, 1]>" in texts[0]
+
+
+class _CountingGPAlgebra(GPAlgebra):
+    """The full-GP algebra, counting the factorisations it runs (a variable, so compiled runs count too)."""
+
+    def __init__(self, K, prior_mean):
+        super().__init__(K, prior_mean)
+        self.factorisations = tf.Variable(0)
+
+    def posterior(self, precision, natural_mean):
+        with tf.control_dependencies([self.factorisations.assign_add(1)]):
+            return super().posterior(tf.identity(precision), natural_mean)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_parallel_ep_from_flat_sites_factorises_once_per_sweep(warm):
+    """A cold start reads q = prior off the algebra (no factorisation at flat sites); a warm start factorises
+    once more, to read q at the stored sites."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 2))
+    K = tf.constant(np.exp(-0.5 * np.sum((X[:, None] - X[None]) ** 2, -1)) + 1e-9 * np.eye(12))
+    Y = tf.constant((X[:, :1] > 0).astype(float))
+    factor = LikelihoodFactor(Probit(), None, Y)
+    settings = EPSettings(schedule="parallel", tol=1e-8)
+    zeros = tf.zeros([12, 1], tf.float64)
+    cold = run_ep(_CountingGPAlgebra(K, zeros), factor, zeros, zeros, settings)
+    start = (cold.precision, cold.natural_mean) if warm else (zeros, zeros)
+    algebra = _CountingGPAlgebra(K, zeros)
+    run = tf.function(lambda: run_ep(algebra, factor, *start, settings))()
+    assert bool(run.converged)
+    assert int(algebra.factorisations.numpy()) == int(run.sweeps) + int(warm)
+    if not warm:  # the same run compiled: B = I + AKA has eigenvalues in [1, 1 + max τ λ_max(K)] (< 1e3 here)
+        scale = np.max(np.abs(cold.precision))
+        np.testing.assert_allclose(run.precision, cold.precision, rtol=0, atol=1e-10 * scale)
