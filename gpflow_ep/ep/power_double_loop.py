@@ -60,7 +60,7 @@ import tensorflow as tf
 
 from .algebra import SiteAlgebra
 from .factors import SiteFactor, gaussian_log_normaliser
-from .schedules import EPRun, Schedule, register_schedule
+from .schedules import EPRun, Schedule, register_schedule, warm_start
 from .settings import EPSettings
 
 __all__ = ["PowerDoubleLoopSchedule", "run_power_double_loop", "moment_mismatch", "MAX_INNER"]
@@ -139,13 +139,8 @@ def _start(algebra, factor, precision, natural_mean, power):
     The warm start: the given sites and v = η(q_i), raised where the cavity q_i/t̃_i^α would be improper
     to v₂ᵢ = ατ_i + 1/s_i (a valid cavity of precision 1/s_i); flat sites (q = prior) when q is improper.
     """
-    q = algebra.marginals(precision, natural_mean)
-    prior = algebra.prior_marginals(precision)
+    tau, nu, mean, var = warm_start(algebra, precision, natural_mean)
     zeros = tf.zeros_like(precision)
-    tau = tf.where(q.proper, precision, zeros)
-    nu = tf.where(q.proper, natural_mean, zeros)
-    mean = tf.where(q.proper, q.mean, prior.mean)
-    var = tf.where(q.proper, q.var, prior.var)
     v2 = 1.0 / var
     v2 = tf.where(v2 - power * tau > 0.0, v2, power * tau + 1.0 / var)
     v1 = mean / var + tf.where(1.0 / var - power * tau > 0.0, zeros, power * nu)

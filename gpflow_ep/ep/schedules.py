@@ -205,20 +205,29 @@ def moment_change(mean, var, new_mean, new_var):
     return tf.maximum(tf.reduce_max(tf.abs(new_mean - mean)), tf.reduce_max(tf.abs(new_var - var)))
 
 
-def warm_start(state, prior_state, precision, natural_mean):
+def warm_start(algebra: SiteAlgebra, precision, natural_mean):
     """
-    (τ, ν, state) to start from: the stored sites and q at them (``state``, a NamedTuple with a
-    ``proper`` field), or flat sites and the prior (``prior_state``) when the stored sites give an
-    improper q, e.g. negative-precision sites kept from other hyper-parameters.
+    (τ, ν, mean, var) to start a run from: the stored sites and q's marginals at them, or flat sites
+    and the prior's marginals when the stored sites give an improper q, e.g. negative-precision sites
+    kept from other hyper-parameters. A cold start (every site flat, the prior proper) reads the
+    prior off :meth:`SiteAlgebra.prior_marginals` instead of factorising at the flat sites.
     """
-    proper = state.proper
+    prior = algebra.prior_marginals(precision)
 
-    def pick(stored, flat):
-        return tf.where(proper, stored, flat)
+    def stored_start():
+        q = algebra.marginals(precision, natural_mean)
 
-    zeros = tf.zeros_like(precision)
-    chosen = type(state)(*(pick(a, b) for a, b in zip(state[:-1], prior_state[:-1])), tf.constant(True))
-    return pick(precision, zeros), pick(natural_mean, zeros), chosen
+        def pick(stored, flat):
+            return tf.where(q.proper, stored, flat)
+
+        zeros = tf.zeros_like(precision)
+        return pick(precision, zeros), pick(natural_mean, zeros), pick(q.mean, prior.mean), pick(q.var, prior.var)
+
+    def cold_start():
+        return precision, natural_mean, prior.mean, prior.var
+
+    flat = prior.proper & tf.reduce_all(tf.equal(precision, 0.0)) & tf.reduce_all(tf.equal(natural_mean, 0.0))
+    return tf.cond(flat, cold_start, stored_start)
 
 
 def record(history, sweep, value):
@@ -263,25 +272,14 @@ class _ParallelState(NamedTuple):
 
 class ParallelSchedule(Schedule):
     """
-    Damped parallel EP (module docstring). A cold start (every site flat, the prior proper) reads
-    q = prior off :meth:`SiteAlgebra.prior_marginals` instead of factorising at the flat sites, so a
-    run from flat sites factorises once per sweep.
+    Damped parallel EP (module docstring). A run from flat sites factorises once per sweep
+    (:func:`warm_start` reads the prior without factorising).
     """
 
     def run(self, algebra, factor, precision, natural_mean, settings) -> EPRun:
         dtype = precision.dtype
         num_sites = tf.shape(precision)[0]
-        prior = algebra.prior_marginals(precision)
-
-        def stored_start():
-            tau, nu, q = warm_start(algebra.marginals(precision, natural_mean), prior, precision, natural_mean)
-            return tau, nu, q.mean, q.var
-
-        def cold_start():
-            return precision, natural_mean, prior.mean, prior.var
-
-        flat = prior.proper & tf.reduce_all(tf.equal(precision, 0.0)) & tf.reduce_all(tf.equal(natural_mean, 0.0))
-        tau, nu, mean, var = tf.cond(flat, cold_start, stored_start)
+        tau, nu, mean, var = warm_start(algebra, precision, natural_mean)
         zeros = tf.zeros_like(precision)
         inf = tf.constant(float("inf"), dtype)
 
