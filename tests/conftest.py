@@ -83,8 +83,6 @@ SLOW_IN_THE_DEFAULT_RUN = (
     "ep/test_fallback.py::test_fallback_not_used_where_parallel_ep_converges",
     "models/test_epgp_robust.py::test_robust_ep_converges_during_hyperparameter_learning_including_nu",
     "ep/test_fallback.py::test_evidence_gradient_after_fallback_matches_finite_differences",
-    # fresh processes of two source trees (the versions mode's worker and ratio tests stay)
-    "benchmarks/test_before_after.py::test_versions_quick_this_tree_on_both_sides",
     # compare's count run end to end (every count model of the catalogue stays in test_run.py)
     "compare/test_run.py::test_a_count_run_writes_a_report_with_finite_numbers",
     # the slowest fuzz and option cases (the other models and options stay)
