@@ -105,11 +105,7 @@ def interleaved_rounds(steppers: Dict[str, TimedSteps], rounds: int, steps: int,
 
 
 class MinibatchRunner(TimedSteps):
-    """
-    ``model``'s compiled train step (``make_train_step``, optimiser of :func:`make_optimizer`) on shuffled
-    minibatches of ``data`` (``make_dataset``, seed ``seed``), counting its steps, training seconds and
-    skipped site updates.
-    """
+    """``model``'s compiled train step on shuffled minibatches of ``data``: steps, seconds, skipped updates counted."""
 
     def __init__(self, model, data, batch_size: int, optimizer: str, seed: int = 0):
         self.train_step = make_train_step(model, make_optimizer(optimizer))
@@ -165,11 +161,9 @@ def race_on_flights(
     args, methods, score, log, budget, eval_every, M, build=sparse_model, floor=1e-12, target="delayed"
 ):
     """
-    :func:`race` of ``methods`` on the flights (``load_flights(target=target)``; ``score(model, X, Y)``:
-    test error and NLL): ``budget`` seconds of training each, models ``build(method, D, Z, n)`` with M
-    inducing inputs at one random training subset, batches of 200, beside scikit-learn's logistic
-    regression (probabilities floored at ``floor``). ``--quick``: 5 s, 2,000 training and 1,000 test
-    points, at most 30 steps.
+    :func:`race` of ``methods`` (models ``build(method, D, Z, n)``, M inducing inputs, batches of 200) on the
+    flights, beside logistic regression; ``score(model, X, Y)``: test error and NLL. ``--quick``: 5 s each,
+    2,000 training and 1,000 test points, at most 30 steps.
     """
     if args.quick:
         budget, eval_every, subsample, test_size, max_steps = 5.0, 10, 2000, 1000, 30

@@ -107,9 +107,8 @@ def summarise(records: List[Dict]) -> Dict:
 
 def run_table1(args, datasets, fractions, splits, methods, previous, checkpoint) -> Dict:
     """
-    The Table 1 protocol: a row per (data set, fraction) with every method's per-split records and
-    :func:`summarise`; ``previous`` (an earlier report) gives records to reuse (:func:`run_row`), and
-    ``checkpoint({rows, notes})`` is called after every row, so that a long run can be resumed.
+    A row per (data set, fraction): every method's per-split records (some reused from ``previous``, an earlier
+    report) and :func:`summarise`; ``checkpoint({rows, notes})`` after every row, for ``--resume``.
     """
     old = {(r["dataset"], r["fraction"], r["M"]): r["per_split"] for r in (previous or {}).get("rows", [])}
     rows, notes = [], []

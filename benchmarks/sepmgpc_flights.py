@@ -48,10 +48,7 @@ def build(method: str, D: int, Z: np.ndarray, n: int):
 
 def steps_to_reach(curve: List[Dict], target: float) -> Optional[Dict]:
     """The first evaluation of ``curve`` with NLL ≤ ``target``: its step and training time."""
-    for point in curve:
-        if point["nll"] <= target:
-            return {"step": point["step"], "time_s": point["time_s"]}
-    return None
+    return next(({"step": p["step"], "time_s": p["time_s"]} for p in curve if p["nll"] <= target), None)
 
 
 def analyse(report: Dict) -> Dict:
