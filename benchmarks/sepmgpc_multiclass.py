@@ -1,9 +1,7 @@
 r"""
-Scalable multi-class EP (``SEPMGPC``) against GPflow's SVGP with ``MultiClass`` (robust max),
-``Softmax`` and the Bayesian SVM's ``MultiClassHinge``, on the multi-class sets with fixed splits.
-
-Protocol, results and reading: ``docs/benchmarks/sepmgpc.md``; the models are trained side by side by
-``benchmarks.bsvm_multiclass.train_side_by_side``.
+Scalable multi-class EP (``SEPMGPC``, Villacampa-Calvo & Hernández-Lobato 2017) against GPflow's SVGP with
+``MultiClass`` (robust max), ``Softmax`` and the Bayesian SVM's ``MultiClassHinge``, on the multi-class sets
+with fixed splits, trained side by side. Protocol and results: docs/benchmarks/sepmgpc.md.
 """
 
 from typing import Dict, List
@@ -23,24 +21,23 @@ from .report import markdown_header, markdown_section
 from .stats import cell, markdown_table, mean_se
 
 log = runner.progress_logger("sepmgpc_multiclass")
-QUICK_HELP = "iris, 1 split, 40 steps, M = 8"
 METHODS = ("SEPMGPC", "RobustMax", "Softmax", "hinge")
+LIKELIHOODS = dict(
+    RobustMax=gpflow.likelihoods.MultiClass,
+    Softmax=gpflow.likelihoods.Softmax,
+    hinge=lambda C: MultiClassHinge(C, bound="augmented"),
+)
 
 
 def build(method: str, X, C: int, M: int, seed: int):
-    """``method``'s model on inputs X with C classes (module docstring)."""
+    """SEPMGPC, or an SVGP with one of :data:`LIKELIHOODS` (q_mu ~ N(0, 0.01²) breaks the hinge's ties)."""
     n, D = X.shape
     Z, _ = kmeans2(X, min(M, n), minit="++", seed=seed)
     kernel = gpflow.kernels.SquaredExponential(lengthscales=np.full(D, np.sqrt(D)))
     if method == "SEPMGPC":
         return SEPMGPC(kernel, MultiClassStep(C), Z, num_data=n)
-    likelihood = {
-        "RobustMax": gpflow.likelihoods.MultiClass,
-        "Softmax": gpflow.likelihoods.Softmax,
-        "hinge": lambda C: MultiClassHinge(C, bound="augmented"),
-    }[method](C)
-    model = gpflow.models.SVGP(kernel, likelihood, Z.copy(), num_latent_gps=C, num_data=n)
-    model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=model.q_mu.shape))  # breaks hinge ties
+    model = gpflow.models.SVGP(kernel, LIKELIHOODS[method](C), Z.copy(), num_latent_gps=C, num_data=n)
+    model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=model.q_mu.shape))
     return model
 
 
@@ -64,27 +61,17 @@ def summarise(runs: List[Dict], methods) -> Dict:
     per_set = {}
     for name in dict.fromkeys(r["dataset"] for r in runs):
         rows = [r["results"] for r in runs if r["dataset"] == name]
-        entry = {
-            m: dict(
-                error=mean_se([row[m]["error"] for row in rows]),
-                nll=mean_se([row[m]["nll"] for row in rows]),
-                training_seconds=float(np.median([row[m]["training_seconds"] for row in rows])),
-            )
-            for m in methods
-        }
+        entry = {m: {k: mean_se([row[m][k] for row in rows]) for k in ("error", "nll")} for m in methods}
+        for m in methods:
+            entry[m]["training_seconds"] = float(np.median([row[m]["training_seconds"] for row in rows]))
         per_set[name] = dict(splits=len(rows), methods=entry)
     svgps = [m for m in ("RobustMax", "Softmax") if m in methods]
     if "SEPMGPC" not in methods or not svgps:
         return dict(per_set=per_set, claims=[])
-    wins = [
-        d
-        for d, row in per_set.items()
-        if row["methods"]["SEPMGPC"]["nll"]["mean"] <= min(row["methods"][m]["nll"]["mean"] for m in svgps)
-    ]
-    ratios = [
-        row["methods"]["SEPMGPC"]["training_seconds"] / row["methods"][svgps[0]]["training_seconds"]
-        for row in per_set.values()
-    ]
+    nll = lambda row, m: row["methods"][m]["nll"]["mean"]  # noqa: E731
+    wins = [d for d, row in per_set.items() if nll(row, "SEPMGPC") <= min(nll(row, m) for m in svgps)]
+    seconds = [[row["methods"][m]["training_seconds"] for m in ("SEPMGPC", svgps[0])] for row in per_set.values()]
+    ratios = [ep / vi for ep, vi in seconds]
     overall = dict(svgps=svgps, wins=wins, sets=len(per_set), ratios=ratios, median_ratio=float(np.median(ratios)))
     return dict(per_set=per_set, claims=verdicts(claims(svgps), [overall]))
 
@@ -109,23 +96,20 @@ def claims(svgps: List[str]) -> List[Claim]:
 
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
-    methods = c["methods"]
-    rows = []
+    methods, rows = c["methods"], []
     for name, row in s["per_set"].items():
         e = row["methods"]
         ref = e["RobustMax"]["training_seconds"] if "RobustMax" in e else 1.0
         times = [time_cell(e[m]["training_seconds"], ref) for m in methods]
         rows.append([name, row["splits"], *(cell(e[m][k], 3) for k in ("error", "nll") for m in methods), *times])
-    lines = markdown_header("Scalable multi-class EP (SEPMGPC) against SVGP likelihoods", report)
-    lines += [
+    lines = markdown_header("Scalable multi-class EP (SEPMGPC) against SVGP likelihoods", report) + [
         f"M = {c['num_inducing']} (or N) per latent function, {c['steps']} Adam steps (lr {c['learning_rate']}, "
         f"batch min(N, {c['batch']})); mean ± s.e. over splits; median training time (steps × median time per step, "
         "compilation excluded, methods interleaved) with its ratio to RobustMax's.",
         "",
         *markdown_table(["data set", "splits", *(f"{k} {m}" for k in ("error", "NLL", "time") for m in methods)], rows),
     ]
-    lines += markdown_section("Claims", claim_items(s["claims"]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + markdown_section("Claims", claim_items(s["claims"]))) + "\n"
 
 
 def main(argv=None, shared: bool = False) -> int:
@@ -133,7 +117,7 @@ def main(argv=None, shared: bool = False) -> int:
     args, command = runner.parse_command_line(parser, argv, shared=shared, log=log)
     methods = runner.parse_list(args.methods)
     runner.check_choices(parser, "--methods", methods, METHODS)
-    config = dict(batch=args.batch)
+    config = dict(batch=args.batch)  # the report's settings beside the options
     return run_multiclass(args, command, "sepmgpc_multiclass", methods, run_split, summarise, markdown, log, config)
 
 
