@@ -33,37 +33,26 @@ def scores(policy: str, model, X) -> np.ndarray:
     return -np.sum(p * np.log(np.maximum(p, 1e-300)), axis=1)
 
 
-class Learner:
-    """The model, P k-means inducing inputs of all X, and its compiled full-batch Adam step (any N)."""
-
-    def __init__(self, X, C: int, M: int, lr: float, seed: int):
-        D = X.shape[1]
-        Z, _ = kmeans2(X, min(M, len(X)), minit="++", seed=seed)
-        # full batch (num_data None): the ELBO's data term is the sum over the labelled set
-        self.model = svgp(MultiClassHinge(C, bound="augmented"), Z, D, C, None, seed)
-        spec = (tf.TensorSpec([None, D], tf.float64), tf.TensorSpec([None, 1], tf.float64))
-        self.step = adam_step(self.model, lr, input_signature=[spec])
-
-    def train(self, X, Y, steps: int) -> None:
-        batch = (tf.constant(X), tf.constant(Y))
-        for _ in range(steps):
-            self.step(batch)
-
-
 def run_curve(policy, data, start, queries, steps, M, lr, seed) -> List[float]:
-    """Test error after 0, 1, ..., ``queries`` queries."""
-    rng = np.random.default_rng(seed)
-    learner = Learner(data.X_train, int(max(data.Y_train.max(), data.Y_test.max())) + 1, M, lr, seed)
+    """Test error after 0, 1, ..., ``queries`` queries (P k-means inducing inputs of all X, Adam warm-started)."""
+    rng, X, C = np.random.default_rng(seed), data.X_train, int(max(data.Y_train.max(), data.Y_test.max())) + 1
+    Z, _ = kmeans2(X, min(M, len(X)), minit="++", seed=seed)
+    # full batch (num_data None): the ELBO's data term is the sum over the labelled set
+    model = svgp(MultiClassHinge(C, bound="augmented"), Z, X.shape[1], C, None, seed)
+    spec = (tf.TensorSpec([None, X.shape[1]], tf.float64), tf.TensorSpec([None, 1], tf.float64))
+    step = adam_step(model, lr, input_signature=[spec])  # one trace for every size of the labelled set
     labelled = list(start)
     pool = np.setdiff1d(np.arange(len(data.X_train)), labelled)
     errors = []
     for q in range(queries + 1):
-        learner.train(data.X_train[labelled], data.Y_train[labelled], steps)
-        mean, _ = learner.model.predict_f(data.X_test)
+        batch = (tf.constant(X[labelled]), tf.constant(data.Y_train[labelled]))
+        for _ in range(steps):
+            step(batch)
+        mean, _ = model.predict_f(data.X_test)
         errors.append(float(np.mean(np.argmax(mean.numpy(), 1) != data.Y_test[:, 0])))
         if q == queries or pool.size == 0:
             break
-        s = scores(policy, learner.model, data.X_train[pool])
+        s = scores(policy, model, X[pool])
         pick = pool[rng.choice(np.flatnonzero(s >= s.max() - 1e-12))]
         labelled.append(int(pick))
         pool = pool[pool != pick]

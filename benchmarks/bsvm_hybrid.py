@@ -150,7 +150,6 @@ def run_seed(seed: int, steps: int, lr: float, M: int, features: int, chunk: int
         results[method] = dict(
             accuracy=float(np.mean(clean["label"] == Yte[:, 0])),
             seconds_per_step=runners[method].median_per_step(),
-            final_loss=float(model.training_loss((Xtr, Ytr))),
             attacks=[attack(method, model, Xte, Yte, eps, clean) for eps in epsilons],
         )
     log(f"seed {seed}: " + ", ".join(f"{m} {r['accuracy']:.4f}" for m, r in results.items()))
