@@ -261,6 +261,7 @@ def plot_energy_traces(report, path: Path) -> Path:
     bx.hist([s["pcep"]["energies"][-1] - s["pcep"]["bound"] for s in report["sets"]], bins=20, color="C0")
     bx.set(xlabel="final E - lower bound [nats]", ylabel="sets", title="distance to the lower bound")
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)  # a fresh run plots before it writes its report
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
