@@ -71,6 +71,7 @@ COMPARISON = Comparison(
     ),
     config=dict(likelihood="gpflow.likelihoods.Bernoulli(invlink=tf.sigmoid)", kernel="isotropic SquaredExponential"),
     kernel=iso_kernel,
+    data_kind="binary",
 )
 METHODS = COMPARISON.methods
 

@@ -166,7 +166,8 @@ class Comparison:
     """
     One likelihood comparison: its data sets and methods, how to load a split (``load(args, name, split)``),
     what it averages over splits (``keys``, plus ``extra(results)``), its table's ``columns`` (header,
-    function of a summary entry) and the ``caption`` (a function of the report's config).
+    function of a summary entry) and the ``caption`` (a function of the report's config); with ``data_kind``,
+    ``--datasets`` may name any set of that kind in the data directory.
     """
 
     stem: str
@@ -181,6 +182,7 @@ class Comparison:
     caption: Callable[[Dict], str]
     config: Dict = field(default_factory=dict)
     kernel: Callable = se_ard_kernel
+    data_kind: Optional[str] = None
     ep_options: Dict = field(default_factory=lambda: dict(schedule="parallel", damping=0.5, max_sweeps=200, tol=1e-6))
 
     def summarise(self, runs: List[Dict], methods) -> Dict:
@@ -239,7 +241,10 @@ class Comparison:
             return runner.merge_split_reports(args.merge, prefix, command, self.summarise, self.markdown, log)
         datasets, methods = runner.parse_list(args.datasets), runner.parse_list(args.methods)
         runner.check_choices(parser, "--methods", methods, self.methods)
-        runner.check_choices(parser, "--datasets", datasets, self.datasets)
+        if self.data_kind:  # any set of that kind in the data directory
+            runner.check_datasets(parser, datasets, self.data_kind, args.data_dir)
+        else:
+            runner.check_choices(parser, "--datasets", datasets, self.datasets)
         settings = {k: getattr(args, k) for k in ("splits", "maxiter", "num_inducing")}
         extra = {k: getattr(args, k) for k in ("max_train",) if hasattr(args, k)}
         config = dict(

@@ -80,12 +80,9 @@ def run_exact(seed: int, max_outer: int) -> Dict:
 
 
 def _group(values) -> Dict:
-    """Count, mean, standard deviation and standard error (``None`` where they do not exist)."""
-    v = np.asarray(values, dtype=float)
-    if v.size == 0:
-        return dict(n=0, mean=None, sd=None, se=None)
-    sd = float(v.std(ddof=1)) if v.size > 1 else None
-    return dict(n=int(v.size), mean=float(v.mean()), sd=sd, se=None if sd is None else sd / np.sqrt(v.size))
+    """Count, mean, standard error and standard deviation (``None`` where they do not exist)."""
+    stats = mean_se(values)
+    return dict(stats, sd=float(np.std(values, ddof=1)) if stats["n"] > 1 else None)
 
 
 def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
