@@ -1,7 +1,7 @@
 r"""
 Active learning with the multi-class Bayesian SVM (Wistuba & Rawat 2018, §4.3.1 and Fig. 5): querying by
 the variation ratio against querying by the entropy of the softmax of the mean prediction. Protocol and
-results: docs/benchmarks/bsvm.md. Run ``python -m benchmarks.bsvm_active [--quick] [--out-dir results/bsvm]``.
+results: docs/benchmarks/bsvm.md.
 """
 
 from pathlib import Path
@@ -9,13 +9,12 @@ from typing import Dict, List
 
 import numpy as np
 import tensorflow as tf
-from gpflow.keras import tf_keras
 from scipy.cluster.vq import kmeans2
 
 from gpflow_ep.likelihoods import MultiClassHinge
 
 from . import runner
-from .bsvm_multiclass import SHIPPED, SKLEARN, load, rank_by_accuracy, svgp
+from .bsvm_multiclass import SHIPPED, SKLEARN, adam_step, load, rank_by_accuracy, svgp
 from .claims import Claim, claim_items, verdicts
 from .report import markdown_header, markdown_section, timed_report, write_report
 from .stats import markdown_table
@@ -26,7 +25,7 @@ POLICIES = ("variation ratio", "softmax entropy")
 
 
 def scores(policy: str, model, X) -> np.ndarray:
-    """The query score of each row of X under ``policy`` (module docstring); the largest is queried."""
+    """The query score of each row of X under ``policy``; the largest is queried."""
     mean, var = model.predict_f(X)
     if policy == "variation ratio":
         return 1.0 - model.likelihood.argmax_probabilities(mean, var).numpy().max(1)
@@ -34,47 +33,26 @@ def scores(policy: str, model, X) -> np.ndarray:
     return -np.sum(p * np.log(np.maximum(p, 1e-300)), axis=1)
 
 
-class Learner:
-    """The model, P k-means inducing inputs of all X, and its compiled full-batch Adam step (any N)."""
-
-    def __init__(self, X, C: int, M: int, lr: float, seed: int):
-        D = X.shape[1]
-        Z, _ = kmeans2(X, min(M, len(X)), minit="++", seed=seed)
-        # full batch (num_data None): the ELBO's data term is the sum over the labelled set
-        self.model = svgp(MultiClassHinge(C, bound="augmented"), Z, D, C, None, seed)
-        optimizer, variables = tf_keras.optimizers.Adam(lr), self.model.trainable_variables
-        optimizer.build(variables)
-        spec = (tf.TensorSpec([None, D], tf.float64), tf.TensorSpec([None, 1], tf.float64))
-
-        @tf.function(input_signature=spec, autograph=False)
-        def step(X, Y):
-            with tf.GradientTape() as tape:
-                loss = self.model.training_loss((X, Y))
-            optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-            return loss
-
-        self.step = step
-
-    def train(self, X, Y, steps: int) -> None:
-        X, Y = tf.constant(X), tf.constant(Y)
-        for _ in range(steps):
-            self.step(X, Y)
-
-
 def run_curve(policy, data, start, queries, steps, M, lr, seed) -> List[float]:
-    """Test error after 0, 1, ..., ``queries`` queries."""
-    rng = np.random.default_rng(seed)
-    learner = Learner(data.X_train, int(max(data.Y_train.max(), data.Y_test.max())) + 1, M, lr, seed)
+    """Test error after 0, 1, ..., ``queries`` queries (P k-means inducing inputs of all X, Adam warm-started)."""
+    rng, X, C = np.random.default_rng(seed), data.X_train, int(max(data.Y_train.max(), data.Y_test.max())) + 1
+    Z, _ = kmeans2(X, min(M, len(X)), minit="++", seed=seed)
+    # full batch (num_data None): the ELBO's data term is the sum over the labelled set
+    model = svgp(MultiClassHinge(C, bound="augmented"), Z, X.shape[1], C, None, seed)
+    spec = (tf.TensorSpec([None, X.shape[1]], tf.float64), tf.TensorSpec([None, 1], tf.float64))
+    step = adam_step(model, lr, input_signature=[spec])  # one trace for every size of the labelled set
     labelled = list(start)
     pool = np.setdiff1d(np.arange(len(data.X_train)), labelled)
     errors = []
     for q in range(queries + 1):
-        learner.train(data.X_train[labelled], data.Y_train[labelled], steps)
-        mean, _ = learner.model.predict_f(data.X_test)
+        batch = (tf.constant(X[labelled]), tf.constant(data.Y_train[labelled]))
+        for _ in range(steps):
+            step(batch)
+        mean, _ = model.predict_f(data.X_test)
         errors.append(float(np.mean(np.argmax(mean.numpy(), 1) != data.Y_test[:, 0])))
         if q == queries or pool.size == 0:
             break
-        s = scores(policy, learner.model, data.X_train[pool])
+        s = scores(policy, model, X[pool])
         pick = pool[rng.choice(np.flatnonzero(s >= s.max() - 1e-12))]
         labelled.append(int(pick))
         pool = pool[pool != pick]
@@ -178,29 +156,22 @@ def markdown(report) -> str:
 
 def main(argv=None, shared: bool = False) -> int:
     parser = runner.benchmark_parser("benchmarks.bsvm_active", __doc__, "results/bsvm", QUICK_HELP, data_dir=True)
-    parser.add_argument("--datasets", default=",".join(SHIPPED + SKLEARN))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--lr", type=float, default=0.05)
-    parser.add_argument("--num-inducing", type=int, default=4)
     args, command = runner.parse_command_line(parser, argv, shared=shared, log=log)
-    datasets = runner.parse_list(args.datasets)
-    if args.quick:
-        datasets, args.repeats, args.queries, args.steps = ["iris"], 1, 5, 20
     prefix = Path(args.out_dir) / ("bsvm_active_quick" if args.quick else "bsvm_active")
-    png = prefix.with_suffix(".png")
-    config = dict(datasets=datasets, repeats=args.repeats, queries=args.queries, steps=args.steps)
-    config.update(learning_rate=args.lr, num_inducing=args.num_inducing, plot=png.name)
+    config = dict(datasets=list(SHIPPED + SKLEARN), repeats=args.repeats, queries=100, steps=50, learning_rate=0.05)
+    config.update(num_inducing=4, plot=prefix.name + ".png")
+    if args.quick:
+        config.update(datasets=["iris"], repeats=1, queries=5, steps=20)
+    settings = [config[k] for k in ("datasets", "repeats", "queries", "steps", "num_inducing", "learning_rate")]
 
     def body() -> Dict:
-        curves = run(datasets, args.repeats, args.queries, args.steps, args.num_inducing, args.lr, args.data_dir)
-        return dict(config=config, curves=curves, summary=summarise(curves, args.queries))
+        curves = run(*settings, args.data_dir)
+        return dict(config=config, curves=curves, summary=summarise(curves, config["queries"]))
 
     report = timed_report(command, body)
-    json_path, md_path = write_report(prefix, report, markdown(report))
-    plot(report["summary"], png)
-    log(f"wrote {json_path}, {md_path} and {png}")
+    write_report(prefix, report, markdown(report))
+    log(f"wrote {plot(report['summary'], prefix.with_suffix('.png'))} and its JSON and Markdown")
     return 0
 
 

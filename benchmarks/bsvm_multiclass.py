@@ -1,7 +1,6 @@
 r"""
 The multi-class Bayesian SVM against GPflow's SVGP likelihoods and one-vs-rest binary hinge models
 (Wistuba & Rawat 2018, §4.1: Table 1 and Fig. 3). Protocol and results: docs/benchmarks/bsvm.md.
-Run ``python -m benchmarks.bsvm_multiclass [--quick] [--out-dir results/bsvm]``.
 """
 
 from pathlib import Path
@@ -9,6 +8,7 @@ from typing import Dict, List
 
 import gpflow
 import numpy as np
+import tensorflow as tf
 from gpflow.keras import tf_keras
 from scipy.cluster.vq import kmeans2
 from scipy.stats import rankdata
@@ -68,11 +68,23 @@ def models_for(method: str, X, Y, C: int, M: int, seed: int) -> List:
     return [(svgp(likelihood, Z, D, C, n, seed), Y.astype(np.int64))]  # GPflow's Softmax takes integer labels
 
 
+def adam_step(model, lr: float, input_signature=None):
+    """A compiled Adam step ``step(batch)`` on ``model.training_loss(batch)`` (bsvm_active, bsvm_hybrid)."""
+    optimizer, variables = tf_keras.optimizers.Adam(lr), model.trainable_variables
+    optimizer.build(variables)
+
+    @tf.function(input_signature=input_signature, autograph=False)
+    def step(batch):
+        with tf.GradientTape() as tape:
+            loss = model.training_loss(batch)
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    return step
+
+
 def train_side_by_side(built: Dict, X, steps: int, lr: float, batch: int, chunk: int, seed: int) -> Dict:
-    """
-    Every model of ``built`` (``{method: [(model, Y)]}``) trained by Adam on minibatches of (X, Y), in
-    interleaved chunks; each method's training time: ``steps`` × its models' median seconds per step.
-    """
+    """Every model of ``built`` (``{method: [(model, Y)]}``) trained by Adam in interleaved chunks; seconds each."""
     trainers = {
         m: [
             TimedSteps(
@@ -104,19 +116,14 @@ def run_split(name: str, split: int, methods, args) -> Dict:
 
 def summarise(runs: List[Dict], methods) -> Dict:
     """Per set: mean accuracy and its rank, median training time; over sets: mean rank, median time ratio."""
-    datasets = list(dict.fromkeys(r["dataset"] for r in runs))
-    per_set = {}
+    datasets, per_set = list(dict.fromkeys(r["dataset"] for r in runs)), {}
     for name in datasets:
         rows = [r["results"] for r in runs if r["dataset"] == name]
-        entry = {
-            m: dict(
-                accuracy=mean_se([row[m]["accuracy"] for row in rows]),
-                training_seconds=float(np.median([row[m]["training_seconds"] for row in rows])),
-            )
-            for m in methods
-        }
+        entry = {m: dict(accuracy=mean_se([row[m]["accuracy"] for row in rows])) for m in methods}
         for m, rank in zip(methods, rank_by_accuracy([entry[m]["accuracy"]["mean"] for m in methods])):
-            entry[m]["rank"] = float(rank)
+            entry[m].update(
+                rank=float(rank), training_seconds=float(np.median([r[m]["training_seconds"] for r in rows]))
+            )
         per_set[name] = dict(splits=len(rows), methods=entry)
     mean_rank = {m: float(np.mean([per_set[d]["methods"][m]["rank"] for d in datasets])) for m in methods}
     times = {m: [per_set[d]["methods"][m]["training_seconds"] for d in datasets] for m in methods}
@@ -172,17 +179,17 @@ def time_cell(seconds: float, reference: float) -> str:
 
 def markdown(report) -> str:
     c, s = report["config"], report["summary"]
-    methods = c["methods"]
-    bound = c.get("hinge_bound", "not recorded")
+    methods, bound = c["methods"], c.get("hinge_bound", "not recorded")
+    rows = [
+        [name, row["splits"]]
+        + [f"{e[m]['accuracy']['mean']:.3f} ({e[m]['rank']:g})" for m in methods]
+        + [time_cell(e[m]["training_seconds"], e["hinge"]["training_seconds"]) for m in methods]
+        for name, row in s["per_set"].items()
+        for e in [row["methods"]]
+    ]
+    rows.append(["**mean rank**", "", *(f"**{s['mean_rank'][m]:.2f}**" for m in methods), *[""] * len(methods)])
     source = f" ({report['hinge_bound_note']})" if "hinge_bound_note" in report else ""
-    rows = []
-    for name, row in s["per_set"].items():
-        e = row["methods"]
-        accuracy = [f"{e[m]['accuracy']['mean']:.3f} ({e[m]['rank']:g})" for m in methods]
-        times = [time_cell(e[m]["training_seconds"], e["hinge"]["training_seconds"]) for m in methods]
-        rows.append([name, row["splits"], *accuracy, *times])
-    lines = markdown_header("Multi-class Bayesian SVM against SVGP likelihoods and one-vs-rest", report)
-    lines += [
+    lines = markdown_header("Multi-class Bayesian SVM against SVGP likelihoods and one-vs-rest", report) + [
         f"M = {c['num_inducing']} (or N), {c['steps']} Adam steps (lr {c['learning_rate']}, batch min(N, 256)); "
         "mean test accuracy over splits (rank among the methods in brackets), median training time over splits "
         "(steps × median time per step, compilation excluded).",
@@ -191,16 +198,12 @@ def markdown(report) -> str:
         f'`BinaryHinge("{bound}")` for "OvR hinge".',
         "",
         *markdown_table(["data set", "splits", *methods, *(f"time {m}" for m in methods)], rows),
-        "| **mean rank** | | "
-        + " | ".join(f"**{s['mean_rank'][m]:.2f}**" for m in methods)
-        + " |" * (1 + len(methods)),
         "",
         "Paper (Table 1, 68 PMLB sets, three methods, SVGP's likelihood unnamed): mean rank "
         + ", ".join(f"{k} {v}" for k, v in PAPER_MEAN_RANK.items())
         + ". With four methods here the ranks run from 1 to 4 (they sum to 10 per set), so only the order compares.",
     ]
-    lines += markdown_section("Claims", claim_items(s["claims"]))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + markdown_section("Claims", claim_items(s["claims"]))) + "\n"
 
 
 def multiclass_parser(module: str, doc: str, out_dir: str, datasets, methods, num_inducing: int, batch=None):
@@ -220,10 +223,7 @@ def multiclass_parser(module: str, doc: str, out_dir: str, datasets, methods, nu
 
 
 def run_multiclass(args, command: str, module: str, methods, run_split, summarise, markdown, log, config) -> int:
-    """
-    ``run_split(name, split, methods, args)`` over data sets × splits by ``runner.run_split_grid`` (or
-    ``--merge``), the report's settings the options and ``config``.
-    """
+    """``run_split(name, split, methods, args)`` over data sets × splits (or ``--merge``); ``config`` adds settings."""
     if args.merge:
         return runner.merge_split_reports(args.merge, Path(args.out_dir) / module, command, summarise, markdown, log)
     if args.quick:
@@ -233,11 +233,8 @@ def run_multiclass(args, command: str, module: str, methods, run_split, summaris
     config = dict(datasets=datasets, methods=methods, splits=args.splits, **settings, **config)
     prefix = Path(args.out_dir) / (f"{module}_quick" if args.quick else module)
 
-    def describe(run) -> str:
-        return f"{run['dataset']} split {run['split']}: {run['results']}"
-
-    grid = dict(config=config, command=command, prefix=prefix, markdown=markdown, log=log, describe=describe)
-    grid["first_split"] = args.first_split
+    grid = dict(config=config, command=command, prefix=prefix, markdown=markdown, log=log, first_split=args.first_split)
+    grid["describe"] = lambda run: f"{run['dataset']} split {run['split']}: {run['results']}"
     split = lambda name, k: run_split(name, k, methods, args)  # noqa: E731
     return runner.run_split_grid(datasets, args.splits, split, lambda runs: summarise(runs, methods), **grid)
 

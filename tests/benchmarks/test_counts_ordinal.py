@@ -90,13 +90,14 @@ def test_finite_ends_ordinal_is_gpflows_likelihood_with_finite_values():
 
 def test_summary_counts_the_double_loop_fallbacks():
     """A final EP run that fell back to the double loop is counted and shown in the table's EP cell."""
-    from benchmarks.counts_ordinal import summarise
+    from benchmarks.counts_ordinal import COMPARISON
 
     def run(split, fallback):
         ep = dict(converged=not fallback, fallback=fallback, fallback_converged=False, num_skipped=2)
         result = dict(test_ll=-1.0 - split, mae=0.5, train_time_s=1.0, ep=ep)
         return dict(dataset="phd-articles", split=split, results={"EP": result})
 
-    (entry,) = summarise([run(0, False), run(1, True)], ["EP"])["per_set"]["phd-articles"]["methods"].values()
+    summary = COMPARISON.summarise([run(0, False), run(1, True)], ["EP"])
+    (entry,) = summary["per_set"]["phd-articles"]["methods"].values()
     assert (entry["ep_converged"], entry["ep_fallback"], entry["ep_runs"], entry["ep_skipped"]) == (1, 1, 2, 4)
     assert entry["test_ll"]["mean"] == pytest.approx(-1.5, rel=1e-15)

@@ -76,7 +76,7 @@ def test_robust_regression_quick_writes_finite_results(tmp_path):
 
 def test_summary_table_has_a_row_per_data_set_and_method():
     """Mean ± s.e. over splits of every metric, ν only for the Student-t models, EP's convergence only for EP."""
-    from benchmarks.robust_regression import COLUMNS, methods_table, summarise
+    from benchmarks.robust_regression import COMPARISON
 
     def run(split):
         ep = dict(converged=True, fallback=False)
@@ -85,8 +85,8 @@ def test_summary_table_has_a_row_per_data_set_and_method():
         return dict(dataset="neal", split=split, results={"EP-t": student, "GPR": gpr})
 
     methods = ["EP-t", "GPR"]
-    report = dict(config=dict(methods=methods), summary=summarise([run(0), run(1)], methods))
-    head, _, ep_row, gpr_row = methods_table(report, COLUMNS)
+    report = dict(config=dict(methods=methods), summary=COMPARISON.summarise([run(0), run(1)], methods))
+    head, _, ep_row, gpr_row = COMPARISON.table(report)
     assert head == "| data set | splits | method | MLPD | MAE | RMSE | ν | time (s) | EP converged |"
     # MLPD 0.0 and 0.1: mean 0.05, s.e. sd/√2 = 0.05; ν 2 and 3: mean 2.5, s.e. 0.5
     assert (
