@@ -48,7 +48,7 @@ def test_rep_parts_ignore_the_options_of_the_others(monkeypatch, capsys):
     """A part run by the runner logs and ignores another part's option; run on its own, it refuses it."""
     from benchmarks import rep_toy
 
-    monkeypatch.setattr(rep_toy, "rerender_report", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(rep, "rerender_report", lambda *args, **kwargs: 0)
     argv = ["--rerender", "--flip-rates", "0.1"]
     assert rep_toy.main(argv, shared=True) == 0
     assert "ignoring options meant for other parts: ['--flip-rates', '0.1']" in capsys.readouterr().err
