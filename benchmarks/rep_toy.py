@@ -245,15 +245,9 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
 def markdown(report: Dict) -> str:
     cfg, rnd = report["config"], report["random"]
     exact = [dict(ex, eps=eps) for eps, ex in report["exact"].items()]
-
-    L = ["", "## Exact posterior", ""] + table(
-        [
-            ("eps", lambda ex: ex["eps"]),
-            ("E[w]", lambda ex: "({:.5f}, {:.5f})".format(*ex["mean"])),
-            ("Cov[w] (11, 12, 22)", lambda ex: "({:.5f}, {:.5f}, {:.5f})".format(*ex["cov"][0], ex["cov"][1][1])),
-        ],
-        exact,
-    )
+    columns = [("eps", lambda ex: ex["eps"]), ("E[w]", lambda ex: "({:.5f}, {:.5f})".format(*ex["mean"]))]
+    columns += [("Cov[w] (11, 12, 22)", lambda ex: "({:.5f}, {:.5f}, {:.5f})".format(*ex["cov"][0], ex["cov"][1][1]))]
+    L = ["", "## Exact posterior", ""] + table(columns, exact)
     columns = [
         ("method", lambda r: r["method"]),
         ("converged", lambda r: "yes" if r["converged"] else "**no**"),
@@ -297,9 +291,8 @@ def run(args, report: Dict, save) -> None:
     design = dict(QUICK if args.quick else FULL)
     design.update({k: tuple(parse_list(getattr(args, k), float)) for k in ("u", "c") if getattr(args, k)})
     design["random"] = design["random"] if args.random_configs is None else args.random_configs
-    reps = [rep_spec(c) for c in design["c"]] + [
-        rep_spec(c, f) for f in ("REP-B", "REP-exact") for c in design["ablation_c"]
-    ]
+    reps = [rep_spec(c) for c in design["c"]]
+    reps += [rep_spec(c, family) for family in ("REP-B", "REP-exact") for c in design["ablation_c"]]
     specs = [EP_SPEC] + [pep_spec(u, cav) for cav in design["cavities"] for u in design["u"]] + reps
     random_specs = [EP_SPEC, *(pep_spec(0.8, cav) for cav in design["cavities"]), *map(rep_spec, design["random_c"])]
     report["config"].update({k: list(design[k]) for k in ("eps", "u", "cavities", "c", "ablation_c")})
@@ -314,10 +307,8 @@ def run(args, report: Dict, save) -> None:
         X, Y = random_configuration(k)
         ref = exact_reference(X, Y, MAIN_EPS)
         random_rows += run_methods(random_specs, X, Y, MAIN_EPS, ref, random_slots, config=k)
-    names = [s["name"] for s in random_specs]
-    report["random"] = dict(
-        eps=MAIN_EPS, num_configs=design["random"], seed=RANDOM_SEED, methods=names, runs=random_rows
-    )
+    report["random"] = dict(eps=MAIN_EPS, num_configs=design["random"], seed=RANDOM_SEED, runs=random_rows)
+    report["random"]["methods"] = [s["name"] for s in random_specs]
     reanalyse(report)
 
 
