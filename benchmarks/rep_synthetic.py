@@ -121,19 +121,16 @@ def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict
         out = []
         for f in summary:
             rs = [r for r in table if r["flip_rate"] == f and r["method"] in methods]
-            reps, others = [r for r in rs if r["method"].startswith("REP")], [r for r in rs if r["method"][:3] != "REP"]
+            reps = [r for r in rs if r["method"].startswith("REP")]
+            others = [r for r in rs if not r["method"].startswith("REP")]
             out += [dict(flip_rate=f, rep=min(reps, key=key), other=min(others, key=key))] if reps and others else []
         return out
 
     def error_difference(pair: Dict) -> Dict:
-        by_rep = [
-            {
-                r["rep"]: r.get("test_error")
-                for r in rows
-                if r["method"] == m and str(r["flip_rate"]) == pair["flip_rate"]
-            }
-            for m in (pair["rep"]["method"], pair["other"]["method"])
-        ]
+        """The paired difference of the test errors over the repetitions of the pair's flip rate."""
+        rs = [r for r in rows if str(r["flip_rate"]) == pair["flip_rate"]]
+        pair_rows = (pair["rep"], pair["other"])
+        by_rep = [{r["rep"]: r.get("test_error") for r in rs if r["method"] == p["method"]} for p in pair_rows]
         return dict(pair, d=paired_differences(*by_rep))
 
     def pooled(f: str) -> Dict:
@@ -160,31 +157,21 @@ def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict
         return f"{p['flip_rate']}: {names} = {cell(d, 2, signed=True, scale=100.0)} pts ({counts})"
 
     def pooled_text(p: Dict) -> str:
-        return (
-            f"{p['flip_rate']}, all REP settings pooled: {p['total']} relaxed sites, {100 * p['flipped']:.0f}% flipped"
-        )
+        sites = f"{p['total']} relaxed sites, {100 * p['flipped']:.0f}% flipped"
+        return f"{p['flip_rate']}, all REP settings pooled: {sites}"
 
     ep_never = "but EP did not diverge either" if all(r["divergent"] == 0 for r in ep.values()) else ""
     by_error = [error_difference(p) for p in best_per_rate(lambda r: r["test_error"]["mean"])]
     oracle = "best REP c chosen on the test set, an optimistic oracle"
+    ordered = lambda r: ep[r["flip_rate"]]["divergent"] > r["divergent"] > 0
+    fewer = lambda p: sweeps(p["rep"]) < sweeps(p["other"])
+    targets = lambda p: p["flipped"] > float(p["flip_rate"])
     checks = [
         Claim(CLAIMS["never"], lambda r: r["divergent"] == 0, of("REP"), show=divergent, note=ep_never),
-        Claim(
-            CLAIMS["order"], lambda r: ep[r["flip_rate"]]["divergent"] > r["divergent"] > 0, of("PEP"), show=divergent
-        ),
-        Claim(
-            CLAIMS["sweeps"],
-            lambda p: sweeps(p["rep"]) < sweeps(p["other"]),
-            lambda t: best_per_rate(sweeps),
-            show=sweeps_text,
-        ),
+        Claim(CLAIMS["order"], ordered, of("PEP"), show=divergent),
+        Claim(CLAIMS["sweeps"], fewer, lambda t: best_per_rate(sweeps), show=sweeps_text),
         Claim(CLAIMS["error"], lower, lambda t: by_error, show=error_text, note=oracle),
-        Claim(
-            CLAIMS["relaxed"],
-            lambda p: p["flipped"] > float(p["flip_rate"]),
-            lambda t: [p for p in map(pooled, summary) if p["total"]],
-            show=pooled_text,
-        ),
+        Claim(CLAIMS["relaxed"], targets, lambda t: [p for p in map(pooled, summary) if p["total"]], show=pooled_text),
     ]
     return verdicts(checks, table)
 
@@ -219,10 +206,8 @@ def figures(report: Dict, grids: Dict, out_dir: Path) -> None:
             style = "-" if name == "EP" else ("--" if name.startswith("PEP") else "-.")
             ax.semilogy(np.arange(1, len(hist) + 1), np.maximum(hist, 1e-12), style, label=name, lw=1.3)
         ax.axhline(1e-3, color="k", lw=0.8, ls=":")
-        ax.set(
-            title=f"{int(round(100 * float(fr)))}% flipped labels (repetition {PLOT_REP})", xlabel="iteration (sweep)"
-        )
-        ax.set_ylabel(r"$R = \|\alpha_t - \alpha_{t-1}\|_2$")
+        title = f"{int(round(100 * float(fr)))}% flipped labels (repetition {PLOT_REP})"
+        ax.set(title=title, xlabel="iteration (sweep)", ylabel=r"$R = \|\alpha_t - \alpha_{t-1}\|_2$")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out_dir / "C2_R_curves.png", dpi=110)
@@ -244,16 +229,13 @@ def figures(report: Dict, grids: Dict, out_dir: Path) -> None:
         ax.scatter(X[~pos, 0], X[~pos, 1], s=11, c="tab:red", marker="x", label="label 0")
         ax.scatter(X[flipped, 0], X[flipped, 1], s=40, facecolors="none", edgecolors="k", lw=0.8, label="flipped")
         state = f"converged in {r['sweeps']}" if r["converged"] else f"NOT converged, after {r['sweeps']}"
-        title = f"{r['method']}: {state} sweeps\n"
-        ax.set_title(
-            title + f"test err {100 * (r['test_error'] or np.nan):.2f}%, b>0: {r['num_b_positive']}", fontsize=9
-        )
+        errors = f"test err {100 * (r['test_error'] or np.nan):.2f}%, b>0: {r['num_b_positive']}"
+        ax.set_title(f"{r['method']}: {state} sweeps\n{errors}", fontsize=9)
     for ax in axes.ravel()[len(shown) :]:
         ax.axis("off")
     axes[0, 0].legend(fontsize=7, loc="lower left")
-    fig.suptitle(
-        f"Decision boundaries (black: mean = 0; green dashed: Bayes-optimal |x₁| = {threshold:.2f})", fontsize=10
-    )
+    bayes = f"green dashed: Bayes-optimal |x₁| = {threshold:.2f}"
+    fig.suptitle(f"Decision boundaries (black: mean = 0; {bayes})", fontsize=10)
     fig.tight_layout()
     fig.savefig(out_dir / "C2_boundaries.png", dpi=110)
     plt.close(fig)
@@ -286,10 +268,7 @@ def markdown(report: Dict) -> str:
     columns = [
         ("method", lambda s: s["method"]),
         ("div", lambda s: f"{s['divergent']}/{s['runs']}"),
-        (
-            "sweeps (all)",
-            lambda s: "{} ({})".format(*(mean(s, k) for k in ("mean_sweeps_converged", "mean_sweeps_all"))),
-        ),
+        ("sweeps (all)", lambda s: f"{mean(s, 'mean_sweeps_converged')} ({mean(s, 'mean_sweeps_all')})"),
         ("skipped", lambda s: mean(s, "mean_skipped")),
         ("err sites (%)", lambda s: cell(s["test_error"], 2, scale=100.0, missing="–")),
         ("err α (%)", lambda s: cell(s["test_error_alpha"], 2, scale=100.0, missing="–")),

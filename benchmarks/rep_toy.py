@@ -218,24 +218,18 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
             f"{s['method']} both errors below EP's in {s['both_better']} of {s['n']}, both above in {s['both_worse']}"
         )
 
+    more_accurate = lambda r: below(r, ep[r["eps"]])
+    same_as_ep = lambda r: max(gaps(r)) <= 1e-10 and not r["relaxed_points"]
     checks = [
-        Claim(
-            CLAIMS["wide"], lambda r: below(r, ep[r["eps"]]), of("REP", lambda r: r["eps"] == main_eps), "most", errs
-        ),
+        Claim(CLAIMS["wide"], more_accurate, of("REP", lambda r: r["eps"] == main_eps), "most", errs),
         Claim(CLAIMS["pep"], lambda r: below(ep[r["eps"]], r), of("PEP"), show=errs),
-        Claim(
-            CLAIMS["large_c"],
-            lambda r: max(gaps(r)) <= 1e-10 and not r["relaxed_points"],
-            of("REP", lambda r: r["c"] >= 100),
-            show=same,
-        ),
+        Claim(CLAIMS["large_c"], same_as_ep, of("REP", lambda r: r["c"] >= 100), show=same),
         Claim(CLAIMS["other_eps"], beats_all, of("REP", lambda r: r["eps"] != MAIN_EPS), "most", errs),
         Claim(CLAIMS["boundaries"], closer, boundaries, show=angles),
     ]
     summary = [dict(s, method=name) for name, s in (random.get("summary") or {}).items() if name.startswith("REP")]
-    random_claim = Claim(
-        CLAIMS["random"].format(random.get("eps")), lambda s: s["both_better"] > s["n"] / 2, need="any", show=counts
-    )
+    most_better = lambda s: s["both_better"] > s["n"] / 2
+    random_claim = Claim(CLAIMS["random"].format(random.get("eps")), most_better, need="any", show=counts)
     return verdicts(checks, runs) + verdicts([random_claim], summary)
 
 

@@ -224,14 +224,10 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
         def sweeps(r: Dict) -> str:
             return f"{r['dataset']} {r['method']} {r['sweeps']['mean']:.1f} ({r['sweeps_text']})"
 
-        significant = f", {s_key}: test error significantly below EP's and PEP's on every dataset (Fig. 5)"
+        below = f", {s_key}: test error significantly below EP's and PEP's on every dataset (Fig. 5)"
+        significant = lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"])
         checks = [
-            Claim(
-                rep + significant,
-                lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"]),
-                rows=lambda t, rep=rep: [r for r in t if r["method"] == rep],
-                show=lower,
-            )
+            Claim(rep + below, significant, lambda t, rep=rep: [r for r in t if r["method"] == rep], show=lower)
             for rep in REP_METHODS
         ]
         never = f"REP never diverges, {s_key} (Fig. 5; R < 1e-3 within 100 parallel sweeps)"
