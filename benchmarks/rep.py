@@ -6,16 +6,27 @@ binary sets (:mod:`benchmarks.rep_uci`), in turn; see ``docs/benchmarks/rep.md``
     python -m benchmarks.rep [--parts C1,C2,C3] [--out-dir results/rep] [--quick] [options ...]
 
 Every other option is passed to each part, which ignores the options of the others. This module also
-holds what the three parts share: the method specs and the model slots of EP, PEP and REP.
+holds what the three parts share: the method specs, the EP fit of one spec in its model slot, the test
+metrics, the command line, the run and the Markdown page of a part.
 """
 
 import sys
-from typing import Callable, Dict, Optional
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .models import ModelSlot, build_ep_model, fixed_noisy_step
-from .runner import run_parts
+import numpy as np
+
+from gpflow_ep.models import EPGPC
+
+from .claims import claim_items
+from .models import ModelSlot, build_ep_model, ep_fit, evaluate, fixed_noisy_step
+from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
+from .runner import benchmark_parser, parse_command_line, run_parts
+from .stats import finite_or_none, markdown_table
 
 PARTS = {"C1": "benchmarks.rep_toy", "C2": "benchmarks.rep_synthetic", "C3": "benchmarks.rep_uci"}
+PAPER = "Qi & Guo (2012), Message passing with relaxed moment matching"
 
 #: the paper's EP settings (sequential, Minka's R = ‖α_t − α_{t−1}‖₂ < 1e-3 within 100 sweeps), C1 and C2
 EP_OPTIONS = dict(schedule="sequential", criterion="alpha", tol=1e-3, max_sweeps=100, ep_mode="alternated")
@@ -34,17 +45,77 @@ def rep_spec(c: float, family: str = "REP") -> Dict:
     return {"name": f"{family}(c={c:g})", "family": family, "c": c, "message_update": update, "objective": objective}
 
 
-def model_slot(spec: Dict, X, Y, eps: float, kernel, options: Optional[Dict] = None) -> ModelSlot:
-    """The model of ``spec`` on (X, Y) with ``NoisyStep(eps)`` fixed, in a slot for data sets of X's shape."""
-    model = build_ep_model(spec, (X, Y), kernel, fixed_noisy_step(eps), EP_OPTIONS if options is None else options)
-    return ModelSlot(model, X, Y, spec=spec)
+def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=EP_OPTIONS, **fields) -> Tuple:
+    """
+    EP from flat sites with ``spec`` on (X, Y) in its slot of ``slots`` (built with ``kernel()`` and a fixed
+    ``NoisyStep`` on first use or when X's shape changes), after assigning ``values`` (``likelihood.epsilon``
+    among them). Returns the model, its row (``fields``, the spec, :func:`~benchmarks.models.ep_fit`, the sites
+    with REP's relaxation b > 0) and b.
+    """
+    name = spec["name"]
+    if name not in slots or slots[name].shape != np.shape(X):
+        likelihood = fixed_noisy_step(values["likelihood.epsilon"])
+        slots[name] = ModelSlot(build_ep_model(spec, (X, Y), kernel(), likelihood, options), X, Y, spec=spec)
+    model = slots[name].load(X, Y, values)
+    row = dict(fields, method=name, **{k: v for k, v in spec.items() if k != "name"}, **ep_fit(model))
+    b = model.sites.relaxation.numpy()[:, 0]
+    row.update(num_b_positive=int(np.sum(b > 0)), frac_b_positive=float(np.mean(b > 0)))
+    return model, row, b
 
 
-def cached_slot(slots: Dict[str, ModelSlot], spec: Dict, X, Y, eps: float, kernel: Callable) -> ModelSlot:
-    """The slot of ``spec`` in ``slots``, built (with ``kernel()``) on first use or when X's shape changes."""
-    if spec["name"] not in slots or slots[spec["name"]].shape != X.shape:
-        slots[spec["name"]] = model_slot(spec, X, Y, eps, kernel())
-    return slots[spec["name"]]
+def held_out_scores(model, X, Y, chunk: Optional[int] = None) -> Dict:
+    """Test error and NLPD (EP models: also with Minka's α predictor) of :func:`~benchmarks.models.evaluate`."""
+    ev = evaluate(model, X, Y, dual=isinstance(model, EPGPC), chunk=chunk)
+    out = dict(test_error=ev["error"] if ev["mean_finite"] else None, test_nlpd=finite_or_none(ev["nlpd"]))
+    out["predictions_finite"] = ev["finite"]
+    if "error_dual" in ev:
+        out.update(test_error_alpha=ev["error_dual"], test_nlpd_alpha=finite_or_none(ev["nlpd_dual"]))
+    return out
+
+
+def table(columns: Sequence[Tuple[str, Callable]], rows) -> List[str]:
+    """The Markdown table of ``rows``, one column per (header, function of a row) pair."""
+    return markdown_table([head for head, _ in columns], [[value(r) for _, value in columns] for r in rows])
+
+
+def part_parser(module: str, doc: str, part: str, quick: str, **kwargs):
+    """The command line of a part: the benchmark options and ``--rerender``."""
+    parser = benchmark_parser(module, doc, "results/rep", quick, **kwargs)
+    help_ = f"summaries, claims and Markdown again from <out-dir>/{part}.json"
+    parser.add_argument("--rerender", action="store_true", help=help_)
+    return parser
+
+
+def run_part(part: str, parser, argv, shared: bool, log, run: Callable, reanalyse: Callable, markdown: Callable) -> int:
+    """
+    A part's ``main``: ``--rerender`` redoes ``reanalyse(report, args)`` and ``markdown`` on ``<out-dir>/<part>.json``;
+    otherwise ``run(args, report, save)`` fills the report (``save()`` writes it so far) and it is written.
+    """
+    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    prefix = Path(args.out_dir) / part
+    if args.rerender:
+        return rerender_report(prefix, lambda r: reanalyse(r, args), markdown, log, indent=1)
+    t0, report = time.perf_counter(), dict(claim=part, paper=PAPER, machine=machine_info(), started=utc_now())
+    report.update(config=dict(command=command, quick=bool(args.quick)), finished=None, complete=False, timing={})
+
+    def save(final: bool = False) -> None:
+        report["timing"]["total_s"] = time.perf_counter() - t0
+        if final:
+            report.update(complete=True, finished=utc_now())
+        write_report(prefix, report, markdown(report), indent=1)
+
+    run(args, report, save)
+    save(final=True)
+    log(f"wrote {prefix}.json and {prefix}.md ({report['timing']['total_s']:.0f} s)")
+    return 0
+
+
+def page(title: str, report: Dict, details: str, body: List[str]) -> str:
+    """A part's Markdown: the title, the command and time of the run, ``details``, ``body`` and the claims."""
+    seconds = report["timing"].get("total_s", report.get("wall_time_s", 0.0))
+    done = report["finished"] or "INCOMPLETE: partial results"
+    head = [f"# {title}", "", f"Generated by `{report['config']['command']}` ({done}; {seconds:.0f} s){details}"]
+    return "\n".join(head + body + markdown_section("Claims", claim_items(report["claims"]), "*")) + "\n"
 
 
 def main(argv=None) -> int:

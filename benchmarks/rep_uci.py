@@ -9,8 +9,6 @@ docs/benchmarks/rep.md. The models of a data set are built once and reused acros
 """
 
 import math
-import time
-from pathlib import Path
 from typing import Dict, List, Optional
 
 import gpflow
@@ -20,134 +18,90 @@ from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
 
-from .claims import Claim, claim_items, verdicts
-from .models import ModelSlot, build_ep_model, evaluate, fixed_noisy_step
-from .rep import model_slot, pep_spec, rep_spec
-from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
-from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger
-from .stats import cell, finite_or_none, markdown_table, mean_se, paired_differences
+from .claims import Claim, verdicts
+from .models import ModelSlot, build_ep_model, fixed_noisy_step
+from .rep import EP_SPEC, fit, held_out_scores, page, part_parser, pep_spec, rep_spec, run_part, table
+from .runner import parse_list, progress_logger
+from .stats import cell, mean_se, paired_differences
 
-_log = progress_logger("C3")
+log = progress_logger("C3")
 
 DATASETS = ("Pima", "Australian", "Breast", "Crabs", "Iono", "Sonar")
-DEFAULT_SPLITS = 10  # the target; with the default budget fewer may run (never fewer than MIN_SPLITS)
-MIN_SPLITS = 5
-DEFAULT_BUDGET_MIN = 50.0
-DEFAULT_EPS = "0.05,0.1"  # 0.1 runs after all 0.05 splits, for as many splits as the budget leaves
-#: the EP-family methods as specs of :func:`benchmarks.models.build_ep_model`
-EP_SPECS = {"EP": {"family": "EP"}, "PEP(u=0.8)": pep_spec(0.8, "fractional", "PEP(u=0.8)")}
-EP_SPECS.update({f"REP(c={c:g})": rep_spec(c) for c in (1.0, 10.0)})
-EP_METHODS = tuple(EP_SPECS)
+SPLITS = 10
+EP_SPECS = [EP_SPEC, pep_spec(0.8, "fractional", "PEP(u=0.8)"), rep_spec(1.0), rep_spec(10.0)]
+EP_METHODS = tuple(s["name"] for s in EP_SPECS)
 BASELINES = ("EP-probit", "VGP-probit")
-REP_METHODS = ("REP(c=1)", "REP(c=10)")
-OTHERS = ("EP", "PEP(u=0.8)")
+REP_METHODS, OTHERS = EP_METHODS[2:], EP_METHODS[:2]
 EP_OPTIONS = dict(schedule="parallel", criterion="alpha", tol=1e-3, max_sweeps=100, ep_mode="alternated")
-MAXITER = dict(width=50, vgp=200, ep_probit=100)
+MAXITER = {"width": 50, "EP-probit": 100, "VGP-probit": 200}
 TIE = 1e-12  # paired differences below this are ties (errors are multiples of 1/num_test)
 
 
-def _iso_kernel(lengthscale: float, variance_trainable: bool):
+def build_parser():
+    p = part_parser(__spec__.name, __doc__, "C3", "Crabs, 1 split, maxiter 5", data_dir=True)
+    p.add_argument("--eps", default="0.05", help="comma-separated NoisyStep eps values (default 0.05)")
+    return p
+
+
+def iso_kernel(lengthscale: float = 1.0, variance_trainable: bool = False):
+    """The isotropic SE kernel, variance 1 (trained only by the baselines)."""
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=float(lengthscale))
     gpflow.set_trainable(kernel.variance, variance_trainable)
     return kernel
 
 
-class DatasetModels:
-    """Every model of one dataset (baselines, and per eps the width and EP models), reused across splits."""
-
-    def __init__(self, split):
-        X, Y = self.data = split.X_train, split.Y_train
-        self.init_lengthscale, self.shape = math.sqrt(X.shape[1]), X.shape
-        self.width, self.ep = {}, {}
-        ep_probit = EPGPC(self.data, _iso_kernel(self.init_lengthscale, True), Probit(), ep_mode="nested")
-        vgp = gpflow.models.VGP(self.data, _iso_kernel(self.init_lengthscale, True), Probit())
-        self.baselines = {"EP-probit": ModelSlot(ep_probit, X, Y), "VGP-probit": ModelSlot(vgp, X, Y)}
-
-    def ensure_eps(self, eps: float) -> None:
-        """Build the width-selection and EP/PEP/REP models of NoisyStep(eps) (once)."""
-        if eps not in self.width:
-            kernel, likelihood = _iso_kernel(self.init_lengthscale, False), fixed_noisy_step(eps)
-            width = build_ep_model({"family": "EP"}, self.data, kernel, likelihood, {"ep_mode": "nested"})
-            self.width[eps] = ModelSlot(width, *self.data)
-            self.ep[eps] = {
-                name: model_slot(spec, *self.data, eps, _iso_kernel(1.0, False), EP_OPTIONS)
-                for name, spec in EP_SPECS.items()
-            }
+def cached(slots: Dict, key, shape, build) -> ModelSlot:
+    """The slot ``key`` of ``slots``, built by ``build()`` on first use or when the training inputs' shape changes."""
+    if key not in slots or slots[key].shape != shape:
+        slots[key] = build()
+    return slots[key]
 
 
 # ---------------------------------------------------------------- one split
 
 
-def evaluate_split(model, X_test, Y_test) -> Dict:
-    """Test error (sign of the predictive mean) and NLPD from the stored sites; EP models also Minka's α predictor."""
-    dual = isinstance(model, EPGPC)
-    ev = evaluate(model, X_test, Y_test, dual=dual)
-    out = {"test_error": ev["error"] if ev["mean_finite"] else None, "test_nlpd": finite_or_none(ev["nlpd"])}
-    return dict(out, test_error_alpha=ev["error_dual"]) if dual else out
+def run_split(slots: Dict, split, eps: float, maxiters, baselines: bool = True) -> List[Dict]:
+    """
+    All runs of one data set split for NoisyStep(eps): the lengthscale maximising the EP evidence (nested EP,
+    Scipy), EP, PEP and REP at that lengthscale, and, if asked, the probit baselines (kernel trained).
+    """
+    X, Y, Xt, Yt = split.X_train, split.Y_train, split.X_test, split.Y_test
+    base, ls0 = dict(dataset=split.name, split=int(split.split), num_train=int(X.shape[0])), math.sqrt(X.shape[1])
 
+    def width_model():
+        model = build_ep_model(EP_SPEC, (X, Y), iso_kernel(ls0), fixed_noisy_step(eps), {"ep_mode": "nested"})
+        return ModelSlot(model, X, Y)
 
-def run_ep_method(slot: ModelSlot, split, lengthscale: float) -> Dict:
-    model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": lengthscale})
-    start = time.perf_counter()
-    run = model.run_ep()
-    sweeps = int(run.sweeps.numpy())
-    row = {
-        "converged": bool(run.converged.numpy()),
-        "sweeps": sweeps,
-        "final_R": finite_or_none(run.max_change.numpy()),
-    }
-    row.update(num_skipped=int(run.num_skipped.numpy()), num_rejected=int(run.num_rejected.numpy()))
-    row["log_Z_EP"] = finite_or_none(model.log_marginal_likelihood().numpy())
-    row["R_history"] = [float(f"{h:.4g}") for h in run.history.numpy()[:sweeps]]
-    row.update(evaluate_split(model, split.X_test, split.Y_test))
-    row["diverged"] = (not row["converged"]) or row["test_error"] is None
-    row["frac_b_positive"] = float(np.mean(model.sites.relaxation.numpy() > 0))
-    row["time_s"] = time.perf_counter() - start
-    return row
+    slot = cached(slots, (split.name, "width", eps), X.shape, width_model)
+    model = slot.load(X, Y, {"kernel.lengthscales": ls0})
+    res = slot.minimize(model.training_loss, maxiters["width"])
+    width = dict(
+        lengthscale=float(model.kernel.lengthscales.numpy()), iterations=int(res.nit), success=bool(res.success)
+    )
+    rows, ep_slots = [], slots.setdefault((split.name, eps), {})
+    for spec in EP_SPECS:
+        values = {"likelihood.epsilon": eps, "kernel.lengthscales": width["lengthscale"]}
+        fields = dict(base, likelihood=f"NoisyStep({eps})", eps=eps, width=width)
+        model, row, _ = fit(ep_slots, spec, X, Y, iso_kernel, values, EP_OPTIONS, **fields)
+        rows.append(dict(row, **held_out_scores(model, Xt, Yt)))
+        rows[-1]["diverged"] = (not row["converged"]) or rows[-1]["test_error"] is None
+    for name in BASELINES if baselines else ():
 
+        def baseline(name=name):
+            kernel = iso_kernel(ls0, variance_trainable=True)
+            if name == "EP-probit":
+                return ModelSlot(EPGPC((X, Y), kernel, Probit(), ep_mode="nested"), X, Y)
+            return ModelSlot(gpflow.models.VGP((X, Y), kernel, Probit()), X, Y)
 
-def select_width(slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
-    """The lengthscale maximising the EP evidence (nested EP), with the sites at the optimum."""
-    model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
-    start = time.perf_counter()
-    res = slot.minimize(model.training_loss, maxiter)
-    model.run_ep()
-    out = {"lengthscale": float(model.kernel.lengthscales.numpy())}
-    out.update(log_Z_EP=finite_or_none(model.log_marginal_likelihood().numpy()), iterations=int(res.nit))
-    out.update(success=bool(res.success), message=str(res.message))
-    out.update(ep_converged=bool(model.ep_diagnostics.converged.numpy()), time_s=time.perf_counter() - start)
-    return out
-
-
-def run_baseline(name: str, slot: ModelSlot, split, init_lengthscale: float, maxiter: int) -> Dict:
-    model = slot.load(split.X_train, split.Y_train, {"kernel.lengthscales": init_lengthscale})
-    start = time.perf_counter()
-    res = slot.minimize(model.training_loss, maxiter)
-    row = {"iterations": int(res.nit), "success": bool(res.success), "variance": float(model.kernel.variance.numpy())}
-    row["lengthscale"] = float(model.kernel.lengthscales.numpy())
-    if name == "EP-probit":
-        row["converged"] = bool(model.run_ep().converged.numpy())  # sites at the returned hyper-parameters
-        row.update(diverged=not row["converged"], objective=finite_or_none(model.log_marginal_likelihood().numpy()))
-    else:
-        row["objective"] = finite_or_none(model.elbo().numpy())
-    row.update(evaluate_split(model, split.X_test, split.Y_test))
-    row["time_s"] = time.perf_counter() - start
-    return row
-
-
-def run_split(models: DatasetModels, split, eps: float, maxiters, baselines: bool = True) -> List[Dict]:
-    """All runs of one dataset split for NoisyStep(eps), plus the probit baselines if asked."""
-    base = {"dataset": split.name, "split": int(split.split), "num_train": int(split.X_train.shape[0])}
-    models.ensure_eps(eps)
-    width = select_width(models.width[eps], split, models.init_lengthscale, maxiters["width"])
-    rows = [
-        {**base, "method": name, "likelihood": f"NoisyStep({eps})", "eps": eps, "width": width}
-        | run_ep_method(models.ep[eps][name], split, width["lengthscale"])
-        for name in EP_METHODS
-    ]
-    for name, maxiter in zip(BASELINES, (maxiters["ep_probit"], maxiters["vgp"])) if baselines else ():
-        row = run_baseline(name, models.baselines[name], split, models.init_lengthscale, maxiter)
-        rows.append({**base, "method": name, "likelihood": "Probit", "eps": None, **row})
+        slot = cached(slots, (split.name, name), X.shape, baseline)
+        model = slot.load(X, Y, {"kernel.lengthscales": ls0})
+        res = slot.minimize(model.training_loss, maxiters[name])
+        row = dict(base, method=name, likelihood="Probit", eps=None, iterations=int(res.nit), success=bool(res.success))
+        row.update(variance=float(model.kernel.variance.numpy()), lengthscale=float(model.kernel.lengthscales.numpy()))
+        if name == "EP-probit":  # the sites at the returned hyper-parameters
+            row["converged"] = bool(model.run_ep().converged.numpy())
+            row["diverged"] = not row["converged"]
+        rows.append(dict(row, **held_out_scores(model, Xt, Yt)))
     return rows
 
 
@@ -202,33 +156,35 @@ def summarise(rows: List[Dict]) -> Dict:
                 m: [r for r in rows if r["dataset"] == ds and r["method"] == m and r["eps"] in (eps, None)]
                 for m in EP_METHODS + BASELINES
             }
-            by_method = {}
+            by_method = summary[s_key][ds] = {}
             for name, sel in ((m, [r for r in rs if r["split"] in ep_splits]) for m, rs in of.items()):
-                if not sel:
-                    continue
-                agg = {"num_splits": len(sel)}
-                agg.update({k: mean_se(r.get(k) for r in sel) for k in ("test_error", "test_nlpd", "time_s")})
-                if name in EP_METHODS:
-                    agg["test_error_alpha"] = mean_se(r.get("test_error_alpha") for r in sel)
+                agg = {
+                    "num_splits": len(sel),
+                    **{k: mean_se(r.get(k) for r in sel) for k in ("test_error", "test_nlpd")},
+                }
+                if name != "VGP-probit":
                     agg["num_diverged"] = int(sum(r["diverged"] for r in sel))
-                    for kind in ("slow", "cycling"):
-                        agg[f"num_diverged_{kind}"] = int(sum(failure_kind(r) == kind for r in sel))
-                    for key in ("sweeps", "num_skipped", "num_rejected", "frac_b_positive"):
+                if name in EP_METHODS:
+                    agg["num_diverged_slow"] = int(sum(failure_kind(r) == "slow" for r in sel))
+                    for key in ("test_error_alpha", "sweeps", "num_skipped", "frac_b_positive"):
                         agg[key] = mean_se(r[key] for r in sel)
                     agg["lengthscale"] = mean_se(r["width"]["lengthscale"] for r in sel)
-                elif name == "EP-probit":
-                    agg["num_diverged"] = int(sum(r["diverged"] for r in sel))
-                by_method[name] = agg
-            summary[s_key][ds] = by_method
-            diffs[s_key][ds] = {}
+                if sel:
+                    by_method[name] = agg
+            diffs[s_key][ds] = {f"{rep} − {other}": {} for rep in REP_METHODS for other in OTHERS}
             for rep, other, key in (
                 (r, o, k) for r in REP_METHODS for o in OTHERS for k in ("test_error", "test_nlpd")
             ):
                 d = paired_differences(
                     *({r["split"]: r.get(key) for r in of[m] if r["eps"] == eps} for m in (rep, other))
                 )
-                diffs[s_key][ds][f"{rep} - {other} / {key}"] = dict(d, verdict=verdict(d))
+                diffs[s_key][ds][f"{rep} − {other}"][key] = dict(d, verdict=verdict(d))
     return {"summary": summary, "paired_differences": diffs}
+
+
+def pp(stat: Optional[Dict], digits: int = 2, signed: bool = False) -> str:
+    """A proportion (or its difference) in percent (points)."""
+    return cell(stat, digits, signed=signed, scale=100.0, missing="–")
 
 
 def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
@@ -241,7 +197,7 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
     for s_key, per_ds in results["paired_differences"].items():
         summ = results["summary"][s_key]
         table = [
-            dict(summ[ds][rep], dataset=ds, method=rep, diffs=[d[f"{rep} - {o} / test_error"] for o in OTHERS])
+            dict(summ[ds][rep], dataset=ds, method=rep, diffs=[d[f"{rep} − {o}"]["test_error"] for o in OTHERS])
             for ds, d in per_ds.items()
             for rep in REP_METHODS
         ]
@@ -249,41 +205,35 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
             sweeps = {o: summ[row["dataset"]][o]["sweeps"]["mean"] for o in OTHERS}
             row["fewer_sweeps"] = all(row["sweeps"]["mean"] < s for s in sweeps.values())
             row["sweeps_text"] = ", ".join(f"{m} {s:.1f}" for m, s in sweeps.items())
+        ep_error = {ds: summ[ds]["EP"]["test_error"]["mean"] for ds in summ}
         chance = [
             ds
             for ds in summ
-            if (majority.get(ds) or {}).get("mean") is not None
-            and summ[ds]["EP"]["test_error"]["mean"] >= majority[ds]["mean"]
+            if (majority.get(ds) or {}).get("mean") is not None and ep_error[ds] >= majority[ds]["mean"]
         ]
 
         def lower(r: Dict) -> str:
             diffs = zip(OTHERS, r["diffs"])
             return f"{r['dataset']} " + ", ".join(f"− {o} {pp(d, signed=True)} pp ({d['verdict']})" for o, d in diffs)
 
+        def diverged(r: Dict) -> str:
+            slow = r["num_diverged_slow"]
+            text = f"{r['num_diverged']}/{r['num_splits']} ({slow} slow, {r['num_diverged'] - slow} cycling)"
+            return f"{r['dataset']} {r['method']} {text}"
+
+        def sweeps(r: Dict) -> str:
+            return f"{r['dataset']} {r['method']} {r['sweeps']['mean']:.1f} ({r['sweeps_text']})"
+
+        below = f", {s_key}: test error significantly below EP's and PEP's on every dataset (Fig. 5)"
+        significant = lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"])
         checks = [
-            Claim(
-                f"{rep}, {s_key}: test error significantly below EP's and PEP's on every dataset (Fig. 5)",
-                lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"]),
-                rows=lambda t, rep=rep: [r for r in t if r["method"] == rep],
-                show=lower,
-            )
+            Claim(rep + below, significant, lambda t, rep=rep: [r for r in t if r["method"] == rep], show=lower)
             for rep in REP_METHODS
         ]
+        never = f"REP never diverges, {s_key} (Fig. 5; R < 1e-3 within 100 parallel sweeps)"
+        checks += [Claim(never, lambda r: r["num_diverged"] == 0, show=diverged)]
         checks += [
-            Claim(
-                f"REP never diverges, {s_key} (Fig. 5; R < 1e-3 within 100 parallel sweeps)",
-                lambda r: r["num_diverged"] == 0,
-                show=lambda r: (
-                    f"{r['dataset']} {r['method']} {r['num_diverged']}/{r['num_splits']} "
-                    f"({r['num_diverged_slow']} slow, {r['num_diverged'] - r['num_diverged_slow']} cycling)"
-                ),
-            ),
-            Claim(
-                f"REP needs the fewest sweeps, {s_key}",
-                lambda r: r["fewer_sweeps"],
-                need="most",
-                show=lambda r: f"{r['dataset']} {r['method']} {r['sweeps']['mean']:.1f} ({r['sweeps_text']})",
-            ),
+            Claim(f"REP needs the fewest sweeps, {s_key}", lambda r: r["fewer_sweeps"], need="most", show=sweeps)
         ]
         decided = verdicts(checks, table)
         for c in decided[: len(REP_METHODS)] if chance else ():
@@ -294,150 +244,89 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
     return out
 
 
-# ---------------------------------------------------------------- Markdown
-
-
-def pp(stat: Optional[Dict], digits: int = 2, signed: bool = False) -> str:
-    """A proportion (or its difference) in percent (points)."""
-    return cell(stat, digits, signed=signed, scale=100.0, missing="–")
+# ---------------------------------------------------------------- Markdown and driver
 
 
 def markdown(report: Dict) -> str:
     cfg, res = report["config"], report["results"]
-    done = [f"{s_key}: splits 0..{ks[-1]} ({len(ks)} of 20)" for s_key, ks in report["splits_done"].items() if ks]
-    stopped = ", ".join(k for k, v in (report.get("stopped_by_budget") or {}).items() if v)
-    n, budget = len(cfg["splits"]), cfg.get("budget_min")
-    rule = f"target {n}, as many as a {budget:g}-minute budget allowed" if budget else f"{n} requested"
-    L = ["# C3 — real data (Qi & Guo 2012, Fig. 5): EP vs Power EP vs Relaxed EP", ""]
-    L += [
-        f"Command: `{cfg['command']}`.  ",
-        f"Started {report['started']}, finished {report.get('finished') or '(running)'}, wall time "
-        f"{report['wall_time_s']:.0f} s on {report['machine'].get('cpu_count')} CPU core(s) shared with another job"
-        f"{'' if report['complete'] else ' — **INCOMPLETE (partial results)**'}.",
-        *([f"{report['resummarised']}  "] if report.get("resummarised") else []),
-        "",
-        f"Datasets: {', '.join(cfg['datasets'])}. Splits per dataset: {rule}; run: {'; '.join(done) or 'none'}"
-        + (f"; stopped by the budget: {stopped}." if stopped else "."),
+    done = "; ".join(
+        f"{s_key}: splits 0..{ks[-1]} ({len(ks)} of 20)" for s_key, ks in report["splits_done"].items() if ks
+    )
+    L = [f"{report['resummarised']}  "] if report.get("resummarised") else []
+    L += ["", f"Datasets: {', '.join(cfg['datasets'])}; {len(cfg['splits'])} splits requested; run: {done or 'none'}."]
+    columns = [
+        ("dataset", lambda a: a["dataset"]),
+        ("method", lambda a: a["method"]),
+        ("test error [%]", lambda a: pp(a["test_error"])),
+        ("test NLPD", lambda a: cell(a["test_nlpd"], 3, missing="–")),
+        ("diverged", lambda a: f"{a['num_diverged']}/{a['num_splits']}" if "num_diverged" in a else "–"),
+        ("sweeps", lambda a: cell(a.get("sweeps"), 1, missing="–")),
+        ("skipped", lambda a: cell(a.get("num_skipped"), 1, missing="–")),
+        ("b>0 [%]", lambda a: pp(a.get("frac_b_positive"), 1) if a["method"] in REP_METHODS else "–"),
+        ("lengthscale", lambda a: cell(a.get("lengthscale"), 2, missing="–")),
+    ]
+    diff_columns = [
+        ("dataset", lambda d: d["dataset"]),
+        ("comparison", lambda d: d["comparison"]),
+        ("Δ test error [%]", lambda d: pp(d["test_error"], signed=True)),
+        ("W/T/L", lambda d: "{wins}/{ties}/{losses}".format(**d["test_error"])),
+        ("verdict", lambda d: d["test_error"]["verdict"]),
+        ("Δ NLPD", lambda d: cell(d["test_nlpd"], 4, signed=True, missing="–")),
+        ("verdict (NLPD)", lambda d: d["test_nlpd"]["verdict"]),
     ]
     for s_key, per_ds in res["summary"].items():
         L += ["", f"## Results, NoisyStep {s_key}", ""]
-        head = ["dataset", "method", "test error [%]", "test NLPD", "diverged", "sweeps", "skipped", "b>0 [%]"]
-        rows = [
-            [ds, name, pp(agg["test_error"]), cell(agg["test_nlpd"], 3, missing="–")]
-            + [f"{agg['num_diverged']}/{agg['num_splits']}" if "num_diverged" in agg else "–"]
-            + [cell(agg.get("sweeps"), 1, missing="–"), cell(agg.get("num_skipped"), 1, missing="–")]
-            + [pp(agg.get("frac_b_positive"), 1) if name in REP_METHODS else "–"]
-            + [cell(agg.get("lengthscale"), 2, missing="–")]
-            for ds, by_method in per_ds.items()
-            for name, agg in by_method.items()
-        ]
-        L += markdown_table(head + ["lengthscale"], rows)
+        L += table(
+            columns, [dict(a, dataset=ds, method=m) for ds, by_method in per_ds.items() for m, a in by_method.items()]
+        )
         majority = report.get("majority_error") or {}
         if majority:
             L += ["", "Majority-class test error (predict the training majority), for scale: "]
             L[-1] += "; ".join(f"{ds} {pp(m)} %" for ds, m in majority.items()) + "."
         L += ["", f"### Paired differences REP − EP and REP − PEP ({s_key}; negative favours REP)", ""]
-        head = ["dataset", "comparison", "Δ test error [%]", "W/T/L", "verdict", "Δ NLPD", "verdict (NLPD)"]
-        rows = []
-        for ds, ds_diffs in res["paired_differences"][s_key].items():
-            for rep, other in ((r, o) for r in REP_METHODS for o in OTHERS):
-                de, dn = (ds_diffs[f"{rep} - {other} / {key}"] for key in ("test_error", "test_nlpd"))
-                rows.append([ds, f"{rep} − {other}", pp(de, signed=True), f"{de['wins']}/{de['ties']}/{de['losses']}"])
-                rows[-1] += [de["verdict"], cell(dn, 4, signed=True, missing="–"), dn["verdict"]]
-        L += markdown_table(head, rows)
-    return "\n".join(L + markdown_section("Claims", claim_items(report.get("claims", [])), "*") + [""]) + "\n"
+        diffs = res["paired_differences"][s_key]
+        diffs = [dict(d, dataset=ds, comparison=pair) for ds, per in diffs.items() for pair, d in per.items()]
+        L += table(diff_columns, diffs)
+    return page("C3 — real data (Qi & Guo 2012, Fig. 5): EP vs Power EP vs Relaxed EP", report, ".", L)
 
 
-# ---------------------------------------------------------------- driver
-
-
-def build_parser():
-    p = benchmark_parser(__spec__.name, __doc__, "results/rep", "Crabs, 1 split, maxiter 5", data_dir=True)
-    p.add_argument(
-        "--rerender", action="store_true", help="summaries, claims and Markdown again from <out-dir>/C3.json"
-    )
-    help_ = f"splits per dataset (default: up to {DEFAULT_SPLITS} within --budget-min, at least {MIN_SPLITS})"
-    p.add_argument("--splits", type=int, default=None, help=help_)
-    help_ = f"wall-time budget in minutes (default {DEFAULT_BUDGET_MIN:g} without --splits, none with it)"
-    p.add_argument("--budget-min", type=float, default=None, help=help_)
-    p.add_argument("--datasets", default=None, help=f"comma-separated subset of {','.join(DATASETS)}")
-    p.add_argument(
-        "--eps", default=None, help="comma-separated NoisyStep eps values (default 0.05,0.1; 0.05 with --quick)"
-    )
-    return p
-
-
-def reanalyse(report: Dict, data_dir=None) -> Dict:
+def reanalyse(report: Dict, args) -> Dict:
     """Majority-class errors, summaries and claims from ``report["runs"]`` (also for ``--rerender``)."""
-    report["majority_error"] = majority_errors(report["config"]["datasets"], report.get("splits_done") or {}, data_dir)
+    done = report.get("splits_done") or {}
+    report["majority_error"] = majority_errors(report["config"]["datasets"], done, args.data_dir)
     report["results"] = summarise(report["runs"])
     report["claims"] = claims(report["results"], report["majority_error"])
     return report
 
 
-def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
-    args, command = parse_command_line(build_parser(), argv, shared=shared, log=_log)
-    out_dir = Path(args.out_dir)
-    if args.rerender:
-        return rerender_report(out_dir / "C3", lambda r: reanalyse(r, args.data_dir), markdown, _log, indent=1)
-    datasets = parse_list(args.datasets) if args.datasets else ["Crabs"] if args.quick else list(DATASETS)
-    unknown = sorted(set(datasets) - set(DATASETS))
-    if unknown:
-        raise ValueError(f"datasets must be among {list(DATASETS)}; got {unknown}")
-    num_splits = args.splits if args.splits is not None else (1 if args.quick else DEFAULT_SPLITS)
-    budget_min = args.budget_min
-    if budget_min is None and args.splits is None and not args.quick:
-        budget_min = DEFAULT_BUDGET_MIN
-    budget_s = None if budget_min is None or budget_min <= 0 else 60.0 * budget_min
-    if not 1 <= num_splits <= 20:
-        raise ValueError(f"splits must be in 1..20; got {num_splits}")
-    eps_text = args.eps if args.eps is not None else ("0.05" if args.quick else DEFAULT_EPS)
-    eps_values = parse_list(eps_text, float)
+def run(args, report: Dict, save) -> None:
+    """Every split of every data set at each eps (the baselines with the first); the report after each split."""
+    datasets, eps_values = ["Crabs"] if args.quick else list(DATASETS), parse_list(args.eps, float)
     if not eps_values or not all(0.0 < e < 0.5 for e in eps_values):
-        raise ValueError(f"eps values must lie in (0, 0.5); got {eps_text!r}")
-    maxiters = {k: 5 for k in MAXITER} if args.quick else dict(MAXITER)
-    splits = list(range(num_splits))
-    config = dict(command=command, datasets=datasets, splits=splits, eps=eps_values, budget_min=budget_min)
-    config.update(min_splits=MIN_SPLITS, quick=bool(args.quick), maxiter=maxiters)
-    config.update(ep_options={**EP_OPTIONS, "damping": "default (0.8, parallel)"}, methods=list(EP_METHODS + BASELINES))
-    config["kernel"] = "isotropic SquaredExponential, amplitude 1 (EP/PEP/REP) or trained (baselines)"
-    report = dict(claim="C3", paper="Qi & Guo (2012), Message passing with relaxed moment matching, Fig. 5")
-    report.update(config=config, machine=machine_info(), started=utc_now(), finished=None, complete=False, runs=[])
-    report.update(timing={}, splits_done={}, stopped_by_budget={})
-    t0, models, done, first_round_s = time.perf_counter(), {}, {}, None
+        raise ValueError(f"eps values must lie in (0, 0.5); got {args.eps!r}")
+    maxiters, splits = ({k: 5 for k in MAXITER}, [0]) if args.quick else (dict(MAXITER), list(range(SPLITS)))
+    report["config"].update(
+        datasets=datasets, splits=splits, eps=eps_values, maxiter=maxiters, methods=list(EP_METHODS + BASELINES)
+    )
+    report.update(runs=[], splits_done={}, claims=[])
+    slots = {}
     for phase, eps in enumerate(eps_values):
-        s_key, last_round = f"eps={eps}", None
-        done[s_key] = []
+        report["splits_done"][f"eps={eps}"] = []
         for k in splits:
-            # a new phase's first round costs about phase 0's first round without the baselines
-            projected = last_round if last_round is not None else (first_round_s or 0.0)
-            must = phase == 0 and len(done[s_key]) < min(MIN_SPLITS, num_splits)
-            if budget_s is not None and not must and time.perf_counter() - t0 + projected > budget_s:
-                _log(f"{s_key}: stopping after {len(done[s_key])} splits (projected {projected:.0f}s exceeds budget)")
-                report["stopped_by_budget"][s_key] = True
-                break
-            round_start, baseline_s = time.perf_counter(), 0.0
             for ds in datasets:
-                split = load_benchmark(ds, k, args.data_dir, kind="binary")
-                if ds not in models or models[ds].shape != split.X_train.shape:
-                    models[ds] = DatasetModels(split)
-                start = time.perf_counter()
-                rows = run_split(models[ds], split, eps, maxiters, baselines=phase == 0)
-                elapsed = time.perf_counter() - start
-                baseline_s += sum(r["time_s"] for r in rows if r["method"] in BASELINES)
-                report["timing"].setdefault(s_key, {}).setdefault(ds, []).append(round(elapsed, 2))
-                report["runs"].extend(rows)
-                errors = ", ".join(f"{r['method']} {pp(r.get('test_error'), 1)}%" for r in rows)
-                _log(f"{s_key} {ds} split {k}: {elapsed:.0f}s; {errors}")
-            last_round = time.perf_counter() - round_start
-            first_round_s = last_round - baseline_s if first_round_s is None else first_round_s
-            done[s_key].append(k)
-            report.update(splits_done=done, wall_time_s=time.perf_counter() - t0)
-            write_report(out_dir / "C3", reanalyse(report, args.data_dir), markdown(report), indent=1)
-    report.update(splits_done=done, wall_time_s=time.perf_counter() - t0, finished=utc_now(), complete=True)
-    write_report(out_dir / "C3", reanalyse(report, args.data_dir), markdown(report), indent=1)
-    _log(f"done in {report['wall_time_s']:.0f}s; wrote {out_dir / 'C3.json'} and {out_dir / 'C3.md'}")
-    return 0
+                rows = run_split(slots, load_benchmark(ds, k, args.data_dir, kind="binary"), eps, maxiters, phase == 0)
+                report["runs"] += rows
+                log(
+                    f"eps={eps} {ds} split {k}: "
+                    + ", ".join(f"{r['method']} {pp(r.get('test_error'), 1)}%" for r in rows)
+                )
+            report["splits_done"][f"eps={eps}"].append(k)
+            reanalyse(report, args)
+            save()
+
+
+def main(argv: Optional[List[str]] = None, *, shared: bool = False) -> int:
+    return run_part("C3", build_parser(), argv, shared, log, run, reanalyse, markdown)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -48,9 +48,16 @@ def test_rep_parts_ignore_the_options_of_the_others(monkeypatch, capsys):
     """A part run by the runner logs and ignores another part's option; run on its own, it refuses it."""
     from benchmarks import rep_toy
 
-    monkeypatch.setattr(rep_toy, "rerender_report", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(rep, "rerender_report", lambda *args, **kwargs: 0)
     argv = ["--rerender", "--flip-rates", "0.1"]
     assert rep_toy.main(argv, shared=True) == 0
     assert "ignoring options meant for other parts: ['--flip-rates', '0.1']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         rep_toy.main(argv)
+
+
+def test_rep_table_has_one_column_per_spec():
+    """The column-spec tables of the three parts: the header, its rule and one line per row."""
+    columns = [("method", lambda r: r["method"]), ("sweeps", lambda r: 2 * r["n"])]
+    lines = rep.table(columns, [{"method": "EP", "n": 3}, {"method": "REP(c=1)", "n": 5}])
+    assert lines == ["| method | sweeps |", "|---|---|", "| EP | 6 |", "| REP(c=1) | 10 |"]

@@ -28,7 +28,7 @@ def test_rep_synthetic_quick(tmp_path):
     assert "## Claims" in (tmp_path / "C2.md").read_text()
     for name in ("C2_R_curves.png", "C2_boundaries.png"):
         assert (tmp_path / name).stat().st_size > 1000
-    summary = report["summary"]["1"]["0.1"]
+    summary = report["summary"]["0.1"]
     assert set(summary) == {"EP", "PEP(u=0.8,full)", "PEP(u=0.8,fractional)", "REP(c=1)"}
     for s in summary.values():
         assert s["runs"] == 1

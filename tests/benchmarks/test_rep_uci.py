@@ -36,7 +36,7 @@ def test_rep_uci_quick_writes_finite_results(tmp_path):
         assert math.isfinite(summary[name]["test_error"]["mean"])
         assert math.isfinite(summary[name]["test_nlpd"]["mean"])
     diffs = report["results"]["paired_differences"]["eps=0.05"]["Crabs"]
-    assert all(d["n"] == 1 for d in diffs.values())
+    assert all(d[key]["n"] == 1 for d in diffs.values() for key in ("test_error", "test_nlpd"))
 
     md = (tmp_path / "C3.md").read_text()
     assert "## Claims" in md and "Paired differences" in md
