@@ -33,7 +33,9 @@ def importance_sampling(X, Y, eps: float, num_samples: int, seed: int):
     g = D[:, :, None] * D[:, None, :]
     cov = np.einsum("n,nij->ij", w, g)
     se_cov = np.sqrt(np.einsum("n,nij->ij", w**2, (g - cov) ** 2))
-    return {"mean": mean, "cov": cov, "se_mean": np.sqrt((w**2) @ (D**2)), "se_cov": se_cov}
+    evidence = np.exp(lw)  # Z = E_prior[p(y | w)]: the plain Monte-Carlo mean, its standard error
+    out = {"mean": mean, "cov": cov, "se_mean": np.sqrt((w**2) @ (D**2)), "se_cov": se_cov}
+    return dict(out, Z=evidence.mean(), se_Z=evidence.std(ddof=1) / math.sqrt(num_samples))
 
 
 @pytest.mark.parametrize("config, eps", [(None, 0.2), (3, 0.1), (3, 0.25)])
@@ -41,10 +43,11 @@ def test_closed_form_posterior_agrees_with_importance_sampling(config, eps):
     """The sector formula (the C1 reference) vs importance sampling (prior proposal, 200k samples), on the
     replica and on a random configuration."""
     X, Y = (rep_toy.TOY_X, rep_toy.TOY_Y) if config is None else rep_toy.random_configuration(config)
-    mean, cov, _ = rep_toy.exact_posterior_sectors(X, Y, eps)
+    mean, cov, log_z = rep_toy.exact_posterior_sectors(X, Y, eps)
     s = importance_sampling(X, Y, eps, num_samples=200_000, seed=0)
     assert np.all(np.abs(s["mean"] - mean) < 5 * s["se_mean"])
     assert np.all(np.abs(s["cov"] - cov) < 5 * s["se_cov"])
+    assert abs(s["Z"] - math.exp(log_z)) < 5 * s["se_Z"]
 
 
 def test_rep_toy_quick(tmp_path):
