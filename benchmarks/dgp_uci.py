@@ -91,10 +91,7 @@ def _gpflow_predict(model) -> Callable:
 
 
 def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, seed, samples) -> Trainer:
-    """
-    GPflux's DeepGP (doubly stochastic VI) with the widths, inducing inputs and first-layer lengthscales of the
-    DGP-AEP ``start``, GPflux's conventions (docs/benchmarks/dgp.md), its predictions from ``samples`` forward samples.
-    """
+    """GPflux's DeepGP on the DGP-AEP ``start``, GPflux's conventions, ``samples`` forward samples to predict."""
     from gpflux.helpers import construct_basic_inducing_variables, construct_basic_kernel, construct_mean_function
     from gpflux.layers import GPLayer, LikelihoodLayer
     from gpflux.models import DeepGP
@@ -150,18 +147,14 @@ def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, seed, samples) -> Trainer:
 
 
 def sparse_gp_start(X, Y, M: int, seed: int):
-    """The SE-ARD kernel and inducing inputs of the one-layer DGP-AEP start (k-means Z, median-distance lengthscales)."""
+    """The SE-ARD kernel and Z of the one-layer DGP-AEP start (k-means Z, median-distance lengthscales)."""
     first = DGPAEP.from_data(X, Y, [X.shape[1], 1], num_inducing=M, seed=seed).layers[0]
     kernel = gpflow.kernels.SquaredExponential(lengthscales=first.kernels[0].lengthscales.numpy())
     return kernel, first.inducing_variables[0].Z.numpy()
 
 
 def trainers(X, Y, methods, M: int, lr: float, seed: int, samples: int = 1, likelihood=None) -> Dict[str, Trainer]:
-    """
-    The minibatch ``methods`` (SGPR is not one) from the same start (``DGPAEP.from_data``, the reference code's
-    initialisation), with Adam: DGP-AEP and GPflux at :data:`WIDTHS`, SVGP and SEPGPC on the one-layer start's
-    kernel and Z. ``likelihood()`` gives the likelihoods (default: DGP-AEP's, and GPflow's Gaussian(0.01)).
-    """
+    """The minibatch ``methods`` from one start; ``likelihood()`` makes theirs (default Gaussian(0.01))."""
     out = {}
     for method in methods:
         if method in WIDTHS:
@@ -232,10 +225,7 @@ def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
 
 
 def paired_ll(runs, name, a, b) -> Dict:
-    """
-    Test log-likelihood of ``a`` minus ``b`` over the splits of data set ``name`` that both ran: the paired
-    differences of the negative log-likelihoods (``wins``: splits where ``a`` is higher), the mean turned to a − b.
-    """
+    """Paired test log-likelihood differences ``a`` − ``b`` over the splits of ``name`` both ran (wins: a higher)."""
 
     def nll(method):
         return {
@@ -256,10 +246,7 @@ def _signed(stat: Dict) -> str:
 
 
 def timing_groups(report) -> List:
-    """
-    (data set, CPU, splits, median seconds per iteration of each method) over the runs of each data set on each
-    CPU (a run's ``cpu_model``, else the report's machine's): times from different CPUs are never pooled.
-    """
+    """(data set, CPU, splits, median s per iteration per method): times of different CPUs are never pooled."""
     default, methods, out = report["machine"]["cpu_model"], report["config"]["methods"], []
     for name in report["summary"]:
         runs = [r for r in report["runs"] if r["dataset"] == name]
@@ -274,10 +261,7 @@ def timing_groups(report) -> List:
 
 
 def claims(report) -> List[Claim]:
-    """
-    DGP-AEP against GPflux at equal depth (higher mean test log-likelihood, by more than two paired standard
-    errors, time per iteration at most 2×: the goals) and against the one-layer GP-AEP (the paper's Table 3).
-    """
+    """DGP-AEP against GPflux at equal depth (the goals) and against the one-layer GP-AEP (the paper's Table 3)."""
     methods, out = report["config"]["methods"], []
     for a, f in (p for p in PAIRS if set(p) <= set(methods)):
         out += [

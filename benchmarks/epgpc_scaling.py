@@ -37,10 +37,7 @@ log = progress_logger("epgpc_scaling")
 
 
 def problems(datasets, sizes, data_dir=None):
-    """
-    The problems ``dict(dataset, n, subset, X, Y)`` and notes on the sizes not available: Pima sizes below
-    its training split's are its first n rows; all its points (train+test, standardised together) are the largest.
-    """
+    """The problems ``dict(dataset, n, subset, X, Y)`` (Pima: its first n rows, and all its points) and notes."""
     out, notes = [], []
     for name in datasets:
         if name.lower() == "synthetic":
@@ -76,10 +73,7 @@ def problems(datasets, sizes, data_dir=None):
 
 
 def _ep_run(model, schedule: str, log_z: Callable = None) -> Dict:
-    """
-    One EP run from flat sites: its ``run`` (``EPResult``), ``seconds`` and ``sweeps``, and with ``log_z`` (the
-    model's compiled evidence) ``to_log_z``, the seconds to a converged log Z_EP (the run, then ``log_z()``).
-    """
+    """One EP run from flat sites: ``run``, ``seconds``, ``sweeps``, with ``log_z`` the seconds ``to_log_z`` too."""
     model.sites.reset()
     t0 = time.perf_counter()
     run = model.run_ep(schedule=schedule, tol=TOL, max_sweeps=MAX_SWEEPS)
@@ -92,10 +86,7 @@ def _ep_run(model, schedule: str, log_z: Callable = None) -> Dict:
 
 
 def _timed_rounds(round_once: Callable, repeats: int, budget: float):
-    """
-    ``round_once()`` ``repeats`` times, fewer (with a note) when the first round's time × ``repeats``
-    exceeds ``budget`` s: (the rounds' results, note or None).
-    """
+    """``round_once()`` ``repeats`` times, fewer (and a note) if the first round × ``repeats`` exceeds ``budget`` s."""
     t0 = time.perf_counter()
     out = [round_once()]
     one_round = time.perf_counter() - t0
@@ -138,10 +129,7 @@ def _timer(fn: Callable, per_call: int = 1, before: Callable = lambda: None) -> 
 
 
 def _amortised_timer(op: Callable, args, target: float = 0.2, max_inner: int = 100) -> Callable[[], float]:
-    """
-    One ``op(*args)`` (a scalar tensor) timed as EP's loop runs it: ``inner`` calls one after the other in a
-    ``tf.while_loop`` inside one compiled call (the per-call dispatch amortised), a call lasting ≈ ``target`` s.
-    """
+    """``op(*args)`` timed as EP's loop runs it: a compiled ``tf.while_loop`` of calls lasting ≈ ``target`` s."""
 
     @tf.function
     def looped(inner, *args):
@@ -172,10 +160,7 @@ def _loss_and_gradient(loss: Callable, variables) -> Callable:
 
 
 def bench_problem(prob: Dict, schedules, repeats: int, budget: float):
-    """
-    One (dataset, n), a row per schedule: rounds of one parallel EP run and one sample of every floor
-    measurement (so that ratios compare timings of the same window), then the sequential schedule on its own.
-    """
+    """One (dataset, n), a row per schedule: parallel EP runs interleaved with the floor's timers, then sequential."""
     X, Y = prob["X"], prob["Y"]
     n, D = X.shape
     model = EPGPC((X, Y), se_ard_kernel(D), Probit())

@@ -54,10 +54,7 @@ def _svgp_step(model, optimizer):
 
 
 def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]):
-    """
-    The timed steps of each SEP model and its SVGP on the same data and inducing inputs (SEPGPC and SVGP + Probit
-    for C = 2, SEPMGPC and SVGP + RobustMax with C latent GPs otherwise), and the (SEP, SVGP, goal) pairs.
-    """
+    """Timed steps of each SEP model and its SVGP on the same data and Z, and the (SEP, SVGP, goal) pairs."""
     steppers, pairs = {}, []
     for C in classes:
         X, Y = data(n, D, C, seed=C)
