@@ -1,50 +1,23 @@
 r"""
-Time per iteration of DGP-AEP against GPflux's DeepGP (and GPflow's SVGP), without the accuracy runs.
+Time per iteration of DGP-AEP against GPflux's DeepGP (and GPflow's SVGP), without the accuracy runs: the models
+of ``dgp_uci`` on split 0 of each data set and each ``--num-inducing``, trained in interleaved chunks.
 
-The models of ``benchmarks.dgp_uci`` (same starts, batch 50, Adam) on split 0 of each data set and each
-``--num-inducing``, in interleaved chunks after an untimed compiling step; DGP-AEP's ratio to GPflux at
-equal depth (the goal: at most 2×). Results: docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_timing
-[--quick] [--out-dir results/dgp]``.
+Results: docs/benchmarks/dgp.md.
 """
 
 from pathlib import Path
-from typing import Dict, List
-
-from gpflow_ep.datasets import load_benchmark
+from typing import List
 
 from .claims import Claim, claim_items, verdicts
-from .dgp_uci import NAMES, PAIRS, minibatch_trainers, train_interleaved
+from .dgp_uci import NAMES, PAIRS, standardised_split, train_interleaved, trainers
 from .report import markdown_header, markdown_section, timed_report, write_report
-from .runner import benchmark_parser, check_choices, check_datasets, parse_command_line, parse_list, progress_logger
+from .runner import benchmark_parser, check_datasets, parse_command_line, parse_list, progress_logger
 from .stats import markdown_table
 
 log = progress_logger("dgp_timing")
-QUICK = dict(datasets="yacht", num_inducing="5", iterations=40, chunk=10, methods="DGP-AEP 2,GPflux 2")
-QUICK_HELP = "yacht, M = 5, DGP-AEP 2 and GPflux 2, 40 iterations in chunks of 10"
-METHODS = ("GP-AEP", "DGP-AEP 2", "DGP-AEP 3", "GPflux 2", "GPflux 3", "SVGP")
+QUICK = dict(datasets="yacht", num_inducing="5", iterations=40, chunk=10, methods=["DGP-AEP 2", "GPflux 2"])
+METHODS = ["GP-AEP", "DGP-AEP 2", "DGP-AEP 3", "GPflux 2", "GPflux 3", "SVGP"]
 GOAL = 2.0
-
-
-def time_dataset(name, M, methods, iterations, chunk, data_dir, lr=0.005, seed=0) -> Dict[str, float]:
-    """Median seconds per iteration of each method on split 0 of ``name`` (y standardised)."""
-    data = load_benchmark(name, 0, data_dir, kind="regression")
-    Y = (data.Y_train - data.Y_train.mean()) / data.Y_train.std()
-    trainers = minibatch_trainers(data.X_train, Y, methods, M, lr, samples=1, seed=seed)
-    train_interleaved(trainers.values(), iterations, chunk)
-    return {method: trainer.median_per_step() for method, trainer in trainers.items()}
-
-
-def run_timing(datasets, inducing, methods, iterations, chunk, data_dir) -> Dict:
-    """A row per (data set, M): seconds per iteration and DGP-AEP / GPflux ratios at equal depth."""
-    rows = []
-    for name in datasets:
-        for M in inducing:
-            times = time_dataset(name, M, methods, iterations, chunk, data_dir)
-            ratios = {f"{a} / {b}": times[a] / times[b] for a, b in PAIRS if a in times and b in times}
-            rows.append(dict(dataset=name, num_inducing=M, seconds_per_iteration=times, ratios=ratios))
-            log(f"{name} M={M}: " + ", ".join(f"{k} {v:.2f}×" for k, v in ratios.items()))
-    config = dict(datasets=datasets, num_inducing=inducing, methods=methods, iterations=iterations, chunk=chunk)
-    return dict(config=config, rows=rows)
 
 
 def claims(report) -> List[Claim]:
@@ -66,6 +39,7 @@ def claims(report) -> List[Claim]:
 
 
 def timing_markdown(report) -> str:
+    """A row per (data set, M): ms per iteration of each method and the DGP-AEP / GPflux ratios; the claims."""
     c = report["config"]
     methods, keys = c["methods"], list(dict.fromkeys(k for r in report["rows"] for k in r["ratios"]))
     rows = [
@@ -74,8 +48,7 @@ def timing_markdown(report) -> str:
         + [f"{r['ratios'][k]:.2f}×" if k in r["ratios"] else "—" for k in keys]
         for r in report["rows"]
     ]
-    lines = markdown_header("DGP-AEP time per iteration against GPflux", report)
-    lines += [
+    lines = markdown_header("DGP-AEP time per iteration against GPflux", report) + [
         f"Split 0 of each dataset, minibatch 50, Adam; median over chunks of {c['chunk']} steps of "
         f"{c['iterations']} (interleaved, the compiling step excluded). Times in ms.",
         "",
@@ -85,29 +58,34 @@ def timing_markdown(report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None, shared: bool = False) -> int:
-    parser = benchmark_parser("benchmarks.dgp_timing", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
+def main(argv=None) -> int:
+    quick = "yacht, M = 5, DGP-AEP 2 and GPflux 2, 40 iterations in chunks of 10"
+    parser = benchmark_parser("benchmarks.dgp_timing", __doc__, "results/dgp", quick, data_dir=True)
     parser.add_argument("--datasets", default=",".join(NAMES), help="regression dataset folders")
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--num-inducing", default="50,100", help="comma-separated M values")
-    parser.add_argument("--iterations", type=int, default=1000)
-    parser.add_argument("--chunk", type=int, default=100, help="steps per interleaved timing chunk")
-    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    parser.set_defaults(methods=METHODS, iterations=1000, chunk=100)  # the chunk: steps per interleaved turn
+    args, command = parse_command_line(parser, argv)
     if args.quick:
         vars(args).update(QUICK)
-    datasets, methods, inducing = (
-        parse_list(args.datasets),
-        parse_list(args.methods),
-        parse_list(args.num_inducing, int),
-    )
-    check_choices(parser, "--methods", methods, METHODS)
+    datasets, inducing, methods = parse_list(args.datasets), parse_list(args.num_inducing, int), args.methods
     check_datasets(parser, datasets, "regression", args.data_dir)
-    report = timed_report(
-        command, lambda: run_timing(datasets, inducing, methods, args.iterations, args.chunk, args.data_dir)
-    )
+
+    def run():
+        rows = []
+        for name, M in ((name, M) for name in datasets for M in inducing):
+            X, Y, *_ = standardised_split(name, 0, args.data_dir)
+            models = trainers(X, Y, methods, M, lr=0.005, seed=0)
+            train_interleaved(models.values(), args.iterations, args.chunk)
+            times = {method: trainer.median_per_step() for method, trainer in models.items()}
+            ratios = {f"{a} / {b}": times[a] / times[b] for a, b in PAIRS if a in times and b in times}
+            rows.append(dict(dataset=name, num_inducing=M, seconds_per_iteration=times, ratios=ratios))
+            log(f"{name} M={M}: " + ", ".join(f"{k} {v:.2f}×" for k, v in ratios.items()))
+        config = dict(datasets=datasets, num_inducing=inducing, methods=methods, iterations=args.iterations)
+        return dict(config=dict(config, chunk=args.chunk), rows=rows)
+
+    report = timed_report(command, run)
     stem = Path(args.out_dir) / ("dgp_timing_quick" if args.quick else "dgp_timing")
-    json_path, md_path = write_report(stem, report, timing_markdown(report))
-    log(f"wrote {json_path} and {md_path}")
+    log("wrote {} and {}".format(*write_report(stem, report, timing_markdown(report))))
     return 0
 
 

@@ -1,17 +1,13 @@
 r"""
-DGP-AEP on the UCI regression benchmark (Bui et al. 2016, §8.2) against GPflux's DeepGP and GPflow's SVGP/SGPR.
+DGP-AEP on the UCI regression benchmark (Bui et al. 2016, Sec. 8.2, Tables 3 and 4) against GPflux's DeepGP and
+GPflow's SVGP and SGPR, all from the same start: test log-likelihood, RMSE and time per iteration.
 
-Every method (:data:`METHODS`: DGP-AEP with 1-3 layers, GPflux's DeepGP at depths 2 and 3, SVGP, SGPR)
-starts from the same k-means inducing inputs and lengthscales (``DGPAEP.from_data``, the reference code's
-initialisation) on each split of the regression sets (X and y standardised); the minibatch methods
-train in interleaved chunks so their times per iteration compare. Test log-likelihood and RMSE beside the
-paper's Tables 3 and 4, times and paired DGP-AEP − GPflux differences. Protocol and results:
-docs/benchmarks/dgp.md. Run ``python -m benchmarks.dgp_uci [--quick] [--out-dir results/dgp]``.
+Protocol and results: docs/benchmarks/dgp.md. The minibatch models here are also those of ``dgp_binary`` and
+``dgp_timing``.
 """
 
-import time
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List
 
 import gpflow
 import numpy as np
@@ -19,25 +15,16 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_ep.datasets import load_benchmark
-from gpflow_ep.models import DGPAEP
+from gpflow_ep.models import DGPAEP, SEPGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
+from . import runner
 from .claims import Claim, claim_items, verdicts
 from .minibatch import TimedSteps
 from .report import RunClock, machine_info, markdown_header, markdown_section, rerender_report, write_report
-from .runner import (
-    add_split_grid_options,
-    benchmark_parser,
-    check_choices,
-    check_datasets,
-    merge_split_reports,
-    parse_command_line,
-    parse_list,
-    progress_logger,
-)
 from .stats import cell, markdown_table, mean_se, paired_differences
 
-log = progress_logger("dgp_uci")
+log = runner.progress_logger("dgp_uci")
 QUICK = dict(datasets="yacht", splits=1, large_splits=1, iterations=60, num_inducing=5, chunk=20, samples=5)
 QUICK_HELP = "yacht, 1 split, 60 iterations, M = 5, 5 GPflux samples"
 
@@ -53,46 +40,36 @@ NAMES = {
     "yacht": "yacht",
 }
 LARGE = ("kin8nm", "naval-propulsion-plant", "power-plant")
+BATCH = 50
 METHODS = ("GP-AEP", "DGP-AEP 2", "DGP-AEP 3", "GPflux 2", "GPflux 3", "SVGP", "SGPR")
 WIDTHS = {"GP-AEP": [1], "DGP-AEP 2": [2, 1], "DGP-AEP 3": [2, 2, 1], "GPflux 2": [2, 1], "GPflux 3": [2, 2, 1]}
 #: DGP-AEP − GPflux at equal depth: the paired comparisons
 PAIRS = (("DGP-AEP 2", "GPflux 2"), ("DGP-AEP 3", "GPflux 3"))
 
-#: Bui et al. 2016, App. A.1, Table 3 (test log-likelihood, "ll") and Table 4 ("rmse"): (mean, s.e.) of these columns
+#: Bui et al. 2016, App. A.1: (mean, s.e.) of each of :data:`PAPER_COLUMNS` in Table 3 (test log-likelihood), then
+#: in Table 4 (RMSE)
 PAPER_COLUMNS = ("GP 50", "DGP-2 50", "GP 100", "DGP-2 100")
 PAPER = {
-    "ll": {
-        "boston": ((-2.22, 0.07), (-2.17, 0.10), (-2.16, 0.07), (-2.09, 0.06)),
-        "concrete": ((-2.85, 0.02), (-2.61, 0.02), (-2.65, 0.02), (-2.43, 0.02)),
-        "energy": ((-1.29, 0.01), (-0.95, 0.01), (-1.11, 0.02), (-0.90, 0.01)),
-        "kin8nm": ((1.31, 0.01), (1.79, 0.02), (1.68, 0.01), (2.31, 0.01)),
-        "naval": ((4.86, 0.04), (4.77, 0.32), (5.51, 0.03), (5.13, 0.27)),
-        "power": ((-2.66, 0.01), (-2.58, 0.01), (-2.55, 0.01), (-2.39, 0.02)),
-        "red wine": ((-0.67, 0.01), (-0.10, 0.03), (-0.57, 0.02), (0.37, 0.02)),
-        "yacht": ((-1.15, 0.03), (-0.99, 0.07), (-1.26, 0.03), (-0.96, 0.06)),
-    },
-    "rmse": {
-        "boston": ((2.43, 0.12), (2.38, 0.12), (2.39, 0.12), (2.38, 0.11)),
-        "concrete": ((5.55, 0.12), (4.64, 0.11), (4.78, 0.12), (4.16, 0.13)),
-        "energy": ((1.02, 0.02), (0.57, 0.02), (0.87, 0.03), (0.56, 0.02)),
-        "kin8nm": ((0.07, 0.00), (0.05, 0.00), (0.06, 0.00), (0.03, 0.00)),
-        "naval": ((0.00, 0.00), (0.01, 0.00), (0.00, 0.00), (0.00, 0.00)),
-        "power": ((3.75, 0.03), (3.60, 0.03), (3.60, 0.04), (3.21, 0.06)),
-        "red wine": ((0.57, 0.01), (0.50, 0.01), (0.55, 0.01), (0.41, 0.01)),
-        "yacht": ((1.15, 0.09), (0.98, 0.09), (1.16, 0.07), (1.06, 0.14)),
-    },
+    "boston": (-2.22, 0.07, -2.17, 0.10, -2.16, 0.07, -2.09, 0.06, 2.43, 0.12, 2.38, 0.12, 2.39, 0.12, 2.38, 0.11),
+    "concrete": (-2.85, 0.02, -2.61, 0.02, -2.65, 0.02, -2.43, 0.02, 5.55, 0.12, 4.64, 0.11, 4.78, 0.12, 4.16, 0.13),
+    "energy": (-1.29, 0.01, -0.95, 0.01, -1.11, 0.02, -0.90, 0.01, 1.02, 0.02, 0.57, 0.02, 0.87, 0.03, 0.56, 0.02),
+    "kin8nm": (1.31, 0.01, 1.79, 0.02, 1.68, 0.01, 2.31, 0.01, 0.07, 0.00, 0.05, 0.00, 0.06, 0.00, 0.03, 0.00),
+    "naval": (4.86, 0.04, 4.77, 0.32, 5.51, 0.03, 5.13, 0.27, 0.00, 0.00, 0.01, 0.00, 0.00, 0.00, 0.00, 0.00),
+    "power": (-2.66, 0.01, -2.58, 0.01, -2.55, 0.01, -2.39, 0.02, 3.75, 0.03, 3.60, 0.03, 3.60, 0.04, 3.21, 0.06),
+    "red wine": (-0.67, 0.01, -0.10, 0.03, -0.57, 0.02, 0.37, 0.02, 0.57, 0.01, 0.50, 0.01, 0.55, 0.01, 0.41, 0.01),
+    "yacht": (-1.15, 0.03, -0.99, 0.07, -1.26, 0.03, -0.96, 0.06, 1.15, 0.09, 0.98, 0.09, 1.16, 0.07, 1.06, 0.14),
 }
 
 
 # ---------------------------------------------------------------- the models and their training
 
 
-class _Trainer(TimedSteps):
-    """A minibatch model's timed step and batches, and ``predict(X, Y) -> (log densities, means)``."""
+class Trainer(TimedSteps):
+    """A model's timed compiled step on batches of (X, Y) and its ``predict(Xt, Yt) -> (log densities, means)``."""
 
-    def __init__(self, step: Callable, batches, predict: Callable):
-        super().__init__(step, batches)
-        self.predict = predict
+    def __init__(self, model, step: Callable, X, Y, seed: int, predict: Callable):
+        super().__init__(step, iter(make_dataset((X, Y), BATCH, seed=seed, drop_remainder=True)))
+        self.model, self.predict = model, predict
 
 
 def train_interleaved(trainers, iterations: int, chunk: int) -> None:
@@ -108,43 +85,28 @@ def train_interleaved(trainers, iterations: int, chunk: int) -> None:
         done += k
 
 
-def minibatch_trainer(model, X, Y, lr, batch_size, seed):
-    """A GPflow-style model (any with training_loss) with its compiled Adam step and batches."""
-
-    def predict(X, Y):
-        return model.predict_log_density((X, Y)).numpy(), model.predict_y(X)[0].numpy()[:, 0]
-
-    step = make_train_step(model, tf_keras.optimizers.Adam(lr))
-    return _Trainer(step, iter(make_dataset((X, Y), batch_size, seed=seed, drop_remainder=True)), predict)
+def _gpflow_predict(model) -> Callable:
+    """``predict(Xt, Yt)`` of a GPflow-style model: its test log densities and predictive means."""
+    return lambda Xt, Yt: (model.predict_log_density((Xt, Yt)).numpy(), model.predict_y(Xt)[0].numpy()[:, 0])
 
 
-def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, batch_size, seed, samples):
-    """
-    GPflux's DeepGP (doubly stochastic VI) with the widths, inducing inputs and first-layer lengthscales
-    of the DGP-AEP start; GPflux's conventions: PCA mean functions in hidden layers, zero mean in the last,
-    inner q(u) variances scaled by 1e-5. Its test log density is that of the Gaussian mixture of
-    ``samples`` forward samples, its prediction the mixture mean.
-    """
+def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, seed, samples) -> Trainer:
+    """GPflux's DeepGP on the DGP-AEP ``start``, GPflux's conventions, ``samples`` forward samples to predict."""
     from gpflux.helpers import construct_basic_inducing_variables, construct_basic_kernel, construct_mean_function
     from gpflux.layers import GPLayer, LikelihoodLayer
     from gpflux.models import DeepGP
 
     n, D = X.shape
-    first = start.layers[0]
-    Z = first.inducing_variables[0].Z.numpy()
-    lengthscale = first.kernels[0].lengthscales.numpy()
+    Z = start.layers[0].inducing_variables[0].Z.numpy()
+    lengthscale = start.layers[0].kernels[0].lengthscales.numpy()
     layers, inputs, Z_in = [], X, Z
     for depth, (d_in, d_out) in enumerate(zip([D] + widths[:-1], widths)):
         last = depth == len(widths) - 1
         ls = lengthscale if depth == 0 else np.full(d_in, np.e)
-        kernel = construct_basic_kernel(
-            [gpflow.kernels.SquaredExponential(lengthscales=ls.copy()) for _ in range(d_out)],
-            output_dim=d_out,
-            share_hyperparams=False,
-        )
-        inducing = construct_basic_inducing_variables(
-            Z.shape[0], d_in, d_out, share_variables=False, z_init=np.stack([Z_in.copy()] * d_out)
-        )
+        kernels = [gpflow.kernels.SquaredExponential(lengthscales=ls.copy()) for _ in range(d_out)]
+        kernel = construct_basic_kernel(kernels, output_dim=d_out, share_hyperparams=False)
+        Z_init = np.stack([Z_in.copy()] * d_out)
+        inducing = construct_basic_inducing_variables(Z.shape[0], d_in, d_out, share_variables=False, z_init=Z_init)
         mean_function = gpflow.mean_functions.Zero() if last else construct_mean_function(inputs, d_in, d_out)
         layer = GPLayer(kernel, inducing, num_data=n, mean_function=mean_function)
         if not last:
@@ -181,64 +143,66 @@ def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, batch_size, seed, samples):
         log_density = np.logaddexp.reduce(np.stack(log_densities), axis=0)[:, 0] - np.log(samples)
         return log_density, np.mean(means, axis=0)[:, 0]
 
-    return _Trainer(step, iter(make_dataset((X, Y), batch_size, seed=seed, drop_remainder=True)), predict)
+    return Trainer(model, step, X, Y, seed, predict)
 
 
-def _start(X, Y, widths, M, seed) -> DGPAEP:
-    return DGPAEP.from_data(X, Y, [X.shape[1]] + list(widths), num_inducing=M, seed=seed)
-
-
-def _sparse_gp_start(X, Y, M, seed):
-    """Kernel and Z of the one-layer DGP-AEP start (k-means Z, median-distance lengthscales)."""
-    first = _start(X, Y, [1], M, seed).layers[0]
+def sparse_gp_start(X, Y, M: int, seed: int):
+    """The SE-ARD kernel and Z of the one-layer DGP-AEP start (k-means Z, median-distance lengthscales)."""
+    first = DGPAEP.from_data(X, Y, [X.shape[1], 1], num_inducing=M, seed=seed).layers[0]
     kernel = gpflow.kernels.SquaredExponential(lengthscales=first.kernels[0].lengthscales.numpy())
     return kernel, first.inducing_variables[0].Z.numpy()
 
 
-def minibatch_trainers(X, Y, methods, M, lr, samples, seed, batch_size=50) -> Dict[str, _Trainer]:
-    """The trainers of the minibatch ``methods`` (SGPR is not one), all from the same start."""
-    trainers = {}
+def trainers(X, Y, methods, M: int, lr: float, seed: int, samples: int = 1, likelihood=None) -> Dict[str, Trainer]:
+    """The minibatch ``methods`` from one start; ``likelihood()`` makes theirs (default Gaussian(0.01))."""
+    out = {}
     for method in methods:
-        if method.startswith("GPflux"):
-            start = _start(X, Y, WIDTHS[method], M, seed)
-            trainers[method] = _gpflux_trainer(start, WIDTHS[method], X, Y, lr, batch_size, seed, samples)
-        elif method in WIDTHS:
-            trainers[method] = minibatch_trainer(_start(X, Y, WIDTHS[method], M, seed), X, Y, lr, batch_size, seed)
-        elif method == "SVGP":
-            kernel, Z = _sparse_gp_start(X, Y, M, seed)
-            model = gpflow.models.SVGP(kernel, gpflow.likelihoods.Gaussian(0.01), Z, num_data=len(X))
-            trainers[method] = minibatch_trainer(model, X, Y, lr, batch_size, seed)
-    return trainers
+        if method in WIDTHS:
+            lik = None if likelihood is None else likelihood()
+            start = DGPAEP.from_data(X, Y, [X.shape[1], *WIDTHS[method]], num_inducing=M, likelihood=lik, seed=seed)
+            if method.startswith("GPflux"):
+                out[method] = _gpflux_trainer(start, WIDTHS[method], X, Y, lr, seed, samples)
+                continue
+            model = start
+        elif method in ("SVGP", "SEPGPC"):
+            kernel, Z = sparse_gp_start(X, Y, M, seed)
+            lik = gpflow.likelihoods.Gaussian(0.01) if likelihood is None else likelihood()
+            model = (gpflow.models.SVGP if method == "SVGP" else SEPGPC)(kernel, lik, Z, num_data=len(X))
+        else:
+            continue
+        step = make_train_step(model, tf_keras.optimizers.Adam(lr))
+        out[method] = Trainer(model, step, X, Y, seed, _gpflow_predict(model))
+    return out
 
 
-def _scores(log_density, mean, Yt, y_std) -> Dict:
-    """Test log-likelihood and RMSE in the original units (y = ȳ + s_y ỹ)."""
-    return dict(
-        test_ll=float(np.mean(log_density) - np.log(y_std)),
-        rmse=float(y_std * np.sqrt(np.mean((mean - Yt[:, 0]) ** 2))),
-        finite=bool(np.all(np.isfinite(log_density)) and np.all(np.isfinite(mean))),
-    )
+def standardised_split(name: str, split: int, data_dir):
+    """X, Y, X test, Y test and s_y of a regression split, y standardised with the training split's mean and std."""
+    data = load_benchmark(name, split, data_dir, kind="regression")
+    y_mean, y_std = float(data.Y_train.mean()), float(data.Y_train.std())
+    return data.X_train, (data.Y_train - y_mean) / y_std, data.X_test, (data.Y_test - y_mean) / y_std, y_std
 
 
 def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir, seed=0) -> Dict:
-    """Every method on one split: its scores and (minibatch methods) median seconds per iteration."""
-    data = load_benchmark(name, split, data_dir, kind="regression")
-    X, Xt = data.X_train, data.X_test
-    y_mean, y_std = float(data.Y_train.mean()), float(data.Y_train.std())
-    Y, Yt = (data.Y_train - y_mean) / y_std, (data.Y_test - y_mean) / y_std
-    trainers, results = minibatch_trainers(X, Y, methods, M, lr, samples, seed), {}
-    train_interleaved(trainers.values(), iterations, chunk)
-    for method, trainer in trainers.items():
-        results[method] = dict(
-            _scores(*trainer.predict(Xt, Yt), Yt, y_std), seconds_per_iteration=trainer.median_per_step()
-        )
+    """Every method on one split: test log-likelihood and RMSE (in y's units), median seconds per iteration."""
+    X, Y, Xt, Yt, y_std = standardised_split(name, split, data_dir)
+    models = trainers(X, Y, methods, M, lr, seed, samples)
+    train_interleaved(models.values(), iterations, chunk)
+    predicted = {m: (t.predict, t.median_per_step()) for m, t in models.items()}
     if "SGPR" in methods:
-        kernel, Z = _sparse_gp_start(X, Y, M, seed)
+        kernel, Z = sparse_gp_start(X, Y, M, seed)
         model = gpflow.models.SGPR((X, Y), kernel, Z, noise_variance=0.01)
         gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables, options=dict(maxiter=1000))
-        results["SGPR"] = _scores(
-            model.predict_log_density((Xt, Yt)).numpy(), model.predict_y(Xt)[0].numpy()[:, 0], Yt, y_std
+        predicted["SGPR"] = (_gpflow_predict(model), None)
+    results = {}
+    for method, (predict, seconds) in predicted.items():
+        log_density, mean = predict(Xt, Yt)
+        results[method] = dict(
+            test_ll=float(np.mean(log_density) - np.log(y_std)),
+            rmse=float(y_std * np.sqrt(np.mean((mean - Yt[:, 0]) ** 2))),
+            finite=bool(np.all(np.isfinite(log_density)) and np.all(np.isfinite(mean))),
         )
+        if seconds is not None:
+            results[method]["seconds_per_iteration"] = seconds
     return results
 
 
@@ -253,20 +217,15 @@ def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
         summary[name] = {}
         for m in methods:
             values = [row[m] for row in rows if m in row]
-            entry = {k: mean_se([v[k] for v in values]) for k in metrics}
             times = [v["seconds_per_iteration"] for v in values if "seconds_per_iteration" in v]
-            entry["seconds_per_iteration"] = float(np.median(times)) if times else None
-            entry["all_finite"] = all(v["finite"] for v in values)
-            summary[name][m] = entry
+            summary[name][m] = {k: mean_se([v[k] for v in values]) for k in metrics}
+            summary[name][m].update(seconds_per_iteration=float(np.median(times)) if times else None)
+            summary[name][m].update(all_finite=all(v["finite"] for v in values))
     return summary
 
 
 def paired_ll(runs, name, a, b) -> Dict:
-    """
-    Test log-likelihood of ``a`` minus ``b`` over the splits of data set ``name`` that both ran:
-    :func:`~benchmarks.stats.paired_differences` of the negative log-likelihoods (so its ``wins`` are
-    the splits where ``a`` is higher), with the mean turned back to ``a − b``.
-    """
+    """Paired test log-likelihood differences ``a`` − ``b`` over the splits of ``name`` both ran (wins: a higher)."""
 
     def nll(method):
         return {
@@ -286,56 +245,46 @@ def _signed(stat: Dict) -> str:
     return cell(stat, 3, signed=True).replace("-", "−")
 
 
-def timing_groups(report) -> List[Tuple[str, str, int, Dict[str, float]]]:
-    """
-    (data set, CPU, splits, median seconds per iteration of each method) over the runs of each data
-    set on each CPU (a run's ``cpu_model``, else the report's machine): times from different CPUs
-    are not comparable, so they are never pooled (the ratios within a run are).
-    """
-    default = report["machine"]["cpu_model"]
-    out = []
+def timing_groups(report) -> List:
+    """(data set, CPU, splits, median s per iteration per method): times of different CPUs are never pooled."""
+    default, methods, out = report["machine"]["cpu_model"], report["config"]["methods"], []
     for name in report["summary"]:
         runs = [r for r in report["runs"] if r["dataset"] == name]
         for cpu in dict.fromkeys(r.get("cpu_model") or default for r in runs):
             rows = [r["results"] for r in runs if (r.get("cpu_model") or default) == cpu]
-            per_method = {
+            times = {
                 m: [row[m]["seconds_per_iteration"] for row in rows if "seconds_per_iteration" in row.get(m, {})]
-                for m in report["config"]["methods"]
+                for m in methods
             }
-            out.append((name, cpu, len(rows), {m: float(np.median(t)) for m, t in per_method.items() if t}))
+            out.append((name, cpu, len(rows), {m: float(np.median(t)) for m, t in times.items() if t}))
     return out
 
 
 def claims(report) -> List[Claim]:
-    """
-    DGP-AEP against GPflux at equal depth (higher mean test log-likelihood, by more than two paired
-    standard errors, time per iteration at most 2×: the goals) and against the one-layer GP-AEP (the
-    paper's Table 3), over a table of one row per data set (and CPU, for the times).
-    """
-    methods = report["config"]["methods"]
-    out = []
-    for aep, flux in (p for p in PAIRS if p[0] in methods and p[1] in methods):
+    """DGP-AEP against GPflux at equal depth (the goals) and against the one-layer GP-AEP (the paper's Table 3)."""
+    methods, out = report["config"]["methods"], []
+    for a, f in (p for p in PAIRS if set(p) <= set(methods)):
         out += [
             Claim(
-                f"{aep} has a higher mean test log-likelihood than {flux} (the goal: on 6 of 8 datasets)",
-                holds=lambda r, a=aep, f=flux: r["ll"][a] > r["ll"][f],
+                f"{a} has a higher mean test log-likelihood than {f} (the goal: on 6 of 8 datasets)",
+                holds=lambda r, a=a, f=f: r["ll"][a] > r["ll"][f],
                 rows=_datasets,
-                show=lambda r, a=aep, f=flux: f"{r['name']} {cell(r['ll'][a] - r['ll'][f], 2, signed=True)}",
+                show=lambda r, a=a, f=f: f"{r['name']} {cell(r['ll'][a] - r['ll'][f], 2, signed=True)}",
             ),
             Claim(
-                f"{aep} beats {flux} by more than two paired standard errors [ours]",
-                holds=lambda r, a=aep, f=flux: (d := r["paired"][a, f])["se"] is not None and d["mean"] > 2 * d["se"],
+                f"{a} beats {f} by more than two paired standard errors [ours]",
+                holds=lambda r, a=a, f=f: (d := r["paired"][a, f])["se"] is not None and d["mean"] > 2 * d["se"],
                 rows=_datasets,
-                show=lambda r, a=aep, f=flux: f"{r['name']} {_signed(r['paired'][a, f])}",
+                show=lambda r, a=a, f=f: f"{r['name']} {_signed(r['paired'][a, f])}",
             ),
             Claim(
-                f"{aep}'s time per iteration at most 2× {flux}'s (the goal; per CPU)",
-                holds=lambda r, a=aep, f=flux: r["times"][a] / r["times"][f] <= 2.0,
-                rows=lambda table, a=aep, f=flux: [r for r in table if a in r["times"] and f in r["times"]],
-                show=lambda r, a=aep, f=flux: f"{r['name']}{r['on']} {r['times'][a] / r['times'][f]:.2f}×",
+                f"{a}'s time per iteration at most 2× {f}'s (the goal; per CPU)",
+                holds=lambda r, a=a, f=f: r["times"][a] / r["times"][f] <= 2.0,
+                rows=lambda table, a=a, f=f: [r for r in table if a in r["times"] and f in r["times"]],
+                show=lambda r, a=a, f=f: f"{r['name']}{r['on']} {r['times'][a] / r['times'][f]:.2f}×",
             ),
         ]
-    if "GP-AEP" in methods and "DGP-AEP 2" in methods:
+    if {"GP-AEP", "DGP-AEP 2"} <= set(methods):
         out.append(
             Claim(
                 "DGP-AEP 2 beats GP-AEP in test log-likelihood (paper, Table 3: on 9 of 10 datasets at M = 50 and 100)",
@@ -353,9 +302,8 @@ def _datasets(table):
 
 def claim_table(report) -> List[Dict]:
     """The rows :func:`claims` checks: per data set, mean test LL and paired differences; per (data set, CPU), times."""
-    methods, summary = report["config"]["methods"], report["summary"]
-    groups = timing_groups(report)
-    several = len({g[1] for g in groups}) > 1
+    methods, groups = report["config"]["methods"], timing_groups(report)
+    on = len({g[1] for g in groups}) > 1
     table = [
         dict(
             name=NAMES.get(name, name),
@@ -363,46 +311,38 @@ def claim_table(report) -> List[Dict]:
             paired={p: paired_ll(report["runs"], name, *p) for p in PAIRS if set(p) <= set(methods)},
             times={},
         )
-        for name, row in summary.items()
+        for name, row in report["summary"].items()
     ]
-    table += [
-        dict(name=NAMES.get(name, name), on=f" on {cpu}" if several else "", ll={}, times=t)
-        for name, cpu, _, t in groups
-    ]
-    return table
+    return table + [dict(name=NAMES.get(g[0], g[0]), on=f" on {g[1]}" if on else "", ll={}, times=g[3]) for g in groups]
 
 
 def uci_markdown(report) -> str:
+    """Test LL and RMSE beside the paper's, times per iteration (per CPU), paired LL differences and the claims."""
     c, summary, methods = report["config"], report["summary"], report["config"]["methods"]
     paper = [k for k, column in enumerate(PAPER_COLUMNS) if column.endswith(f" {c['num_inducing']}")]
     lines = markdown_header("DGP-AEP on UCI regression", report)
     if report.get("partial"):
-        lines += [
-            "**Partial report**: written after each split while the run went on; the splits listed are those finished.",
-            "",
-        ]
-    splits = (
-        "splits per dataset in the tables' second column (merged runs)"
-        if "splits_per_dataset" in c
-        else f"{c['splits']} splits ({c['large_splits']} for kin8nm, naval, power)"
-    )
+        lines += ["**Partial report**: written after each split; the splits listed are those finished.", ""]
+    splits = f"{c['splits']} splits ({c['large_splits']} for kin8nm, naval, power)"
+    if "splits_per_dataset" in c:
+        splits = "splits per dataset in the tables' second column (merged runs)"
     lines += [
         f"M = {c['num_inducing']} per GP, {c['iterations']} Adam iterations (lr {c['learning_rate']}, batch "
         f"{c['batch_size']}); {splits}; X and y standardised with the training split; GPflux test LL from "
         f"{c['gpflux_samples']} forward samples.",
         "",
     ]
-    for metric, key, title, digits in (
-        ("test_ll", "ll", "Test log-likelihood (nats, higher is better)", 2),
-        ("rmse", "rmse", "Test RMSE (lower is better)", 3),
+    for metric, offset, title, digits in (
+        ("test_ll", 0, "Test log-likelihood (nats, higher is better)", 2),
+        ("rmse", 8, "Test RMSE (lower is better)", 3),
     ):
         rows = []
         for name, row in summary.items():
-            ref = PAPER[key].get(NAMES.get(name, name))
+            ref = PAPER.get(NAMES.get(name, name))
             rows.append(
                 [NAMES.get(name, name), max(row[m][metric]["n"] for m in methods)]
                 + [cell(row[m][metric], digits) for m in methods]
-                + [cell(ref[k][0], digits, se=ref[k][1]) if ref else "—" for k in paper]
+                + [cell(ref[offset + 2 * k], digits, se=ref[offset + 2 * k + 1]) if ref else "—" for k in paper]
             )
         header = ["dataset", "splits", *methods, *(f"paper {PAPER_COLUMNS[k]}" for k in paper)]
         lines += [f"**{title}**", "", *markdown_table(header, rows), ""]
@@ -441,51 +381,43 @@ def uci_markdown(report) -> str:
 # ---------------------------------------------------------------- entry point
 
 
-def main(argv=None, shared: bool = False) -> int:
-    parser = benchmark_parser("benchmarks.dgp_uci", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
+def main(argv=None) -> int:
+    parser = runner.benchmark_parser("benchmarks.dgp_uci", __doc__, "results/dgp", QUICK_HELP, data_dir=True)
     parser.add_argument("--datasets", default=",".join(NAMES), help="regression dataset folders")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"among {', '.join(METHODS)}")
     parser.add_argument("--num-inducing", type=int, default=50)
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--large-splits", type=int, default=20, help="splits for kin8nm, naval and power")
-    parser.add_argument("--iterations", type=int, default=6000)
-    parser.add_argument("--lr", type=float, default=0.005)
-    parser.add_argument("--chunk", type=int, default=500, help="steps per interleaved timing chunk")
-    parser.add_argument("--samples", type=int, default=100, help="GPflux forward samples for the test log-likelihood")
-    add_split_grid_options(parser)
-    parser.add_argument(
-        "--rerender", action="store_true", help="redo summary, tables and claims of the stored dgp_uci_M<M>.json"
-    )
-    args, command = parse_command_line(parser, argv, shared=shared, log=log)
+    runner.add_split_grid_options(parser)
+    parser.add_argument("--rerender", action="store_true", help="redo the tables and claims of dgp_uci_M<M>.json")
+    parser.set_defaults(iterations=6000, lr=0.005, chunk=500, samples=100)  # the chunk: steps per interleaved turn
+    args, command = runner.parse_command_line(parser, argv)
     if args.quick:
         vars(args).update(QUICK)
     stem = Path(args.out_dir) / ("dgp_uci_quick" if args.quick else f"dgp_uci_M{args.num_inducing}")
     if args.rerender:
-        reanalyse = lambda r: dict(r, summary=summarise(r["runs"], r["config"]["methods"]))  # noqa: E731
+        reanalyse = lambda r: dict(r, summary=summarise(r["runs"], r["config"]["methods"]))
         return rerender_report(stem, reanalyse, uci_markdown, log)
     if args.merge:  # the merged runs' M names the report
-        prefix = lambda config: Path(args.out_dir) / f"dgp_uci_M{config['num_inducing']}"  # noqa: E731
-        return merge_split_reports(args.merge, prefix, command, summarise, uci_markdown, log)
-    datasets, methods = parse_list(args.datasets), parse_list(args.methods)
-    check_choices(parser, "--methods", methods, METHODS)
-    check_datasets(parser, datasets, "regression", args.data_dir)
+        prefix = lambda config: Path(args.out_dir) / f"dgp_uci_M{config['num_inducing']}"
+        return runner.merge_split_reports(args.merge, prefix, command, summarise, uci_markdown, log)
+    datasets, methods = runner.parse_list(args.datasets), runner.parse_list(args.methods)
+    runner.check_choices(parser, "--methods", methods, METHODS)
+    runner.check_datasets(parser, datasets, "regression", args.data_dir)
     config = dict(first_split=args.first_split, datasets=datasets, methods=methods, num_inducing=args.num_inducing)
     config.update(splits=args.splits, large_splits=args.large_splits, iterations=args.iterations, learning_rate=args.lr)
-    config.update(batch_size=50, chunk=args.chunk, gpflux_samples=args.samples)
+    config.update(batch_size=BATCH, chunk=args.chunk, gpflux_samples=args.samples)
     settings = (methods, args.num_inducing, args.iterations, args.lr, args.chunk, args.samples, args.data_dir)
     clock, runs, cpu = RunClock(), [], machine_info()["cpu_model"]
     for name in datasets:
         for split in range(args.first_split, args.first_split + (args.large_splits if name in LARGE else args.splits)):
-            t0 = time.perf_counter()
             runs.append(dict(dataset=name, split=split, results=run_split(name, split, *settings), cpu_model=cpu))
-            log(
-                f"{name} split {split} ({time.perf_counter() - t0:.0f} s): "
-                + ", ".join(f"{m} {r['test_ll']:.2f}/{r['rmse']:.3f}" for m, r in runs[-1]["results"].items())
-            )
+            scores = ", ".join(f"{m} {r['test_ll']:.2f}/{r['rmse']:.3f}" for m, r in runs[-1]["results"].items())
+            log(f"{name} split {split}: {scores}")
             partial = clock.stamp(
                 dict(config=config, runs=runs, summary=summarise(runs, methods), partial=True), command
             )
-            write_report(stem, partial, uci_markdown(partial))  # what has finished is kept if the run is stopped
+            write_report(stem, partial, uci_markdown(partial))  # a stopped run keeps its finished splits
     report = clock.stamp(dict(config=config, runs=runs, summary=summarise(runs, methods)), command)
     log("wrote {} and {}".format(*write_report(stem, report, uci_markdown(report))))
     return 0

@@ -1,13 +1,13 @@
 r"""
-The compiled minibatch training step of SEPGPC and SEPMGPC (``fit``'s step: the minibatch site refresh of
+The compiled minibatch training step of SEPGPC and SEPMGPC (``fit``'s: the minibatch site refresh of
 Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3, then one Adam step) against GPflow's SVGP (Probit;
-``MultiClass``/RobustMax), interleaved in one process on synthetic 8-D data: median ms per step and the
-median over rounds of SEP / SVGP, against :data:`GOALS`. Protocol and results: docs/benchmarks/step_speed.md.
-Run ``python -m benchmarks.step_speed [--quick] [--out-dir results/step_speed]``.
+``MultiClass``/RobustMax), interleaved in one process on synthetic 8-D data, against :data:`GOALS`.
+
+Protocol and results: docs/benchmarks/step_speed.md.
 """
 
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import gpflow
 import numpy as np
@@ -24,7 +24,6 @@ from .runner import benchmark_parser, parse_command_line, progress_logger
 from .stats import markdown_table
 
 log = progress_logger("step_speed")
-QUICK_HELP = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps"
 GOALS = {"SEPGPC": 1.1, "SEPMGPC": 1.5}
 QUICK = dict(n=2000, D=8, configs=[(10, 50)], classes=[2, 3], rounds=3, steps=3, warmup=2)
 FULL = dict(n=20000, D=8, configs=[(50, 200), (100, 500)], classes=[2, 5, 10], warmup=5)
@@ -54,103 +53,80 @@ def _svgp_step(model, optimizer):
     return step
 
 
-def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]) -> Dict[str, TimedSteps]:
-    """Each method's compiled step and batch iterator for one (M, batch): SEP models and their SVGPs."""
-    steppers = {}
+def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]):
+    """Timed steps of each SEP model and its SVGP on the same data and Z, and the (SEP, SVGP, goal) pairs."""
+    steppers, pairs = {}, []
     for C in classes:
-        X, Y = data(n, D, 2 if C == 2 else C, seed=C)
+        X, Y = data(n, D, C, seed=C)
         Z = random_subset(X, M, seed=1)
         if C == 2:
             sep = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
             svgp = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
-            names = ("SEPGPC", "SVGP")
+            pairs.append(("SEPGPC", "SVGP", GOALS["SEPGPC"]))
         else:
             sep = SEPMGPC(se_ard_kernel(D), MultiClassStep(C), Z.copy(), num_data=n)
-            svgp = gpflow.models.SVGP(
-                se_ard_kernel(D), gpflow.likelihoods.MultiClass(C), Z.copy(), num_latent_gps=C, num_data=n
-            )
-            names = (f"SEPMGPC C={C}", f"SVGP RobustMax C={C}")
-        for name, model, make in zip(names, (sep, svgp), (make_train_step, _svgp_step)):
-            optimizer = make_optimizer("adam:0.01")
-            steppers[name] = TimedSteps(
-                make(model, optimizer), iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))
-            )
-    return steppers
+            likelihood = gpflow.likelihoods.MultiClass(C)
+            svgp = gpflow.models.SVGP(se_ard_kernel(D), likelihood, Z.copy(), num_latent_gps=C, num_data=n)
+            pairs.append((f"SEPMGPC C={C}", f"SVGP RobustMax C={C}", GOALS["SEPMGPC"]))
+        for name, model, make in zip(pairs[-1][:2], (sep, svgp), (make_train_step, _svgp_step)):
+            batches = iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))
+            steppers[name] = TimedSteps(make(model, make_optimizer("adam:0.01")), batches)
+    return steppers, pairs
 
 
-def _pairs(classes: Sequence[int]) -> List[Tuple[str, str, str]]:
-    """(SEP method, its SVGP, goal key) for each number of classes."""
-    return [
-        ("SEPGPC", "SVGP", "SEPGPC") if C == 2 else (f"SEPMGPC C={C}", f"SVGP RobustMax C={C}", "SEPMGPC")
-        for C in classes
-    ]
-
-
-def run_config(n: int, D: int, M: int, batch_size: int, classes, rounds: int, steps: int, warmup: int) -> Dict:
-    steppers = _steppers(n, D, M, batch_size, classes)
-    for name, stepper in steppers.items():
-        stepper.run(warmup)  # compiles
-        log(f"M={M} batch={batch_size}: {name} compiled and warmed up")
-    times = interleaved_rounds(steppers, rounds, steps, log, label=f"M={M} batch={batch_size} ")
+def run_config(config: Dict, M: int, batch_size: int) -> Dict:
+    """One (M, batch): every method's median ms per step and each SEP / SVGP ratio (median and range over rounds)."""
+    steppers, pairs = _steppers(config["n"], config["D"], M, batch_size, config["classes"])
+    for stepper in steppers.values():
+        stepper.run(config["warmup"])  # compiles
+    times = interleaved_rounds(steppers, config["rounds"], config["steps"], log, label=f"M={M} batch={batch_size} ")
     ratios = {}
-    for sep, svgp, goal in _pairs(classes):
+    for sep, svgp, goal in pairs:
         per_round = times[sep] / times[svgp]
-        median = float(np.median(per_round))
-        ratios[f"{sep} / {svgp}"] = dict(
-            median=median,
-            min=float(per_round.min()),
-            max=float(per_round.max()),
-            goal=GOALS[goal],
-            met=bool(median <= GOALS[goal]),
-        )
-    return dict(
-        M=M,
-        batch_size=batch_size,
-        per_step_ms={name: float(1e3 * np.median(t)) for name, t in times.items()},
-        ratios=ratios,
-    )
-
-
-def run(n: int, D: int, configs, classes, rounds: int, steps: int, warmup: int) -> Dict:
-    results = [run_config(n, D, M, B, classes, rounds, steps, warmup) for M, B in configs]
-    return dict(
-        config=dict(n=n, D=D, classes=list(classes), rounds=rounds, steps=steps, warmup=warmup, configs=configs),
-        results=results,
-    )
+        r = dict(median=float(np.median(per_round)), min=float(per_round.min()), max=float(per_round.max()), goal=goal)
+        ratios[f"{sep} / {svgp}"] = dict(r, met=bool(r["median"] <= goal))
+    per_step_ms = {name: float(1e3 * np.median(t)) for name, t in times.items()}
+    return dict(M=M, batch_size=batch_size, per_step_ms=per_step_ms, ratios=ratios)
 
 
 def markdown(report: Dict) -> str:
+    """The table of SEP / SVGP step ratios, a row per (M, batch) and SEP model."""
     c = report["config"]
-    lines = markdown_header("Compiled training step: sparse EP against SVGP", report)
-    lines += [
+    rows = []
+    for result in report["results"]:
+        ms = result["per_step_ms"]
+        for pair, r in result["ratios"].items():
+            sep, svgp = pair.split(" / ")
+            goal = f"≤ {r['goal']}x {'met' if r['met'] else 'not met'}"
+            rows.append(
+                [result["M"], result["batch_size"], sep, f"{ms[sep]:.2f}", f"{ms[svgp]:.2f}", f"{r['median']:.2f}x"]
+            )
+            rows[-1] += [f"{r['min']:.2f}–{r['max']:.2f}", goal]
+    head = ["M", "batch", "SEP method", "SEP ms/step", "SVGP ms/step", "ratio (median of rounds)", "range", "goal"]
+    lines = markdown_header("Compiled training step: sparse EP against SVGP", report) + [
         "",
         f"n = {c['n']} points in {c['D']}-D, SE-ARD kernels, Adam 0.01; {c['rounds']} interleaved rounds of "
         f"{c['steps']} steps per method after {c['warmup']} warm-up steps (compilation excluded); medians.",
         "",
+        *markdown_table(head, rows),
     ]
-    rows = []
-    for result in report["results"]:
-        for sep, svgp, _ in _pairs(c["classes"]):
-            r, ms = result["ratios"][f"{sep} / {svgp}"], result["per_step_ms"]
-            rows.append(
-                [result["M"], result["batch_size"], sep, f"{ms[sep]:.2f}", f"{ms[svgp]:.2f}", f"{r['median']:.2f}x"]
-            )
-            rows[-1] += [f"{r['min']:.2f}–{r['max']:.2f}", f"≤ {r['goal']}x {'met' if r['met'] else 'not met'}"]
-    head = ["M", "batch", "SEP method", "SEP ms/step", "SVGP ms/step", "ratio (median of rounds)", "range", "goal"]
-    lines += markdown_table(head, rows)
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = benchmark_parser("benchmarks.step_speed", __doc__, "results/step_speed", QUICK_HELP)
+    quick = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps"
+    parser = benchmark_parser("benchmarks.step_speed", __doc__, "results/step_speed", quick)
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")
     args, command = parse_command_line(parser, argv)
-    settings = QUICK if args.quick else dict(FULL, rounds=args.rounds, steps=args.steps)
-    report = timed_report(command, lambda: run(**settings))
+    config = QUICK if args.quick else dict(FULL, rounds=args.rounds, steps=args.steps)
+
+    def run():
+        return dict(config=config, results=[run_config(config, M, B) for M, B in config["configs"]])
+
+    report = timed_report(command, run)
     prefix = Path(args.out_dir) / ("step_speed_quick" if args.quick else "step_speed")
-    json_path, md_path = write_report(prefix, report, markdown(report))
-    log(f"wrote {json_path} and {md_path}")
+    log("wrote {} and {}".format(*write_report(prefix, report, markdown(report))))
     return 0
 
 

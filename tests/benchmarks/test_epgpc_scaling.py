@@ -28,7 +28,6 @@ def test_epgpc_scaling_quick_writes_json_and_markdown(tmp_path):
             "time_to_converge_s",
             "time_per_sweep_s",
             "cholesky_B_s",
-            "cholesky_K_s",
             "factorisation_s",
             "sweep_over_cholesky",
             "vgp_elbo_grad_s",
@@ -43,14 +42,19 @@ def test_epgpc_scaling_quick_writes_json_and_markdown(tmp_path):
     assert "nan" not in md.lower() and "inf" not in md.lower().replace("info", "")
 
 
-def test_epgpc_scaling_out_prefix(tmp_path, monkeypatch):
-    """``--out PREFIX`` (the option of earlier versions) still names the two files."""
+def test_epgpc_scaling_out_prefix_and_explicit_options_over_quick(tmp_path, monkeypatch):
+    """``--out PREFIX`` names the two files; options given with ``--quick`` replace its values."""
     import benchmarks.epgpc_scaling as bench
 
-    monkeypatch.setattr(bench, "run_benchmark", lambda **kwargs: {"kwargs": kwargs, "wall_time_s": 0.0})
-    monkeypatch.setattr(bench, "markdown", lambda report: "# stub\n")
-    assert bench.main(["--quick", "--sizes", "30,40", "--out", str(tmp_path / "p")]) == 0
+    seen = []
+
+    def bench_problem(prob, *args):  # no timing: which problems and settings reach it
+        seen.append((prob["n"], *args))
+        return []
+
+    monkeypatch.setattr(bench, "bench_problem", bench_problem)
+    assert bench.main(["--quick", "--sizes", "30,40", "--schedules", "parallel", "--out", str(tmp_path / "p")]) == 0
+    assert seen == [(30, ["parallel"], 1, 180.0), (40, ["parallel"], 1, 180.0)]
     report = json.loads((tmp_path / "p.json").read_text())
-    assert report["kwargs"]["sizes"] == [30, 40] and report["kwargs"]["repeats"] == 1
-    assert report["kwargs"]["datasets"] == ["synthetic"]
-    assert (tmp_path / "p.md").read_text() == "# stub\n"
+    assert report["settings"]["sizes"] == [30, 40] and report["settings"]["datasets"] == ["synthetic"]
+    assert (tmp_path / "p.md").read_text().startswith("# EPGPC scaling benchmark\n")
