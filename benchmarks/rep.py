@@ -49,7 +49,7 @@ def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=E
     """
     EP from flat sites with ``spec`` on (X, Y) in its slot of ``slots`` (built with ``kernel()`` and a fixed
     ``NoisyStep`` on first use or when X's shape changes), after assigning ``values`` (``likelihood.epsilon``
-    among them). Returns the model, its row (``fields``, the spec, :func:`~benchmarks.models.ep_fit`, the sites
+    among them). Returns the model, its row (``fields``, the method spec, :func:`~benchmarks.models.ep_fit`, the sites
     with REP's relaxation b > 0) and b.
     """
     name = spec["name"]

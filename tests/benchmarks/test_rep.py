@@ -57,7 +57,7 @@ def test_rep_parts_ignore_the_options_of_the_others(monkeypatch, capsys):
 
 
 def test_rep_table_has_one_column_per_spec():
-    """The column-spec tables of the three parts: the header, its rule and one line per row."""
+    """The tables of the three parts (columns of a header and a function of a row): header, rule, a line per row."""
     columns = [("method", lambda r: r["method"]), ("sweeps", lambda r: 2 * r["n"])]
     lines = rep.table(columns, [{"method": "EP", "n": 3}, {"method": "REP(c=1)", "n": 5}])
     assert lines == ["| method | sweeps |", "|---|---|", "| EP | 6 |", "| REP(c=1) | 10 |"]
