@@ -88,6 +88,32 @@ SLOW_IN_THE_DEFAULT_RUN = (
     # the slowest fuzz and option cases (the other models and options stay)
     "integration/test_fuzz.py::test_classifiers_never_return_nan[RelaxedEP]",
     "test_monitor.py::test_relaxed_ep_writes_its_relaxation_histogram_and_spike_slab_its_evidence",
+    # benchmarks' end-to-end --quick runs whose shared path a faster sibling runs in the default run
+    # (dgp_binary: dgp_uci.trainers; logistic_uci: the likelihood Comparison; rep_toy: rep.fit and run_part;
+    # sepmgpc_flights: the minibatch race; sepmgpc_multiclass: bsvm_multiclass' side-by-side training);
+    # every benchmark's unit tests stay
+    "benchmarks/test_dgp_uci.py::test_quick_run_reports_every_method",
+    "benchmarks/test_dgp_timing.py::test_quick_run_times_every_method_and_reports_the_ratios",
+    "benchmarks/test_robust_regression.py::test_robust_regression_quick_writes_finite_results",
+    "benchmarks/test_counts_ordinal.py::test_counts_ordinal_quick_writes_finite_results",
+    "benchmarks/test_sepgpc_table1.py::test_sepgpc_table1_quick",
+    "benchmarks/test_rep_uci.py::test_rep_uci_quick_writes_finite_results",
+    "benchmarks/test_rep_synthetic.py::test_rep_synthetic_quick",
+    "benchmarks/test_spike_slab_pcep.py::test_quick_run_end_to_end",
+    "benchmarks/test_compile_cost.py::test_compile_cost_quick",
+    "benchmarks/test_bsvm_multiclass.py::test_quick_run_reports_every_method",
+    # one case of a parametrised oracle where its siblings stay (laplace/logistic gradients, three points,
+    # counts-epgp, the other fuzzed classifiers, power 0.8)
+    "models/test_epgp_exact.py::test_evidence_gradient_equals_finite_differences_at_kernel_variance_25[student_t-<lambda>-<lambda>]",
+    "models/test_epgp_exact.py::test_two_point_ep_is_exact_in_the_limit_of_independent_points[student_t]",
+    "compare/test_run.py::test_every_offered_model_runs_through_compare[counts-sepgp]",
+    "integration/test_fuzz.py::test_classifiers_never_return_nan[SEPGPC minibatch hinge]",
+    "integration/test_fuzz.py::test_classifiers_never_return_nan[PowerEP]",
+    "integration/test_ep_options.py::test_sparse_power_ep_with_inducing_points_at_the_data_is_full_power_ep[probit-0.5]",
+    "models/test_sepgpc.py::test_minibatch_gradients_average_to_the_exact_gradient[probit-0.5]",
+    # long runs whose closed-form and unit tests stay (PC-EP's double-loop units; relaxed EP's closed forms)
+    "ep/test_double_loop.py::test_convergent_schedule_on_a_gp_classifier_reaches_the_ep_fixed_point",
+    "models/test_relaxed_ep.py::test_relaxation_targets_flipped_labels",
 )
 
 
