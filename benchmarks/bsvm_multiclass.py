@@ -229,8 +229,8 @@ def run_multiclass(args, command: str, module: str, methods, run_split, summaris
 
     grid = dict(config=config, command=command, prefix=prefix, markdown=markdown, log=log, first_split=args.first_split)
     grid["describe"] = lambda run: f"{run['dataset']} split {run['split']}: {run['results']}"
-    split = lambda name, k: run_split(name, k, methods, args)  # noqa: E731
-    return runner.run_split_grid(datasets, args.splits, split, lambda runs: summarise(runs, methods), **grid)
+    split, summary = partial(run_split, methods=methods, args=args), partial(summarise, methods=methods)
+    return runner.run_split_grid(datasets, args.splits, split, summary, **grid)
 
 
 def main(argv=None, shared: bool = False) -> int:

@@ -127,9 +127,7 @@ def train(slot: ModelSlot, maxiter: int) -> Dict:
         outcome = dict(nit=int(res.nit), success=bool(res.success), message=str(res.message)[:120])
     except Exception as error:  # a failed optimisation is reported, not hidden
         outcome = dict(nit=None, success=False, message=f"{type(error).__name__}: {str(error)[:200]}")
-    outcome["train_time_s"] = time.perf_counter() - start
-    outcome["final_loss"] = finite_or_none(loss().numpy())
-    return outcome
+    return dict(outcome, train_time_s=time.perf_counter() - start, final_loss=finite_or_none(loss().numpy()))
 
 
 def finish_ep(model) -> Dict:
