@@ -22,6 +22,7 @@ from gpflow_ep.likelihoods import MultiClassHinge
 from . import runner
 from .bsvm_multiclass import adam_step
 from .claims import Claim, claim_items, verdicts
+from .dgp_uci import train_interleaved
 from .minibatch import TimedSteps
 from .report import markdown_header, markdown_section, rerender_report, timed_report, write_report
 from .stats import cell, markdown_table, mean_se
@@ -31,15 +32,13 @@ QUICK_HELP = "1 seed, 60 steps, M = 10, eps in {0, 0.1}"
 METHODS = ("hybrid BSVM", "CNN softmax")
 NUM_CLASSES = 10
 BATCH = 128
+ATTACK_STATS = ("accuracy", "mean_uncertainty", "roc_auc")
 
 
 def digits(seed: int):
-    """Stratified 80/20 split of scikit-learn's digits, pixels in [0, 1], labels [N, 1]."""
-    data = load_digits()
-    Xtr, Xte, ytr, yte = train_test_split(
-        data.data / 16.0, data.target, test_size=0.2, stratify=data.target, random_state=seed
-    )
-    return Xtr, ytr[:, None].astype(np.float64), Xte, yte[:, None].astype(np.float64)
+    """(X_train, X_test, Y_train, Y_test): a stratified 80/20 split of scikit-learn's digits, pixels in [0, 1]."""
+    X, y = load_digits(return_X_y=True)
+    return train_test_split(X / 16.0, y[:, None].astype(np.float64), test_size=0.2, stratify=y, random_state=seed)
 
 
 def trunk(features: int, seed: int) -> tf_keras.Model:
@@ -94,9 +93,9 @@ class SoftmaxCNN(tf.Module):
         return tf.reduce_mean(self.per_point_loss(*data))
 
 
-def per_point_loss(method: str, model, X, Y):
+def per_point_loss(model, X, Y):
     """J: the CNN's cross-entropy, or -ℓ_n*, the negative per-point data term of the hybrid's ELBO."""
-    if method == "CNN softmax":
+    if isinstance(model, SoftmaxCNN):
         return model.per_point_loss(X, Y)
     mean, var = model.predict_f(X)
     return -model.likelihood.variational_expectations(X, mean, var, Y)
@@ -107,50 +106,47 @@ def batches(X, Y, seed: int):
     return iter(dataset.prefetch(2))
 
 
-def scores(method: str, model, X) -> Dict[str, np.ndarray]:
+def scores(model, X) -> Dict[str, np.ndarray]:
     """Predicted labels and the uncertainty score 1 − max_c p(c): the variation ratio, or from the softmax."""
-    if method == "hybrid BSVM":
-        mean, var = model.predict_f(X)
-        p = model.likelihood.argmax_probabilities(mean, var).numpy()
-        return dict(label=np.argmax(mean.numpy(), 1), uncertainty=1.0 - p.max(1))
-    p = tf.nn.softmax(model.logits(X)).numpy()
-    return dict(label=np.argmax(p, 1), uncertainty=1.0 - p.max(1))
+    if isinstance(model, SoftmaxCNN):
+        p = tf.nn.softmax(model.logits(X)).numpy()
+        return dict(label=np.argmax(p, 1), uncertainty=1.0 - p.max(1))
+    mean, var = model.predict_f(X)
+    p = model.likelihood.argmax_probabilities(mean, var).numpy()
+    return dict(label=np.argmax(mean.numpy(), 1), uncertainty=1.0 - p.max(1))
 
 
-def fgsm(method: str, model, X, Y, eps: float) -> np.ndarray:
-    """x_adv = clip(x + ε sign ∇_x J(x, y), 0, 1)."""
-    X = tf.constant(X)
-    with tf.GradientTape() as tape:
-        tape.watch(X)
-        loss = tf.reduce_sum(per_point_loss(method, model, X, Y))
-    return np.clip(X.numpy() + eps * np.sign(tape.gradient(loss, X).numpy()), 0.0, 1.0)
-
-
-def attack(method: str, model, X, Y, eps: float, clean: Dict) -> Dict:
-    """Accuracy and mean uncertainty on the FGSM images, and the ROC-AUC of the score, clean against attacked."""
-    adv = scores(method, model, fgsm(method, model, X, Y, eps)) if eps > 0 else clean
-    labels = np.r_[np.zeros(len(X)), np.ones(len(X))]
-    auc = roc_auc_score(labels, np.r_[clean["uncertainty"], adv["uncertainty"]]) if eps > 0 else None
+def attack(model, X, Y, eps: float, clean: Dict) -> Dict:
+    """
+    Accuracy and mean uncertainty on the FGSM images x_adv = clip(x + ε sign ∇_x J(x, y), 0, 1), and the
+    ROC-AUC of the uncertainty score, clean against attacked (``clean``: :func:`scores` of X).
+    """
+    adv, auc = clean, None
+    if eps > 0:
+        X_tensor = tf.constant(X)
+        with tf.GradientTape() as tape:
+            tape.watch(X_tensor)
+            loss = tf.reduce_sum(per_point_loss(model, X_tensor, Y))
+        adv = scores(model, np.clip(X + eps * np.sign(tape.gradient(loss, X_tensor).numpy()), 0.0, 1.0))
+        auc = roc_auc_score(np.r_[np.zeros(len(X)), np.ones(len(X))], np.r_[clean["uncertainty"], adv["uncertainty"]])
     accuracy = float(np.mean(adv["label"] == Y[:, 0]))
     return dict(eps=eps, accuracy=accuracy, mean_uncertainty=float(np.mean(adv["uncertainty"])), roc_auc=auc)
 
 
 def run_seed(seed: int, steps: int, lr: float, M: int, features: int, chunk: int, epsilons: List[float]) -> Dict:
     """Both models trained side by side on split ``seed``, then attacked at every ε."""
-    Xtr, Ytr, Xte, Yte = digits(seed)
+    Xtr, Xte, Ytr, Yte = digits(seed)
     tf_keras.utils.set_random_seed(seed)
     models = {"hybrid BSVM": hybrid_model(Xtr, features, M, seed), "CNN softmax": SoftmaxCNN(features, seed)}
     runners = {m: TimedSteps(adam_step(model, lr), batches(Xtr, Ytr, seed)) for m, model in models.items()}
-    for done in range(0, steps, chunk):
-        for r in runners.values():
-            r.run(min(chunk, steps - done))
+    train_interleaved(runners.values(), steps, chunk)
     results = {}
     for method, model in models.items():
-        clean = scores(method, model, Xte)
+        clean = scores(model, Xte)
         results[method] = dict(
             accuracy=float(np.mean(clean["label"] == Yte[:, 0])),
             seconds_per_step=runners[method].median_per_step(),
-            attacks=[attack(method, model, Xte, Yte, eps, clean) for eps in epsilons],
+            attacks=[attack(model, Xte, Yte, eps, clean) for eps in epsilons],
         )
     log(f"seed {seed}: " + ", ".join(f"{m} {r['accuracy']:.4f}" for m, r in results.items()))
     return results
@@ -161,13 +157,14 @@ def summarise(runs: List[Dict], epsilons: List[float]) -> Dict:
     summary = {}
     for method in METHODS:
         rows = [r["results"][method] for r in runs]
-        summary[method] = dict(accuracy=mean_se([r["accuracy"] for r in rows]))
-        summary[method]["seconds_per_step"] = float(np.median([r["seconds_per_step"] for r in rows]))
-        stats = ("accuracy", "mean_uncertainty", "roc_auc")
-        summary[method]["attacks"] = [
-            dict(eps=eps, **{k: mean_se([r["attacks"][i][k] for r in rows]) for k in stats})
-            for i, eps in enumerate(epsilons)
-        ]
+        summary[method] = dict(
+            accuracy=mean_se([r["accuracy"] for r in rows]),
+            seconds_per_step=float(np.median([r["seconds_per_step"] for r in rows])),
+            attacks=[
+                dict(eps=eps, **{k: mean_se([r["attacks"][i][k] for r in rows]) for k in ATTACK_STATS})
+                for i, eps in enumerate(epsilons)
+            ],
+        )
     hybrid, cnn = summary["hybrid BSVM"], summary["CNN softmax"]
     overall = dict(hybrid=hybrid["accuracy"]["mean"], cnn=cnn["accuracy"]["mean"])
     overall["time_ratio"] = hybrid["seconds_per_step"] / cnn["seconds_per_step"]
@@ -219,7 +216,7 @@ def markdown(report) -> str:
     attacks = [
         [f"{eps:g}"]
         + [
-            " / ".join(cell(a[k]["mean"], 3, missing="–") for k in ("accuracy", "mean_uncertainty", "roc_auc"))
+            " / ".join(cell(a[k]["mean"], 3, missing="–") for k in ATTACK_STATS)
             for a in (summary[m]["attacks"][i] for m in METHODS)
         ]
         for i, eps in enumerate(c["epsilons"])
@@ -259,8 +256,7 @@ def main(argv=None, shared: bool = False) -> int:
         return dict(config=config, runs=runs, summary=summarise(runs, config["epsilons"]))
 
     report = timed_report(command, run)
-    json_path, md_path = write_report(prefix, report, markdown(report))
-    log(f"wrote {json_path} and {md_path}")
+    log("wrote {} and {}".format(*write_report(prefix, report, markdown(report))))
     return 0
 
 

@@ -3,6 +3,7 @@ The multi-class Bayesian SVM against GPflow's SVGP likelihoods and one-vs-rest b
 (Wistuba & Rawat 2018, §4.1: Table 1 and Fig. 3). Protocol and results: docs/benchmarks/bsvm.md.
 """
 
+from functools import partial
 from pathlib import Path
 from typing import Dict, List
 
@@ -10,6 +11,7 @@ import gpflow
 import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
+from gpflow.likelihoods import MultiClass, Softmax
 from scipy.cluster.vq import kmeans2
 from scipy.stats import rankdata
 
@@ -30,6 +32,7 @@ METHODS = ("hinge", "RobustMax", "Softmax", "OvR hinge")
 SHIPPED = ("glass", "new-thyroid", "satellite", "svmguide2", "vehicle", "vowel", "waveform", "wine")
 HINGE_BOUND = "augmented"  # the paper's objective; recorded in each report's config and shown in its table
 SKLEARN = ("iris", "digits")  # scikit-learn's wine is the shipped "wine" (same 178 × 13 data)
+LIKELIHOODS = dict(hinge=partial(MultiClassHinge, bound=HINGE_BOUND), RobustMax=MultiClass, Softmax=Softmax)
 PAPER_MEAN_RANK = {"hinge": 1.68, "SVGP": 2.33, "OvR hinge": 1.96}  # Table 1, 68 PMLB sets, three methods
 
 
@@ -60,12 +63,7 @@ def models_for(method: str, X, Y, C: int, M: int, seed: int) -> List:
     Z, _ = kmeans2(X, min(M, n), minit="++", seed=seed)
     if method == "OvR hinge":
         return [(svgp(BinaryHinge(HINGE_BOUND), Z, D, 1, n, seed + c), (Y == c).astype(np.float64)) for c in range(C)]
-    likelihood = {
-        "hinge": lambda: MultiClassHinge(C, bound=HINGE_BOUND),
-        "RobustMax": lambda: gpflow.likelihoods.MultiClass(C),
-        "Softmax": lambda: gpflow.likelihoods.Softmax(C),
-    }[method]()
-    return [(svgp(likelihood, Z, D, C, n, seed), Y.astype(np.int64))]  # GPflow's Softmax takes integer labels
+    return [(svgp(LIKELIHOODS[method](C), Z, D, C, n, seed), Y.astype(np.int64))]  # Softmax takes integer labels
 
 
 def adam_step(model, lr: float, input_signature=None):
@@ -85,16 +83,12 @@ def adam_step(model, lr: float, input_signature=None):
 
 def train_side_by_side(built: Dict, X, steps: int, lr: float, batch: int, chunk: int, seed: int) -> Dict:
     """Every model of ``built`` (``{method: [(model, Y)]}``) trained by Adam in interleaved chunks; seconds each."""
-    trainers = {
-        m: [
-            TimedSteps(
-                make_train_step(model, tf_keras.optimizers.Adam(lr)),
-                iter(make_dataset((X, Y), batch, seed=seed, drop_remainder=True)),
-            )
-            for model, Y in pairs
-        ]
-        for m, pairs in built.items()
-    }
+
+    def trainer(model, Y) -> TimedSteps:
+        batches = make_dataset((X, Y), batch, seed=seed, drop_remainder=True)
+        return TimedSteps(make_train_step(model, tf_keras.optimizers.Adam(lr)), iter(batches))
+
+    trainers = {m: [trainer(*pair) for pair in pairs] for m, pairs in built.items()}
     train_interleaved([t for ts in trainers.values() for t in ts], steps, chunk)
     return {m: steps * sum(t.median_per_step() for t in ts) for m, ts in trainers.items()}
 
@@ -235,8 +229,8 @@ def run_multiclass(args, command: str, module: str, methods, run_split, summaris
 
     grid = dict(config=config, command=command, prefix=prefix, markdown=markdown, log=log, first_split=args.first_split)
     grid["describe"] = lambda run: f"{run['dataset']} split {run['split']}: {run['results']}"
-    split = lambda name, k: run_split(name, k, methods, args)  # noqa: E731
-    return runner.run_split_grid(datasets, args.splits, split, lambda runs: summarise(runs, methods), **grid)
+    split, summary = partial(run_split, methods=methods, args=args), partial(summarise, methods=methods)
+    return runner.run_split_grid(datasets, args.splits, split, summary, **grid)
 
 
 def main(argv=None, shared: bool = False) -> int:

@@ -1,10 +1,6 @@
 """
-Claims of a benchmark as small declarative checks over its result table.
-
-A :class:`Claim` names the rows of a table it is about and the test each row must pass; its
-verdict follows from how many pass (``need``: all, most or any of them), and its evidence is
-written from the rows themselves: which pass and which fail, each shown with its numbers.
-:func:`verdicts` decides a list of claims, :func:`claim_items` renders them as Markdown.
+Claims of a benchmark as small declarative checks over its result table (:class:`Claim`): the verdict follows
+from how many of its rows pass, the evidence shows the rows that pass and fail with their numbers.
 """
 
 from dataclasses import dataclass

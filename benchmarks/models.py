@@ -1,7 +1,6 @@
 """
-Models of the benchmarks: :func:`build_ep_model` (EP, power EP or relaxed EP from a method spec),
-:func:`ep_fit`, :class:`ModelSlot` (one model reused across data sets of one shape) and
-:func:`evaluate` (test error and NLPD).
+Models of the benchmarks: :func:`build_ep_model` (from a method spec), :func:`ep_fit`, :class:`ModelSlot` (one
+model reused across data sets of one shape) and :func:`evaluate` (test error and NLPD).
 """
 
 import time
@@ -18,7 +17,7 @@ from gpflow_ep.optimizers import EP
 
 from .stats import finite_or_none
 
-__all__ = ["se_ard_kernel", "fixed_noisy_step", "build_ep_model", "ep_fit", "ModelSlot", "evaluate"]
+__all__ = ["se_ard_kernel", "fixed_noisy_step", "build_ep_model", "ep_fit", "ModelSlot", "evaluate"]  # re-exports
 
 
 def fixed_noisy_step(eps: float) -> NoisyStep:
@@ -30,10 +29,8 @@ def fixed_noisy_step(eps: float) -> NoisyStep:
 
 def build_ep_model(spec: Mapping, data, kernel, likelihood, options: Mapping):
     """
-    A fresh EP-family model of a method spec on ``data``: ``spec["family"]`` is "EP" (``EPGPC``),
-    "PEP" (``PowerEP`` with ``spec["u"]`` and ``spec["cavity"]``) or a relaxed-EP family
-    (``RelaxedEP`` with ``spec["c"]``, ``spec["message_update"]``, ``spec["objective"]``);
-    ``options`` are the EP settings (schedule, criterion, tol, ...).
+    A fresh ``EPGPC`` (``spec["family"]`` "EP"), ``PowerEP`` ("PEP": ``u``, ``cavity``) or ``RelaxedEP`` (else:
+    ``c``, ``message_update``, ``objective``) on ``data``, with the EP settings ``options``.
     """
     if spec["family"] == "EP":
         return EPGPC(data, kernel, likelihood, **options)
@@ -75,16 +72,9 @@ def _attribute(obj, path: str):
 
 class ModelSlot:
     r"""
-    One model reused across data sets of one shape (splits, repetitions): the training inputs and
-    labels live in non-trainable ``tf.Variable``\ s (:attr:`X`, :attr:`Y`; also the model's
-    ``data`` when ``holds_data``), and :meth:`load` resets every variable of the model
-    (hyper-parameters, sites, variational parameters) to its value at construction before loading
-    a data set. Results equal those of a fresh model, while every compiled function (the model's
-    own, Scipy's cached loss and gradient, a train step) is traced once per slot instead of once
-    per data set.
-
-    :param model: the model, built on data of the shape of the data sets to come.
-    :param spec: an optional description of the method (kept as :attr:`spec`).
+    One model reused across data sets of one shape: the data live in non-trainable variables :attr:`X`, :attr:`Y`
+    (also the model's ``data`` when ``holds_data``) and :meth:`load` resets every variable of the model to its
+    value at construction, so results equal a fresh model's while compiled functions are traced once per slot.
     """
 
     def __init__(self, model, X, Y, *, holds_data: bool = True, spec: Optional[Dict] = None):
@@ -98,12 +88,7 @@ class ModelSlot:
         self._scipy = None
 
     def load(self, X, Y, values: Optional[Mapping] = None):
-        """
-        Reset the model, load (X, Y) and assign ``values`` (``{"kernel.lengthscales": 2.0, ...}``:
-        dotted attribute paths of the model).
-
-        :return: the model.
-        """
+        """The model, reset, with (X, Y) loaded and ``values`` (``{"kernel.lengthscales": 2.0, ...}``) assigned."""
         for variable, value in self.initial:
             variable.assign(value)
         self.X.assign(np.asarray(X, float))
@@ -122,48 +107,37 @@ class ModelSlot:
 
 def evaluate(model, X, Y, *, dual: bool = False, chunk: Optional[int] = None) -> Dict:
     r"""
-    Test error and mean test NLPD of ``model`` on (X, Y), Y in {0, 1}, from the model's stored state:
-    EP models (``EPGPC`` and its subclasses) predict from their sites through ``posterior()``, with
-    no further EP run; other models (``SEPGPC``, GPflow's) through ``predict_f``.
+    Test error (sign(E[f*]) ≠ y, Y in {0, 1}) and NLPD (−mean ``likelihood.predict_log_density``) of ``model`` in
+    its stored state: EP models predict from their sites through ``posterior()``, others through ``predict_f``.
 
-    The error counts sign(E[f*]) ≠ y, the same as thresholding p(y* = 1) at ½ for the probit and
-    noisy-step likelihoods; the NLPD is −mean ``likelihood.predict_log_density``.
-
-    :param dual: also predict with the mean Σ_j dual_j k(x*, x_j) of Minka's predictor
-        (``predict_with="dual"``; the variance still from q): ``error_dual``, ``nlpd_dual``.
+    :param dual: also ``error_dual``, ``nlpd_dual`` from the mean Σ_j dual_j k(x*, x_j) (``predict_with="dual"``).
     :param chunk: predict at most this many points at a time.
-    :return: ``error``, ``nlpd`` (and ``error_dual``, ``nlpd_dual``), ``mean_finite`` (every
-        predictive mean finite) and ``finite`` (every mean and log density finite).
+    :return: the errors and NLPDs, ``mean_finite`` (every mean finite) and ``finite`` (also every log density).
     """
-    X = np.asarray(X, float)
-    Y = np.asarray(Y, float)
+    X, Y = np.asarray(X, float), np.asarray(Y, float)
     n = X.shape[0]
-    chunk = n if chunk is None else int(chunk)
-    modes = ("sites", "dual") if dual else ("sites",)
+    chunk = max(int(chunk or n), 1)
     ep_model = isinstance(model, EPGPC)
     predict_f = model.posterior().predict_f if ep_model else model.predict_f
     previous = getattr(model, "predict_with", None)
-    wrong = {m: 0.0 for m in modes}
-    lpd = {m: 0.0 for m in modes}
-    mean_finite = finite = True
+    out, mean_finite, finite = {}, True, True
     try:
-        for start in range(0, n, max(chunk, 1)):
-            Xc, Yc = X[start : start + chunk], Y[start : start + chunk]
-            for mode in modes:
-                if ep_model:
-                    model.predict_with = mode
+        for mode in ("sites", "dual") if dual else ("sites",):
+            if ep_model:
+                model.predict_with = mode
+            wrong = lpd = 0.0
+            for start in range(0, n, chunk):
+                Xc, Yc = X[start : start + chunk], Y[start : start + chunk]
                 mu, var = predict_f(Xc)
                 log_density = model.likelihood.predict_log_density(Xc, mu, var, Yc).numpy()
                 mu = mu.numpy()
                 mean_finite &= bool(np.all(np.isfinite(mu)))
                 finite &= bool(np.all(np.isfinite(mu)) and np.all(np.isfinite(log_density)))
-                wrong[mode] += float(np.sum((mu > 0) != (Yc > 0.5)))
-                lpd[mode] += float(np.sum(log_density))
+                wrong += float(np.sum((mu > 0) != (Yc > 0.5)))
+                lpd += float(np.sum(log_density))
+            suffix = "_dual" if mode == "dual" else ""
+            out.update({f"error{suffix}": wrong / n, f"nlpd{suffix}": -lpd / n})
     finally:
         if ep_model:
             model.predict_with = previous
-    out = {"error": wrong["sites"] / n, "nlpd": -lpd["sites"] / n}
-    if dual:
-        out.update(error_dual=wrong["dual"] / n, nlpd_dual=-lpd["dual"] / n)
-    out.update(mean_finite=mean_finite, finite=finite)
-    return out
+    return dict(out, mean_finite=mean_finite, finite=finite)

@@ -1,8 +1,6 @@
 """
-The outputs of the benchmarks: the time and machine of a run (:func:`utc_now`, :func:`machine_info`,
-:func:`timed_report`, :class:`RunClock`), JSON and Markdown files (:func:`write_report`,
-:func:`rerender_report`) and the first lines of a Markdown report (:func:`markdown_header`,
-:func:`markdown_section`).
+The outputs of the benchmarks: the time and machine of a run (:class:`RunClock`, :func:`timed_report`), JSON and
+Markdown files (:func:`write_report`, :func:`rerender_report`) and Markdown headers and sections.
 """
 
 import datetime as _dt
@@ -26,10 +24,7 @@ def utc_now() -> str:
 
 def load_average() -> Optional[List[float]]:
     """1/5/15-minute load averages (other processes on the machine skew timings)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover
-        return None
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
 def _cpu_model() -> Optional[str]:
@@ -45,10 +40,7 @@ def _cpu_model() -> Optional[str]:
 
 def machine_info() -> Dict:
     """Python, platform, CPU, thread settings and the versions of TensorFlow, GPflow and NumPy."""
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        affinity = None
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -65,19 +57,12 @@ def machine_info() -> Dict:
 
 
 def timed_report(command: str, run: Callable[[], Dict]) -> Dict:
-    """
-    ``run()``'s report plus ``command``, ``started``, ``finished``, ``wall_time_s`` and ``machine``
-    (with the load averages at start and end).
-    """
-    clock = RunClock()
-    return clock.stamp(run(), command)
+    """``run()``'s report stamped by a :class:`RunClock` started before it."""
+    return RunClock().stamp(run(), command)
 
 
 class RunClock:
-    """
-    Started with a run: :meth:`stamp` gives a report (partial or final) the command, the run's
-    start, the time now as its finish, the wall time since the start and the machine.
-    """
+    """Started with a run; :meth:`stamp` adds the command, start, finish (now), wall time and machine to a report."""
 
     def __init__(self):
         self.started, self.t0, self.load_start = utc_now(), time.perf_counter(), load_average()
@@ -95,10 +80,8 @@ class RunClock:
 
 def json_default(obj):
     """``json.dumps`` ``default`` for NumPy scalars."""
-    if isinstance(obj, (np.floating, np.integer)):
+    if isinstance(obj, (np.floating, np.integer, np.bool_)):
         return obj.item()
-    if isinstance(obj, np.bool_):
-        return bool(obj)
     raise TypeError(type(obj))
 
 
@@ -124,14 +107,10 @@ def markdown_section(title: str, items: Iterable[str], bullet: str = "-", blank_
     return ([""] if blank_before else []) + [f"## {title}", ""] + [f"{bullet} {item}" for item in items]
 
 
-def rerender_report(
-    prefix: Path, reanalyse: Callable[[Dict], Dict], markdown: Callable[[Dict], str], log, indent: int = 2
-) -> int:
+def rerender_report(prefix: Path, reanalyse: Callable, markdown: Callable, log: Callable, indent: int = 2) -> int:
     """
-    Redo the analysis of a stored report without new runs: ``reanalyse`` the report of
-    ``<prefix>.json`` (summaries, claims), stamp it ``rerendered`` and rewrite ``<prefix>.json`` (at
-    the ``indent`` its benchmark writes it with, so that the diff is the analysis only) and
-    ``<prefix>.md``. For ``--rerender`` after a change of the analysis.
+    ``--rerender``: rewrite ``<prefix>.json`` (at its benchmark's ``indent``, so that the diff is the analysis
+    only) and ``<prefix>.md`` from ``reanalyse(report)`` of the stored report, stamped ``rerendered``.
     """
     prefix = Path(prefix)
     report = reanalyse(json.loads(prefix.with_name(prefix.name + ".json").read_text()))
@@ -143,12 +122,14 @@ def rerender_report(
 
 def markdown_header(title: str, report: Dict, note: Optional[str] = None) -> List[str]:
     """
-    The first lines of a report of :func:`timed_report`: title, command, timestamps, wall time and
-    machine (``note`` is added in brackets after the load averages); for a merged report whose runs
-    ran on several CPUs, the runs per CPU.
+    Title, command, times and machine of a :func:`timed_report` (``note`` in brackets after the load averages);
+    for a merged report whose runs ran on several CPUs, the runs per CPU.
     """
-    mach = report["machine"]
-    cpus = report.get("cpu_models") or {}
+    mach, cpus = report["machine"], report.get("cpu_models") or {}
+    merged = ""
+    if len(cpus) > 1:
+        merged = f"  \nThe merged runs ran on {len(cpus)} CPUs (the machine above is the first report's): "
+        merged += ", ".join(f"{cpu} {n} runs" for cpu, n in cpus.items()) + "."
     return [
         f"# {title}",
         "",
@@ -158,13 +139,6 @@ def markdown_header(title: str, report: Dict, note: Optional[str] = None) -> Lis
         f"TensorFlow {mach['tensorflow']}, GPflow {mach['gpflow']}, NumPy {mach['numpy']}, Python {mach['python']}; "
         f"load average (1/5/15 min) {mach['load_average_start']} at start, {mach['load_average_end']} at end"
         + (f" ({note})" if note else "")
-        + "."
-        + (
-            f"  \nThe merged runs ran on {len(cpus)} CPUs (the machine above is the first report's): "
-            + ", ".join(f"{cpu} {n} runs" for cpu, n in cpus.items())
-            + "."
-            if len(cpus) > 1
-            else ""
-        ),
+        + f".{merged}",
         "",
     ]

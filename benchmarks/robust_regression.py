@@ -1,13 +1,14 @@
 r"""
 Robust GP regression: EP with GPflow's ``StudentT`` likelihood against VGP, SVGP and GPR (after Jylänki,
-Vanhatalo & Vehtari 2011) on Neal's data with outliers, Boston housing and concrete; and the one
-likelihood × methods × data sets × splits comparison (:class:`Comparison`) that ``benchmarks.counts_ordinal``
-and ``benchmarks.logistic_uci`` also run. Protocol and results: docs/benchmarks/robust_regression.md.
+Vanhatalo & Vehtari 2011) on Neal's data with outliers, Boston housing and concrete; and the likelihood
+comparison (:class:`Comparison`) that ``benchmarks.counts_ordinal`` and ``benchmarks.logistic_uci`` also run.
+Protocol and results: docs/benchmarks/robust_regression.md.
 """
 
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -69,10 +70,7 @@ def student_t(scale: float = STUDENT_T_SCALE, df: float = STUDENT_T_DF) -> gpflo
 
 
 def predictive_metrics(model, X, Y, y_mean: float = 0.0, y_sd: float = 1.0) -> Dict:
-    """
-    Mean log predictive density of Y (standardised targets) in the original units
-    (log p(y) = log p(y_std) − log sd), and MAE and RMSE of the predictive mean in original units.
-    """
+    """MLPD of Y (standardised) in the original units (log p(y) = log p(y_std) − log sd), MAE and RMSE there."""
     predict_f = model.posterior().predict_f if isinstance(model, EPGPC) else model.predict_f
     mu, var = predict_f(X)
     lpd = model.likelihood.predict_log_density(X, mu, var, Y).numpy()
@@ -105,16 +103,17 @@ class Task(NamedTuple):
     values: Dict = {}  # assigned to the model before training (dotted attribute paths, see ``ModelSlot.load``)
 
 
-def build(method: str, X, Y, task: Task, kernel, M: int, ep_options: Dict, seed: int):
-    """A fresh model of ``method`` ("EP…", "VGP…", "SVGP…" or "GPR") on (X, Y)."""
-    family = method.split("-", 1)[0]
+def build(method: str, task: Task, kernel, M: int, ep_options: Dict, seed: int) -> ModelSlot:
+    """A :class:`ModelSlot` of a fresh model of ``method`` ("EP…", "VGP…", "SVGP…" or "GPR") on the task's data."""
+    family, data = method.split("-", 1)[0], (task.X, task.Y)
     if family == "GPR":
-        return gpflow.models.GPR((X, Y), kernel, noise_variance=0.1)
+        return ModelSlot(gpflow.models.GPR(data, kernel, noise_variance=0.1), *data)
     if family == "EP":
-        return EPGP((X, Y), kernel, task.likelihood(), **ep_options)
+        return ModelSlot(EPGP(data, kernel, task.likelihood(), **ep_options), *data)
     if family == "VGP":
-        return gpflow.models.VGP((X, Y), kernel, task.likelihood())
-    return gpflow.models.SVGP(kernel, task.likelihood(), inducing_inputs(X, M, seed=seed), num_data=len(X))
+        return ModelSlot(gpflow.models.VGP(data, kernel, task.likelihood()), *data)
+    Z = inducing_inputs(task.X, M, seed=seed)
+    return ModelSlot(gpflow.models.SVGP(kernel, task.likelihood(), Z, num_data=len(task.X)), *data, holds_data=False)
 
 
 def train(slot: ModelSlot, maxiter: int) -> Dict:
@@ -128,16 +127,13 @@ def train(slot: ModelSlot, maxiter: int) -> Dict:
         outcome = dict(nit=int(res.nit), success=bool(res.success), message=str(res.message)[:120])
     except Exception as error:  # a failed optimisation is reported, not hidden
         outcome = dict(nit=None, success=False, message=f"{type(error).__name__}: {str(error)[:200]}")
-    outcome["train_time_s"] = time.perf_counter() - start
-    outcome["final_loss"] = finite_or_none(loss().numpy())
-    return outcome
+    return dict(outcome, train_time_s=time.perf_counter() - start, final_loss=finite_or_none(loss().numpy()))
 
 
 def finish_ep(model) -> Dict:
     """EP at the learned hyper-parameters; when it does not converge, the double loop (:data:`FALLBACK_OPTIONS`)."""
-    out = ep_fit(model)
-    out.pop("R_history", None)
-    out["fallback"] = False
+    out = dict(ep_fit(model), fallback=False)
+    del out["R_history"]
     if not out["converged"]:
         start = time.perf_counter()
         res = EP(warn=False, **FALLBACK_OPTIONS).minimize(model)
@@ -164,10 +160,9 @@ def stat(key: str, digits: int, scale: float = 1.0) -> Callable[[Dict], str]:
 @dataclass
 class Comparison:
     """
-    One likelihood comparison: its data sets and methods, how to load a split (``load(args, name, split)``),
-    what it averages over splits (``keys``, plus ``extra(results)``), its table's ``columns`` (header,
-    function of a summary entry) and the ``caption`` (a function of the report's config); with ``data_kind``,
-    ``--datasets`` may name any set of that kind in the data directory.
+    One likelihood comparison: how to load a split (``load(args, name, split)``), what it averages over splits
+    (``keys``, plus ``extra(results)``), its table's ``columns`` (header, function of a summary entry) and
+    ``caption`` (of the config); with ``data_kind``, ``--datasets`` may name any set of that kind.
     """
 
     stem: str
@@ -218,10 +213,7 @@ class Comparison:
         return "\n".join(lines) + "\n"
 
     def main(self, doc: str, argv=None, shared: bool = False, options: Sequence[Tuple[str, Dict]] = ()) -> int:
-        """
-        Every method trained by L-BFGS-B (:func:`train`) on every split (EP then run once more by
-        :func:`finish_ep`) and scored by the task's metrics, through ``runner.run_split_grid`` (or ``--merge``).
-        """
+        """Every method trained (:func:`train`; EP then :func:`finish_ep`) and scored on every split, or ``--merge``."""
         log = runner.progress_logger(self.stem)
         quick = ", ".join(f"{k} {v}" for k, v in self.quick.items())
         parser = runner.benchmark_parser(f"benchmarks.{self.stem}", doc, f"results/{self.stem}", quick, data_dir=True)
@@ -245,11 +237,8 @@ class Comparison:
             runner.check_datasets(parser, datasets, self.data_kind, args.data_dir)
         else:
             runner.check_choices(parser, "--datasets", datasets, self.datasets)
-        settings = {k: getattr(args, k) for k in ("splits", "maxiter", "num_inducing")}
-        extra = {k: getattr(args, k) for k in ("max_train",) if hasattr(args, k)}
-        config = dict(
-            datasets=datasets, methods=methods, **settings, **extra, ep_options=self.ep_options, **self.config
-        )
+        settings = {k: getattr(args, k) for k in ("splits", "maxiter", "num_inducing", "max_train") if hasattr(args, k)}
+        config = dict(datasets=datasets, methods=methods, **settings, ep_options=self.ep_options, **self.config)
         slots: Dict[Tuple, ModelSlot] = {}  # one per data set, method and shape: compiled once, not once per split
 
         def run_split(name: str, split: int) -> Dict:
@@ -258,8 +247,7 @@ class Comparison:
                 key = (name, m, task.X.shape)
                 if key not in slots:
                     kernel = self.kernel(task.X.shape[1])
-                    model = build(m, task.X, task.Y, task, kernel, args.num_inducing, self.ep_options, split)
-                    slots[key] = ModelSlot(model, task.X, task.Y, holds_data=not isinstance(model, gpflow.models.SVGP))
+                    slots[key] = build(m, task, kernel, args.num_inducing, self.ep_options, split)
                 values = dict(task.values)
                 if isinstance(slots[key].model, gpflow.models.SVGP):
                     values["inducing_variable.Z"] = inducing_inputs(task.X, args.num_inducing, seed=split)
@@ -272,14 +260,8 @@ class Comparison:
             return dict(dataset=name, split=split, n_train=len(task.X), n_test=len(task.X_test), results=results)
 
         grid = dict(config=config, command=command, prefix=prefix, markdown=self.markdown, log=log)
-        return runner.run_split_grid(
-            datasets,
-            args.splits,
-            run_split,
-            lambda runs: self.summarise(runs, methods),
-            first_split=args.first_split,
-            **grid,
-        )
+        summarise = partial(self.summarise, methods=methods)
+        return runner.run_split_grid(datasets, args.splits, run_split, summarise, first_split=args.first_split, **grid)
 
 
 # ---------------------------------------------------------------- this benchmark

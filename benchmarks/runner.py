@@ -1,7 +1,6 @@
 """
-Command lines of the benchmarks (:func:`benchmark_parser`, :func:`parse_command_line`,
-:func:`run_parts`, ...) and the runner of data sets × splits × methods: :func:`run_split_grid` writes
-a report after every split, :func:`merge_split_reports` joins the reports of several runs.
+Command lines of the benchmarks (:func:`benchmark_parser`, :func:`parse_command_line`, :func:`run_parts`) and the
+runner of data sets × splits (:func:`run_split_grid`; :func:`merge_split_reports` joins the reports of several runs).
 """
 
 import argparse
@@ -11,8 +10,9 @@ import shlex
 import sys
 import time
 from collections import Counter
+from itertools import groupby
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gpflow
 import numpy as np
@@ -69,36 +69,19 @@ GRID_KEYS = ("datasets", "splits", "first_split", "large_splits", "splits_per_da
 
 def add_split_grid_options(parser: argparse.ArgumentParser) -> None:
     """``--first-split`` and ``--merge`` for a benchmark over data sets × fixed splits."""
+    parser.add_argument("--first-split", type=int, default=0, help="the first split to run (to add to an earlier run)")
     parser.add_argument(
-        "--first-split", type=int, default=0, help="index of the first split to run (to add splits to an earlier run)"
-    )
-    parser.add_argument(
-        "--merge",
-        default=None,
-        help="comma-separated JSON reports of runs with the same settings over different data sets or splits: "
-        "write their union (by data set and split) and exit",
+        "--merge", help="comma-separated JSON reports of runs with the same settings: write their union"
     )
 
 
-def merge_split_reports(
-    paths: Union[str, Sequence[str]],
-    prefix: Union[Path, Callable[[Dict], Path]],
-    command: str,
-    summarise: Callable[[List[Dict], Sequence[str]], Dict],
-    markdown: Callable[[Dict], str],
-    log: Callable[[str], None],
-) -> int:
+def merge_split_reports(paths, prefix, command: str, summarise: Callable, markdown: Callable, log: Callable) -> int:
     """
-    One report from several runs of a split-grid benchmark with the same settings (all but
-    :data:`GRID_KEYS`), over different data sets or different splits: the union of their runs by
-    (data set, split), the first report's where two hold the same, summarised again
-    (``summarise(runs, methods)``); ``splits`` becomes the most splits any data set has, and
-    ``splits_per_dataset`` says how many each has. The merged ``command`` lists each report's
-    command with the splits kept from it (a stopped run lists data sets it never reached). Every
-    run keeps the CPU it ran on (``cpu_model``, from its report's ``machine`` unless it has one) and
-    ``cpu_models`` counts the runs per CPU: timings from different machines must not be pooled.
-    ``paths`` may be ``--merge``'s comma-separated text; ``prefix`` a function of the merged settings
-    (when the file name depends on them). Returns 0.
+    ``--merge``: one report of the union by (data set, split) of reports with the same settings but
+    :data:`GRID_KEYS` (the first report's run where two hold one), summarised again; ``splits_per_dataset``
+    counts each set's splits, ``command`` lists the splits kept from each report, and every run keeps its
+    ``cpu_model`` (``cpu_models`` counts them: timings of different machines are not pooled). ``paths`` may be
+    comma-separated text, ``prefix`` a function of the merged config; ``summarise(runs, methods)``. Returns 0.
     """
     if isinstance(paths, str):
         paths = parse_list(paths)
@@ -139,13 +122,9 @@ def _split_ranges(runs: Sequence[Dict]) -> str:
     """``"wine 3–19; iris 3–8, 10"``: the splits of each data set among ``runs`` (the runs a report gave a merge)."""
     parts = []
     for name in dict.fromkeys(run["dataset"] for run in runs):
-        splits = sorted(run["split"] for run in runs if run["dataset"] == name)
-        ranges, start = [], splits[0]
-        for previous, split in zip(splits, splits[1:] + [None]):
-            if split != previous + 1:
-                ranges.append(f"{start}" if start == previous else f"{start}–{previous}")
-                start = split
-        parts.append(f"{name} {', '.join(ranges)}")
+        splits = enumerate(sorted(run["split"] for run in runs if run["dataset"] == name))
+        ranges = [[split for _, split in run] for _, run in groupby(splits, lambda pair: pair[1] - pair[0])]
+        parts.append(f"{name} " + ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in ranges))
     return "; ".join(parts)
 
 
@@ -153,20 +132,15 @@ def benchmark_parser(
     module: str, doc: str, default_out_dir: str, quick: str, *, data_dir: bool = False, optimizer: bool = False
 ) -> argparse.ArgumentParser:
     """
-    The argument parser of ``python -m <module>``, described by the first paragraph of ``doc`` (the
-    module's docstring), with the options every benchmark has: ``--out-dir`` (default
-    ``default_out_dir``) and ``--quick`` (``quick`` says what it runs); with ``data_dir``,
-    ``--data-dir`` (the ``shared/datasets`` layout); with ``optimizer``, ``--optimizer`` (default
-    ``adam:0.01``, see :func:`make_optimizer`).
+    The parser of ``python -m <module>``, described by the first paragraph of ``doc``: ``--out-dir``, ``--quick``
+    (``quick`` says what it runs) and, if asked, ``--data-dir`` and ``--optimizer`` (default ``adam:0.01``).
     """
     description = " ".join(doc.strip().split("\n\n")[0].split())
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("--out-dir", default=default_out_dir, help=f"output directory (default {default_out_dir})")
     parser.add_argument("--quick", action="store_true", help=f"smoke configuration: {quick}")
     if data_dir:
-        parser.add_argument(
-            "--data-dir", default=None, help="benchmark data directory (default: $GPFLOW_EP_DATA, ../shared/datasets)"
-        )
+        parser.add_argument("--data-dir", help="data directory (default: $GPFLOW_EP_DATA, ../shared/datasets)")
     if optimizer:
         parser.add_argument("--optimizer", default="adam:0.01", help="minibatch optimiser: adam[:lr] or adadelta")
     return parser
@@ -180,15 +154,11 @@ def check_choices(parser: argparse.ArgumentParser, option: str, values: Sequence
 
 
 def check_datasets(parser: argparse.ArgumentParser, datasets: Sequence[str], kind: str, data_dir) -> None:
-    """
-    A usage error unless every one of ``datasets`` is a ``kind`` benchmark set found in ``data_dir``
-    (also when there is no data directory: it names ``--data-dir``).
-    """
+    """A usage error unless every one of ``datasets`` is a ``kind`` benchmark set in ``data_dir`` (which must exist)."""
     try:
-        found = available_benchmarks(kind, data_dir)
+        missing = sorted(set(datasets) - set(available_benchmarks(kind, data_dir)))
     except ValueError as error:
         parser.error(f"--data-dir: {error}")
-    missing = sorted(set(datasets) - set(found))
     if missing:
         parser.error(f"--datasets: not found {missing}")
 
@@ -199,18 +169,11 @@ def parse_list(text: str, kind: Callable = str) -> List:
 
 
 def parse_command_line(
-    parser: argparse.ArgumentParser,
-    argv: Optional[Sequence[str]],
-    *,
-    shared: bool = False,
-    log: Optional[Callable[[str], None]] = None,
+    parser, argv, *, shared: bool = False, log: Optional[Callable] = None
 ) -> Tuple[argparse.Namespace, str]:
     """
-    A benchmark's options from ``argv`` (default ``sys.argv[1:]``) and the command that ran it,
-    ``"<parser.prog> <argv>"``, for the reports. Every benchmark computes in float64 (GPflow's
-    default float is set to it) and TensorFlow's Python logger is set to errors only.
-    With ``shared`` (``argv`` is the command line of a runner of several benchmarks,
-    :func:`run_parts`), the options of the other benchmarks are logged and ignored.
+    The options in ``argv`` (default ``sys.argv[1:]``) and the command ``"<prog> <argv>"``; sets float64 and
+    TensorFlow's logger to errors. With ``shared`` (:func:`run_parts`), other parts' options are logged and ignored.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if shared:
@@ -233,31 +196,18 @@ def progress_logger(name: str) -> Callable[[str], None]:
     return log
 
 
-def run_parts(
-    module: str,
-    description: str,
-    parts: Mapping[str, str],
-    default_out_dir: str,
-    argv: Optional[Sequence[str]] = None,
-) -> int:
+def run_parts(module: str, description: str, parts: Mapping[str, str], default_out_dir: str, argv=None) -> int:
     """
-    Run several benchmarks in turn: ``--parts`` (names among ``parts``, which maps a name to a
-    module with ``main(argv, shared=True) -> int``) and ``--out-dir``; every other option is passed
-    to every part, which ignores those that are not its own.
-
-    :return: 0, or the first non-zero status of a part.
+    Run the ``--parts`` (names of ``parts``, modules with ``main(argv, shared=True)``) in turn, passing every
+    other option to each; 0, or the first non-zero status of a part.
     """
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {module}",
-        description=description,
-        epilog="Other options are passed to every part; see python -m <part module> --help.",
-    )
+    epilog = "Other options are passed to every part; see python -m <part module> --help."
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description, epilog=epilog)
     parser.add_argument("--parts", default=",".join(parts), help=f"comma separated (default {','.join(parts)})")
     parser.add_argument("--out-dir", default=default_out_dir, help=f"output directory (default {default_out_dir})")
     args, rest = parser.parse_known_args(argv)
     names = parse_list(args.parts)
-    unknown = sorted(set(names) - set(parts))
-    if unknown or not names:
+    if not names or set(names) - set(parts):
         parser.error(f"--parts must be among {list(parts)}; got {names}")
     for name in names:
         status = importlib.import_module(parts[name]).main(["--out-dir", args.out_dir, *rest], shared=True)

@@ -12,10 +12,7 @@ from scipy.stats import t as student_t
 
 def finite_or_none(x) -> Optional[float]:
     """``float(x)`` when finite, else ``None`` (JSON has no NaN)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
+    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 def mean_se(values: Iterable, missing=None) -> Dict:
@@ -37,17 +34,10 @@ def paired_differences(a: Mapping, b: Mapping, tie: float = 1e-12) -> Dict:
     97.5 % Student-t quantile for a 95 % interval of the mean (``None`` below two pairs).
     """
     diffs = [a[k] - b[k] for k in a if k in b and a[k] is not None and b[k] is not None]
-    stats = mean_se(diffs)
     d = np.array(diffs)
-    stats.update(
-        {
-            "wins": int(np.sum(d < -tie)),
-            "ties": int(np.sum(np.abs(d) <= tie)),
-            "losses": int(np.sum(d > tie)),
-            "t95": float(student_t.ppf(0.975, len(diffs) - 1)) if len(diffs) > 1 else None,
-        }
-    )
-    return stats
+    counts = dict(wins=int(np.sum(d < -tie)), ties=int(np.sum(np.abs(d) <= tie)), losses=int(np.sum(d > tie)))
+    t95 = float(student_t.ppf(0.975, len(diffs) - 1)) if len(diffs) > 1 else None
+    return dict(mean_se(diffs), **counts, t95=t95)
 
 
 def cell(
