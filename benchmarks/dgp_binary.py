@@ -11,7 +11,7 @@ from typing import Dict
 from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 
-from .dgp_uci import summarise, train_interleaved, trainers
+from .dgp_uci import BATCH, summarise, train_interleaved, trainers
 from .models import evaluate
 from .report import markdown_header
 from .runner import benchmark_parser, parse_command_line, parse_list, progress_logger, run_split_grid
@@ -20,29 +20,26 @@ from .stats import cell, markdown_table
 log = progress_logger("dgp_binary")
 QUICK = dict(datasets="Crabs", splits=1, iterations=60, num_inducing=5, chunk=20)
 METHODS = ("GP-AEP", "DGP-AEP 2", "SEPGPC", "SVGP")
+KEYS = ("error", "nlpd", "finite", "seconds_per_iteration")
 
 
-def run_split(name, split, M, iterations, lr, chunk, data_dir, seed=0) -> Dict:
+def run_split(name, split, M, iterations, lr, chunk, data_dir) -> Dict:
     """Every method on one split: test error, NLPD, all finite, median seconds per iteration."""
     data = load_benchmark(name, split, data_dir, kind="binary")
-    models = trainers(data.X_train, data.Y_train, METHODS, M, lr, seed, likelihood=Probit)
+    models = trainers(data.X_train, data.Y_train, METHODS, M, lr, seed=0, likelihood=Probit)
     train_interleaved(models.values(), iterations, chunk)
-    results = {}
-    for m, trainer in models.items():
-        scores = evaluate(trainer.model, data.X_test, data.Y_test)
-        results[m] = {k: scores[k] for k in ("error", "nlpd", "finite")}
-        results[m]["seconds_per_iteration"] = trainer.median_per_step()
-    return results
+    results = {
+        m: dict(evaluate(t.model, data.X_test, data.Y_test), seconds_per_iteration=t.median_per_step())
+        for m, t in models.items()
+    }
+    return {m: {k: r[k] for k in KEYS} for m, r in results.items()}
 
 
 def binary_markdown(report) -> str:
     """Per data set, the error and NLPD (mean ± s.e. over splits) and ms per iteration of each method."""
     c, methods, rows = report["config"], report["config"]["methods"], []
     for name, row in report["summary"].items():
-        for metric in ("error", "nlpd"):
-            rows.append(
-                [name, metric, *(cell(row[m][metric]["mean"], 3, se=row[m][metric]["se"] or 0) for m in methods)]
-            )
+        rows += [[name, k, *(cell(row[m][k]["mean"], 3, se=row[m][k]["se"] or 0) for m in methods)] for k in KEYS[:2]]
         times = [row[m]["seconds_per_iteration"] for m in methods]
         rows.append([name, "ms / iteration", *(f"{1e3 * t:.2f} ({t / times[0]:.2f}×)" for t in times)])
     lines = markdown_header("DGP-AEP with a probit output on binary sets", report) + [
@@ -63,31 +60,20 @@ def main(argv=None) -> int:
     args, command = parse_command_line(parser, argv)
     if args.quick:
         vars(args).update(QUICK)
-    settings = dict(M=args.num_inducing, iterations=args.iterations, lr=args.lr, chunk=args.chunk)
-    config = dict(datasets=parse_list(args.datasets), methods=list(METHODS), num_inducing=args.num_inducing)
-    config.update(
-        splits=args.splits, iterations=args.iterations, learning_rate=args.lr, batch_size=50, chunk=args.chunk
-    )
+    datasets, settings = parse_list(args.datasets), (args.num_inducing, args.iterations, args.lr, args.chunk)
+    config = dict(datasets=datasets, methods=list(METHODS), num_inducing=args.num_inducing, splits=args.splits)
+    config.update(iterations=args.iterations, learning_rate=args.lr, batch_size=BATCH, chunk=args.chunk)
 
     def run(name, split):
-        return dict(dataset=name, split=split, results=run_split(name, split, **settings, data_dir=args.data_dir))
+        return dict(dataset=name, split=split, results=run_split(name, split, *settings, args.data_dir))
 
     def describe(run):
         scores = ", ".join(f"{m} {r['error']:.3f}/{r['nlpd']:.3f}" for m, r in run["results"].items())
         return f"{run['dataset']} split {run['split']}: {scores}"
 
-    return run_split_grid(
-        config["datasets"],
-        args.splits,
-        run,
-        lambda runs: summarise(runs, METHODS, metrics=("error", "nlpd")),
-        config=config,
-        command=command,
-        prefix=Path(args.out_dir) / ("dgp_binary_quick" if args.quick else "dgp_binary"),
-        markdown=binary_markdown,
-        log=log,
-        describe=describe,
-    )
+    prefix = Path(args.out_dir) / ("dgp_binary_quick" if args.quick else "dgp_binary")
+    grid = dict(config=config, command=command, prefix=prefix, markdown=binary_markdown, log=log, describe=describe)
+    return run_split_grid(datasets, args.splits, run, lambda runs: summarise(runs, METHODS, KEYS[:2]), **grid)
 
 
 if __name__ == "__main__":

@@ -22,29 +22,25 @@ GOAL = 2.0
 
 def claims(report) -> List[Claim]:
     """DGP-AEP's time per iteration at most 2× GPflux's (the goal), per M and depth, over the report's rows."""
-    out = []
-    for M in report["config"]["num_inducing"]:
-        for key in dict.fromkeys(k for r in report["rows"] for k in r["ratios"]):
-            out.append(
-                Claim(
-                    f"M = {M}, {key} ≤ {GOAL:g}× (the goal)",
-                    holds=lambda r, key=key: r["ratios"][key] <= GOAL,
-                    rows=lambda table, M=M, key=key: [
-                        r for r in table if r["num_inducing"] == M and key in r["ratios"]
-                    ],
-                    show=lambda r, key=key: f"{NAMES.get(r['dataset'], r['dataset'])} {r['ratios'][key]:.2f}×",
-                )
-            )
-    return out
+    keys = dict.fromkeys(k for r in report["rows"] for k in r["ratios"])
+    return [
+        Claim(
+            f"M = {M}, {key} ≤ {GOAL:g}× (the goal)",
+            holds=lambda r, key=key: r["ratios"][key] <= GOAL,
+            rows=lambda table, M=M, key=key: [r for r in table if r["num_inducing"] == M and key in r["ratios"]],
+            show=lambda r, key=key: f"{NAMES.get(r['dataset'], r['dataset'])} {r['ratios'][key]:.2f}×",
+        )
+        for M in report["config"]["num_inducing"]
+        for key in keys
+    ]
 
 
 def timing_markdown(report) -> str:
     """A row per (data set, M): ms per iteration of each method and the DGP-AEP / GPflux ratios; the claims."""
-    c = report["config"]
-    methods, keys = c["methods"], list(dict.fromkeys(k for r in report["rows"] for k in r["ratios"]))
+    c, keys = report["config"], list(dict.fromkeys(k for r in report["rows"] for k in r["ratios"]))
     rows = [
         [NAMES.get(r["dataset"], r["dataset"]), r["num_inducing"]]
-        + [f"{1e3 * r['seconds_per_iteration'][m]:.2f}" for m in methods]
+        + [f"{1e3 * r['seconds_per_iteration'][m]:.2f}" for m in c["methods"]]
         + [f"{r['ratios'][k]:.2f}×" if k in r["ratios"] else "—" for k in keys]
         for r in report["rows"]
     ]
@@ -52,7 +48,7 @@ def timing_markdown(report) -> str:
         f"Split 0 of each dataset, minibatch 50, Adam; median over chunks of {c['chunk']} steps of "
         f"{c['iterations']} (interleaved, the compiling step excluded). Times in ms.",
         "",
-        *markdown_table(["dataset", "M", *methods, *keys], rows),
+        *markdown_table(["dataset", "M", *c["methods"], *keys], rows),
     ]
     lines += markdown_section("Claims", claim_items(verdicts(claims(report), report["rows"])))
     return "\n".join(lines) + "\n"
@@ -76,7 +72,7 @@ def main(argv=None) -> int:
             X, Y, *_ = standardised_split(name, 0, args.data_dir)
             models = trainers(X, Y, methods, M, lr=0.005, seed=0)
             train_interleaved(models.values(), args.iterations, args.chunk)
-            times = {method: trainer.median_per_step() for method, trainer in models.items()}
+            times = {m: trainer.median_per_step() for m, trainer in models.items()}
             ratios = {f"{a} / {b}": times[a] / times[b] for a, b in PAIRS if a in times and b in times}
             rows.append(dict(dataset=name, num_inducing=M, seconds_per_iteration=times, ratios=ratios))
             log(f"{name} M={M}: " + ", ".join(f"{k} {v:.2f}×" for k, v in ratios.items()))

@@ -21,7 +21,7 @@ from gpflow_ep.training import make_dataset, make_train_step
 from . import runner
 from .claims import Claim, claim_items, verdicts
 from .minibatch import TimedSteps
-from .report import RunClock, machine_info, markdown_header, markdown_section, rerender_report, write_report
+from .report import machine_info, markdown_header, markdown_section, rerender_report
 from .stats import cell, markdown_table, mean_se, paired_differences
 
 log = runner.progress_logger("dgp_uci")
@@ -77,12 +77,9 @@ def train_interleaved(trainers, iterations: int, chunk: int) -> None:
     trainers = list(trainers)
     for trainer in trainers:
         trainer.run(1)
-    done = 1
-    while done < iterations:
-        k = min(chunk, iterations - done)
+    for done in range(1, iterations, chunk):
         for trainer in trainers:
-            trainer.run(k)
-        done += k
+            trainer.run(min(chunk, iterations - done))
 
 
 def _gpflow_predict(model) -> Callable:
@@ -125,23 +122,13 @@ def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, seed, samples) -> Trainer:
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
 
-    @tf.function(autograph=False)
-    def sample_predictive(X):
-        h = X
-        for layer in model.f_layers[:-1]:
-            mean, var = layer.predict(h, full_cov=False)
-            h = mean + tf.sqrt(var) * tf.random.normal(tf.shape(mean), dtype=mean.dtype)
-        return model.f_layers[-1].predict(h, full_cov=False)
+    sample = tf.function(model.predict_f, autograph=False)  # the last layer's marginals at a forward sample
 
     def predict(Xt, Yt):  # the mixture of the forward samples
-        noise = model.likelihood_layer.likelihood.variance.numpy()
-        log_densities, means = [], []
-        for _ in range(samples):
-            mean, var = (t.numpy() for t in sample_predictive(Xt))
-            log_densities.append(-0.5 * np.log(2 * np.pi * (var + noise)) - 0.5 * (Yt - mean) ** 2 / (var + noise))
-            means.append(mean)
-        log_density = np.logaddexp.reduce(np.stack(log_densities), axis=0)[:, 0] - np.log(samples)
-        return log_density, np.mean(means, axis=0)[:, 0]
+        mean, var = (np.stack(draws)[..., 0] for draws in zip(*(sample(Xt) for _ in range(samples))))
+        var = var + model.likelihood_layer.likelihood.variance.numpy()
+        log_densities = -0.5 * np.log(2 * np.pi * var) - 0.5 * (Yt[:, 0] - mean) ** 2 / var
+        return np.logaddexp.reduce(log_densities, axis=0) - np.log(samples), mean.mean(axis=0)
 
     return Trainer(model, step, X, Y, seed, predict)
 
@@ -155,20 +142,17 @@ def sparse_gp_start(X, Y, M: int, seed: int):
 
 def trainers(X, Y, methods, M: int, lr: float, seed: int, samples: int = 1, likelihood=None) -> Dict[str, Trainer]:
     """The minibatch ``methods`` from one start; ``likelihood()`` makes theirs (default Gaussian(0.01))."""
-    out = {}
+    likelihood, out = likelihood or (lambda: gpflow.likelihoods.Gaussian(0.01)), {}
     for method in methods:
         if method in WIDTHS:
-            lik = None if likelihood is None else likelihood()
-            start = DGPAEP.from_data(X, Y, [X.shape[1], *WIDTHS[method]], num_inducing=M, likelihood=lik, seed=seed)
+            model = DGPAEP.from_data(X, Y, [X.shape[1], *WIDTHS[method]], M, likelihood=likelihood(), seed=seed)
             if method.startswith("GPflux"):
-                out[method] = _gpflux_trainer(start, WIDTHS[method], X, Y, lr, seed, samples)
+                out[method] = _gpflux_trainer(model, WIDTHS[method], X, Y, lr, seed, samples)
                 continue
-            model = start
         elif method in ("SVGP", "SEPGPC"):
             kernel, Z = sparse_gp_start(X, Y, M, seed)
-            lik = gpflow.likelihoods.Gaussian(0.01) if likelihood is None else likelihood()
-            model = (gpflow.models.SVGP if method == "SVGP" else SEPGPC)(kernel, lik, Z, num_data=len(X))
-        else:
+            model = (gpflow.models.SVGP if method == "SVGP" else SEPGPC)(kernel, likelihood(), Z, num_data=len(X))
+        else:  # SGPR: not a minibatch model
             continue
         step = make_train_step(model, tf_keras.optimizers.Adam(lr))
         out[method] = Trainer(model, step, X, Y, seed, _gpflow_predict(model))
@@ -187,22 +171,18 @@ def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir,
     X, Y, Xt, Yt, y_std = standardised_split(name, split, data_dir)
     models = trainers(X, Y, methods, M, lr, seed, samples)
     train_interleaved(models.values(), iterations, chunk)
-    predicted = {m: (t.predict, t.median_per_step()) for m, t in models.items()}
+    predicted = {m: (t.predict, dict(seconds_per_iteration=t.median_per_step())) for m, t in models.items()}
     if "SGPR" in methods:
         kernel, Z = sparse_gp_start(X, Y, M, seed)
         model = gpflow.models.SGPR((X, Y), kernel, Z, noise_variance=0.01)
         gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables, options=dict(maxiter=1000))
-        predicted["SGPR"] = (_gpflow_predict(model), None)
+        predicted["SGPR"] = (_gpflow_predict(model), {})
     results = {}
-    for method, (predict, seconds) in predicted.items():
+    for method, (predict, timing) in predicted.items():
         log_density, mean = predict(Xt, Yt)
-        results[method] = dict(
-            test_ll=float(np.mean(log_density) - np.log(y_std)),
-            rmse=float(y_std * np.sqrt(np.mean((mean - Yt[:, 0]) ** 2))),
-            finite=bool(np.all(np.isfinite(log_density)) and np.all(np.isfinite(mean))),
-        )
-        if seconds is not None:
-            results[method]["seconds_per_iteration"] = seconds
+        rmse = float(y_std * np.sqrt(np.mean((mean - Yt[:, 0]) ** 2)))
+        finite = bool(np.all(np.isfinite(log_density)) and np.all(np.isfinite(mean)))
+        results[method] = dict(test_ll=float(np.mean(log_density) - np.log(y_std)), rmse=rmse, finite=finite, **timing)
     return results
 
 
@@ -226,18 +206,12 @@ def summarise(runs, methods, metrics=("test_ll", "rmse")) -> Dict:
 
 def paired_ll(runs, name, a, b) -> Dict:
     """Paired test log-likelihood differences ``a`` − ``b`` over the splits of ``name`` both ran (wins: a higher)."""
-
-    def nll(method):
-        return {
-            r["split"]: -r["results"][method]["test_ll"]
-            for r in runs
-            if r["dataset"] == name and method in r["results"]
-        }
-
-    d = paired_differences(nll(a), nll(b))
-    if d["mean"] is not None:
-        d["mean"] = -d["mean"]
-    return d
+    ll = [
+        {r["split"]: r["results"][m]["test_ll"] for r in runs if r["dataset"] == name and m in r["results"]}
+        for m in (b, a)
+    ]
+    d = paired_differences(*ll)  # b − a, whose wins (b lower) are a's
+    return dict(d, mean=None if d["mean"] is None else -d["mean"])
 
 
 def _signed(stat: Dict) -> str:
@@ -251,12 +225,9 @@ def timing_groups(report) -> List:
     for name in report["summary"]:
         runs = [r for r in report["runs"] if r["dataset"] == name]
         for cpu in dict.fromkeys(r.get("cpu_model") or default for r in runs):
-            rows = [r["results"] for r in runs if (r.get("cpu_model") or default) == cpu]
-            times = {
-                m: [row[m]["seconds_per_iteration"] for row in rows if "seconds_per_iteration" in row.get(m, {})]
-                for m in methods
-            }
-            out.append((name, cpu, len(rows), {m: float(np.median(t)) for m, t in times.items() if t}))
+            group = [r for r in runs if (r.get("cpu_model") or default) == cpu]
+            times = {m: s["seconds_per_iteration"] for m, s in summarise(group, methods)[name].items()}
+            out.append((name, cpu, len(group), {m: t for m, t in times.items() if t is not None}))
     return out
 
 
@@ -404,23 +375,24 @@ def main(argv=None) -> int:
     datasets, methods = runner.parse_list(args.datasets), runner.parse_list(args.methods)
     runner.check_choices(parser, "--methods", methods, METHODS)
     runner.check_datasets(parser, datasets, "regression", args.data_dir)
-    config = dict(first_split=args.first_split, datasets=datasets, methods=methods, num_inducing=args.num_inducing)
+    config = dict(datasets=datasets, methods=methods, num_inducing=args.num_inducing)
     config.update(splits=args.splits, large_splits=args.large_splits, iterations=args.iterations, learning_rate=args.lr)
     config.update(batch_size=BATCH, chunk=args.chunk, gpflux_samples=args.samples)
     settings = (methods, args.num_inducing, args.iterations, args.lr, args.chunk, args.samples, args.data_dir)
-    clock, runs, cpu = RunClock(), [], machine_info()["cpu_model"]
-    for name in datasets:
-        for split in range(args.first_split, args.first_split + (args.large_splits if name in LARGE else args.splits)):
-            runs.append(dict(dataset=name, split=split, results=run_split(name, split, *settings), cpu_model=cpu))
-            scores = ", ".join(f"{m} {r['test_ll']:.2f}/{r['rmse']:.3f}" for m, r in runs[-1]["results"].items())
-            log(f"{name} split {split}: {scores}")
-            partial = clock.stamp(
-                dict(config=config, runs=runs, summary=summarise(runs, methods), partial=True), command
-            )
-            write_report(stem, partial, uci_markdown(partial))  # a stopped run keeps its finished splits
-    report = clock.stamp(dict(config=config, runs=runs, summary=summarise(runs, methods)), command)
-    log("wrote {} and {}".format(*write_report(stem, report, uci_markdown(report))))
-    return 0
+    cpu = machine_info()["cpu_model"]
+
+    def run(name, split):
+        return dict(dataset=name, split=split, results=run_split(name, split, *settings), cpu_model=cpu)
+
+    def describe(run):
+        scores = ", ".join(f"{m} {r['test_ll']:.2f}/{r['rmse']:.3f}" for m, r in run["results"].items())
+        return f"{run['dataset']} split {run['split']}: {scores}"
+
+    splits = {name: args.large_splits if name in LARGE else args.splits for name in datasets}
+    grid = dict(config=config, command=command, prefix=stem, markdown=uci_markdown, log=log, describe=describe)
+    return runner.run_split_grid(
+        datasets, splits, run, lambda runs: summarise(runs, methods), first_split=args.first_split, **grid
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,6 @@ def problems(datasets, sizes, data_dir=None):
                 X, Y = two_dimensional(n, seed=0)
                 out.append(dict(dataset="synthetic", n=n, subset="two_dimensional(n, seed=0)", X=X, Y=Y))
             continue
-        if name.lower() != "pima":
-            raise ValueError(f"--datasets: unknown dataset {name!r}; choose from synthetic, Pima")
         try:
             split = load_benchmark("Pima", PIMA_SPLIT, data_dir=data_dir)
         except ValueError as exc:
@@ -77,8 +75,8 @@ def _ep_run(model, schedule: str, log_z: Callable = None) -> Dict:
     model.sites.reset()
     t0 = time.perf_counter()
     run = model.run_ep(schedule=schedule, tol=TOL, max_sweeps=MAX_SWEEPS)
-    sweeps = int(run.sweeps.numpy())  # forces completion
-    record = dict(run=run, seconds=time.perf_counter() - t0, sweeps=sweeps, to_log_z=None)
+    record = dict(run=run, sweeps=int(run.sweeps.numpy()), to_log_z=None)  # reading sweeps forces completion
+    record["seconds"] = time.perf_counter() - t0
     if log_z is not None:
         float(log_z().numpy())
         record["to_log_z"] = time.perf_counter() - t0
@@ -90,30 +88,41 @@ def _timed_rounds(round_once: Callable, repeats: int, budget: float):
     t0 = time.perf_counter()
     out = [round_once()]
     one_round = time.perf_counter() - t0
-    planned = repeats if one_round * repeats <= budget else min(repeats, max(1, int(budget // one_round)))
-    note = f"repeats reduced to {planned} (one run took {one_round:.1f} s; budget {budget:.0f} s per configuration)"
-    note = note if planned < repeats else None
+    planned = min(repeats, max(1, int(budget // one_round)))
     out += [round_once() for _ in range(planned - 1)]
-    return out, note
+    note = f"repeats reduced to {planned} (one run took {one_round:.1f} s; budget {budget:.0f} s per configuration)"
+    return out, note if planned < repeats else None
 
 
-def _summarise(records, note) -> Dict:
-    """Medians of one schedule's EP runs (time to converge, sweeps, time to log Z), the time per sweep, the samples."""
+def _row(label: Dict, schedule: str, records, note, floor: Dict, samples: Dict) -> Dict:
+    """Medians of one schedule's EP runs (time to converge, sweeps, time to log Z) against the floor's (``samples``)."""
     times, sweeps = [r["seconds"] for r in records], float(np.median([r["sweeps"] for r in records]))
     to_log_z = [r["to_log_z"] for r in records if r["to_log_z"] is not None]
-    median = float(np.median(times))
-    return dict(
-        times_s=times,
-        repeats_used=len(times),
-        time_to_converge_s=median,
+    row = dict(
+        label, schedule=schedule, times_s=times, repeats_used=len(times), time_to_converge_s=float(np.median(times))
+    )
+    row.update(
         sweeps=sweeps,
         converged=all(bool(r["run"].converged.numpy()) for r in records),
-        max_change=max(float(r["run"].max_change.numpy()) for r in records),
-        num_skipped=int(records[-1]["run"].num_skipped.numpy()),
-        time_per_sweep_s=median / sweeps if sweeps > 0 else float("nan"),
+        time_per_sweep_s=float(np.median(times)) / sweeps,
         time_to_log_z_s=float(np.median(to_log_z)) if to_log_z else None,
         note=note,
+        **floor,
+        floor_samples=samples,
     )
+    row["sweep_over_cholesky"] = row["time_per_sweep_s"] / floor["cholesky_B_s"]
+    row["sweep_over_numpy_cholesky"] = row["time_per_sweep_s"] / floor["numpy_cholesky_B_s"]
+    row["goal_met"] = bool(row["sweep_over_cholesky"] <= GOAL_RATIO)
+    row["sweep_over_vgp"] = row["time_per_sweep_s"] / floor["vgp_elbo_grad_s"]
+    row["converge_over_vgp"] = row["time_to_converge_s"] / floor["vgp_elbo_grad_s"]
+    if schedule == "parallel":
+        row["rest_of_sweep_s"] = row["time_per_sweep_s"] - floor["factorisation_s"]
+        row["log_z_over_floor"] = row["time_to_log_z_s"] / (row["sweeps"] * floor["floor_s"])
+    log(
+        f"{label['dataset']} n={label['n']} {schedule}: {sweeps:g} sweeps, converged {row['converged']}, "
+        f"{row['time_per_sweep_s']:.4g} s per sweep, {row['sweep_over_cholesky']:.3g}× one Cholesky"
+    )
+    return row
 
 
 def _timer(fn: Callable, per_call: int = 1, before: Callable = lambda: None) -> Callable[[], float]:
@@ -211,25 +220,11 @@ def bench_problem(prob: Dict, schedules, repeats: int, budget: float):
     records, note = _timed_rounds(parallel_round, repeats, budget)
     floor = {key: float(np.median(s)) for key, s in samples.items()}
     label = dict(dataset=prob["dataset"], n=int(n), D=int(D), subset=prob["subset"])
-    rows = [dict(label, schedule="parallel", **_summarise(records, note))] if records[0] else []
+    rows = [_row(label, "parallel", records, note, floor, samples)] if records[0] else []
     if "sequential" in schedules:
         _ep_run(model, "sequential")  # compiles
         records, note = _timed_rounds(lambda: _ep_run(model, "sequential"), repeats, budget)
-        rows.append(dict(label, schedule="sequential", **_summarise(records, note)))
-    for row in rows:
-        row.update(floor, floor_samples=samples)
-        row["sweep_over_cholesky"] = row["time_per_sweep_s"] / floor["cholesky_B_s"]
-        row["sweep_over_numpy_cholesky"] = row["time_per_sweep_s"] / floor["numpy_cholesky_B_s"]
-        row["goal_met"] = bool(row["sweep_over_cholesky"] <= GOAL_RATIO)
-        row["sweep_over_vgp"] = row["time_per_sweep_s"] / floor["vgp_elbo_grad_s"]
-        row["converge_over_vgp"] = row["time_to_converge_s"] / floor["vgp_elbo_grad_s"]
-        if row["schedule"] == "parallel":
-            row["rest_of_sweep_s"] = row["time_per_sweep_s"] - floor["factorisation_s"]
-            row["log_z_over_floor"] = row["time_to_log_z_s"] / (row["sweeps"] * floor["floor_s"])
-        log(
-            f"{prob['dataset']} n={n} {row['schedule']}: {row['sweeps']:g} sweeps, converged {row['converged']}, "
-            f"{row['time_per_sweep_s']:.4g} s per sweep, {row['sweep_over_cholesky']:.3g}× one Cholesky"
-        )
+        rows.append(_row(label, "sequential", records, note, floor, samples))
     return rows
 
 
@@ -266,6 +261,8 @@ MAIN_COLUMNS = [
     ("converge/VGP", "converge_over_vgp", _ratio),
     ("EP step (warm) (s)", "ep_loss_grad_warm_s", _fmt),
 ]
+#: the runs timed, starred when the budget reduced them
+RUNS_COLUMN = ("runs", None, lambda r: f"{r['repeats_used']}{'*' if r.get('note') else ''}")
 PROFILE_COLUMNS = [
     ("time/sweep (s)", "time_per_sweep_s", _fmt),
     ("factorisation (s)", "factorisation_s", _fmt),
@@ -297,11 +294,6 @@ CLAIMS = [
 ]
 
 
-def _runs(r) -> str:
-    """The runs timed, starred when the budget reduced them."""
-    return f"{r['repeats_used']}{'*' if r.get('note') else ''}"
-
-
 def _table(results, columns, first=()) -> list:
     """A table of ``results``: dataset, n, the ``first`` keys, then ``columns`` (formatters of a row without a key)."""
     rows = [
@@ -323,7 +315,7 @@ def markdown(report: Dict) -> str:
         f"(parallel {s['damping']['parallel']}, sequential {s['damping']['sequential']}); medians of up to "
         f"{s['repeats']} runs, compilation excluded. Columns: docs/benchmarks/epgpc_scaling.md.",
         "",
-        *_table(results, MAIN_COLUMNS + [("runs", None, _runs)], first=("schedule",)),
+        *_table(results, [*MAIN_COLUMNS, RUNS_COLUMN], first=("schedule",)),
         "",
         "## Where a parallel sweep's time goes",
         "",
@@ -358,13 +350,12 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=180.0, help="seconds per (dataset, n, schedule) for repeats")
     parser.add_argument("--out", help="output prefix (.json and .md); overrides --out-dir")
     args, command = parse_command_line(parser, argv)
-    for key, value in (QUICK if args.quick else DEFAULTS).items():  # options given explicitly win
-        if getattr(args, key) is None:
-            setattr(args, key, value)
+    vars(args).update({k: v for k, v in (QUICK if args.quick else DEFAULTS).items() if getattr(args, k) is None})
     sizes, datasets, schedules = parse_list(args.sizes, int), parse_list(args.datasets), parse_list(args.schedules)
     if not sizes or any(n < 2 for n in sizes) or args.repeats < 1:
         parser.error("--sizes must be integers ≥ 2 and --repeats ≥ 1")
     check_choices(parser, "--schedules", schedules, SCHEDULES)
+    check_choices(parser, "--datasets", [name.lower() for name in datasets], ("synthetic", "pima"))
 
     def run():
         probs, notes = problems(datasets, sizes, args.data_dir)

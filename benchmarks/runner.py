@@ -25,7 +25,7 @@ from .report import RunClock, write_report
 
 def run_split_grid(
     datasets: Sequence[str],
-    splits: int,
+    splits: Union[int, Mapping[str, int]],
     run_split: Callable[[str, int], Dict],
     summarise: Callable[[List[Dict]], Dict],
     *,
@@ -39,9 +39,10 @@ def run_split_grid(
 ) -> int:
     """
     ``run_split(name, split)`` for every data set and each of its splits ``first_split`` …
-    ``first_split + splits - 1``; after each split the report so far is written (a stopped run
-    leaves its finished splits behind, timed from the start of the run), at the end the whole one,
-    as ``{config, runs, summary: summarise(runs)}`` with :func:`timed_report`'s fields.
+    ``first_split + splits - 1`` (``splits``: a number, or a number per data set); after each split
+    the report so far is written, marked ``partial`` (a stopped run leaves its finished splits
+    behind, timed from the start of the run), at the end the whole one, as
+    ``{config, runs, summary: summarise(runs)}`` with :func:`timed_report`'s fields.
     ``describe(run)``, if given, is logged after each split. Runs over different data sets or
     splits are joined by :func:`merge_split_reports`. Returns 0.
     """
@@ -51,11 +52,11 @@ def run_split_grid(
 
     clock, runs = RunClock(), []
     for name in datasets:
-        for split in range(first_split, first_split + splits):
+        for split in range(first_split, first_split + (splits[name] if isinstance(splits, Mapping) else splits)):
             runs.append(run_split(name, split))
             if describe is not None:
                 log(describe(runs[-1]))
-            partial = clock.stamp(body(runs), command)
+            partial = clock.stamp(dict(body(runs), partial=True), command)
             write_report(prefix, partial, markdown(partial))
     report = clock.stamp(body(runs), command)
     json_path, md_path = write_report(prefix, report, markdown(report))

@@ -133,6 +133,24 @@ def test_a_stopped_split_grid_leaves_its_finished_splits_timed_from_the_start(tm
     assert partial["wall_time_s"] >= 0.15 and partial["started"] <= partial["finished"]
 
 
+def test_split_grid_takes_a_number_of_splits_per_data_set_and_marks_partial_reports(tmp_path):
+    """``splits`` per data set (from ``first_split``); the reports written after each split say ``partial``."""
+    written = []
+
+    def markdown(report):
+        written.append((len(report["runs"]), report.get("partial", False)))
+        return "# grid\n"
+
+    grid = dict(config=dict(datasets=["a", "b"]), command="grid", prefix=tmp_path / "grid", markdown=markdown)
+    runner.run_split_grid(
+        ["a", "b"], {"a": 1, "b": 3}, lambda d, s: dict(dataset=d, split=s), len, log=print, first_split=2, **grid
+    )
+    report = json.loads((tmp_path / "grid.json").read_text())
+    assert [(r["dataset"], r["split"]) for r in report["runs"]] == [("a", 2), ("b", 2), ("b", 3), ("b", 4)]
+    assert "partial" not in report and report["summary"] == 4 and report["config"]["first_split"] == 2
+    assert written == [(1, True), (2, True), (3, True), (4, True), (4, False)]
+
+
 def test_split_ranges_name_the_runs_a_report_kept():
     runs = [dict(dataset="wine", split=s) for s in (3, 4, 5, 7, 9, 10)] + [dict(dataset="iris", split=0)]
     assert runner._split_ranges(runs) == "wine 3–5, 7, 9–10; iris 0"
