@@ -52,10 +52,7 @@ def make_optimizer(name: str):
 
 
 def sparse_model(method: str, D: int, Z: np.ndarray, n: int, **ep_options):
-    """
-    GPflow's whitened SVGP (``method="SVGP"``) or SEPGPC (damping :data:`SEP_DAMPING`, minibatch damping
-    :data:`MINIBATCH_DAMPING` unless ``ep_options`` say otherwise): SE-ARD kernel, probit, inducing inputs Z.
-    """
+    """GPflow's whitened SVGP (``method="SVGP"``) or SEPGPC (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`)."""
     if method == "SVGP":
         return gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
     options = {"damping": SEP_DAMPING, "minibatch_damping": MINIBATCH_DAMPING, **ep_options}
@@ -63,19 +60,15 @@ def sparse_model(method: str, D: int, Z: np.ndarray, n: int, **ep_options):
 
 
 class TimedSteps:
-    """
-    A compiled train step and its batch iterator, timed in chunks: :meth:`run` takes ``k`` steps and
-    records (and returns) the seconds per step of the chunk in :attr:`per_step`. The step returns a
-    loss or a tuple whose first entry is the loss (``make_train_step``'s (loss, skipped, applied)).
-    """
+    """A compiled step (returning a loss or a tuple led by it) and its batches, timed in chunks of :meth:`run`."""
 
     def __init__(self, step: Callable, batches):
         self.step, self.batches = step, batches
         self.per_step: List[float] = []
 
     def run(self, k: int) -> float:
+        """``k`` steps: their seconds per step, also appended to :attr:`per_step`."""
         t0 = time.perf_counter()
-        loss = None
         for _ in range(k):
             loss = self.step(next(self.batches))
         float(loss[0] if isinstance(loss, tuple) else loss)
@@ -88,19 +81,13 @@ class TimedSteps:
 
 
 def interleaved_rounds(steppers: Dict[str, TimedSteps], rounds: int, steps: int, log, label: str = "") -> Dict:
-    """
-    Time warmed-up steppers side by side: ``rounds`` rounds of ``steps`` steps each, the order reversed
-    every other round; logs each round's ms/step and returns, per name, the seconds per step of every
-    round (the first chunk, the warm-up, left out).
-    """
+    """Per name, the seconds per step of ``rounds`` rounds of ``steps`` steps (order reversed every other round)."""
     names = list(steppers)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             steppers[name].run(steps)
-        log(
-            f"{label}round {r + 1}/{rounds}: "
-            + ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
-        )
+        times = ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
+        log(f"{label}round {r + 1}/{rounds}: {times}")
     return {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}
 
 
@@ -126,11 +113,8 @@ class MinibatchRunner(TimedSteps):
 
 def race(runners: Mapping[str, MinibatchRunner], evaluate: Callable, budget, eval_every, epoch, max_steps, log) -> Dict:
     """
-    Train ``runners`` in interleaved chunks of ``eval_every`` steps until each has trained ``budget``
-    seconds (or ``max_steps`` steps), each chunk followed by ``evaluate(model)`` (``error``, ``nll``)
-    off the clock; the first (compiling) step is timed apart. Returns the ``curves`` (every evaluation,
-    with ``step`` and ``time_s``) and ``results`` per method; the median time per step is over the
-    chunks run while every method was still training (side by side), and an epoch is ``epoch`` steps.
+    ``curves`` (``evaluate(model)`` after every chunk of ``eval_every`` steps) and ``results`` of ``runners``
+    trained in interleaved chunks for ``budget`` seconds or ``max_steps`` steps each (``epoch`` steps an epoch).
     """
     curves = {m: [dict(step=0, time_s=0.0, **evaluate(r.model))] for m, r in runners.items()}
     compile_s = {m: r.run(1) for m, r in runners.items()}
@@ -146,36 +130,28 @@ def race(runners: Mapping[str, MinibatchRunner], evaluate: Callable, budget, eva
                 side_by_side[m].append(per_step)
             curves[m].append(dict(step=r.steps, time_s=r.train_seconds, **evaluate(r.model)))
         log("; ".join(f"{m}: step {r.steps}, test NLL {curves[m][-1]['nll']:.4f}" for m, r in runners.items()))
-    results = {}
-    for m, r in runners.items():
-        median = float(np.median(side_by_side[m] or r.per_step))
-        results[m] = dict(steps=r.steps, train_seconds=r.train_seconds, epochs_done=r.steps / epoch)
-        results[m].update(per_step_median_s=median, epoch_time_s=epoch * median, compile_first_step_s=compile_s[m])
-        results[m].update(
-            final=curves[m][-1], best_nll=min(c["nll"] for c in curves[m]), skipped_site_updates=r.skipped
-        )
+    medians = {m: float(np.median(side_by_side[m] or r.per_step)) for m, r in runners.items()}
+    results = {
+        m: dict(steps=r.steps, train_seconds=r.train_seconds, epochs_done=r.steps / epoch)
+        | dict(per_step_median_s=medians[m], epoch_time_s=epoch * medians[m], compile_first_step_s=compile_s[m])
+        | dict(final=curves[m][-1], best_nll=min(c["nll"] for c in curves[m]), skipped_site_updates=r.skipped)
+        for m, r in runners.items()
+    }
     return dict(curves=curves, results=results)
 
 
 def race_on_flights(
     args, methods, score, log, budget, eval_every, M, build=sparse_model, floor=1e-12, target="delayed"
 ):
-    """
-    :func:`race` of ``methods`` (models ``build(method, D, Z, n)``, M inducing inputs, batches of 200) on the
-    flights, beside logistic regression; ``score(model, X, Y)``: test error and NLL. ``--quick``: 5 s each,
-    2,000 training and 1,000 test points, at most 30 steps.
-    """
-    if args.quick:
-        budget, eval_every, subsample, test_size, max_steps = 5.0, 10, 2000, 1000, 30
-    else:
-        subsample, test_size, max_steps = None, 10_000, np.inf
+    """:func:`race` of ``methods`` (``build(method, D, Z, n)``, batch 200) on the flights, and logistic regression."""
+    subsample, test_size, max_steps = (2000, 1000, 30) if args.quick else (None, 10_000, np.inf)
+    budget, eval_every = (5.0, 10) if args.quick else (budget, eval_every)
     Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample, target=target)
     (n, D), batch = Xtr.shape, 200
     Z = random_subset(Xtr, M, seed=1)
     runners = {m: MinibatchRunner(build(m, D, Z, n), (Xtr, Ytr), batch, args.optimizer) for m in methods}
     log(f"flights n_train={n}")
-    evaluate = lambda model: score(model, Xte, Yte)  # noqa: E731
-    raced = race(runners, evaluate, budget, eval_every, n // batch, max_steps, log)
+    raced = race(runners, lambda model: score(model, Xte, Yte), budget, eval_every, n // batch, max_steps, log)
     settings = dict(M=M, batch_size=batch, optimizer=args.optimizer, time_budget_s=budget, eval_every=eval_every)
     baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor)
     return dict(data=info, **settings, steps_per_epoch=n // batch, logistic_regression=baseline, **raced)
@@ -208,14 +184,10 @@ CELLS = dict(
 
 
 def race_table(report: Dict, columns: Sequence[Tuple[str, str]], baseline: str, caption: str) -> List[str]:
-    """
-    The race's results, a row per method (``columns``: header and :data:`CELLS` key) and the
-    baseline's, then ``caption`` and every test evaluation of the curves.
-    """
+    """A row per method (``columns``: header, :data:`CELLS` key) and the baseline's; ``caption``; the curves."""
     rows = [[m, *(CELLS[key](r) for _, key in columns)] for m, r in report["results"].items()]
     lr = report["logistic_regression"]
-    if lr.get("nll") is not None:
-        rows.append([baseline, *(cell(lr[k], 4) if k in ("error", "nll") else "–" for _, k in columns)])
+    rows.append([baseline, *(cell(lr[k], 4) if k in ("error", "nll") else "–" for _, k in columns)])
     curves = [
         [m, x["step"], cell(x["time_s"], 1), cell(x["error"], 4), cell(x["nll"], 4)]
         for m, c in report["curves"].items()
@@ -229,10 +201,7 @@ def race_table(report: Dict, columns: Sequence[Tuple[str, str]], baseline: str, 
 
 
 def logistic_regression_baseline(X, Y, X_test, Y_test, floor: float) -> Dict:
-    """
-    scikit-learn's logistic regression (multinomial for several classes) on labels [N, 1] (0/1 or
-    class indices): its test error (most probable class) and test NLL, the probabilities floored at ``floor``.
-    """
+    """scikit-learn's logistic regression on labels [N, 1]: test error and NLL (probabilities floored at ``floor``)."""
     from sklearn.linear_model import LogisticRegression
 
     y, y_test = np.asarray(Y)[:, 0].astype(int), np.asarray(Y_test)[:, 0].astype(int)

@@ -94,13 +94,10 @@ def markdown(report: Dict) -> str:
     c = report["config"]
     rows = []
     for result in report["results"]:
-        ms = result["per_step_ms"]
         for pair, r in result["ratios"].items():
-            sep, svgp = pair.split(" / ")
+            times = [f"{result['per_step_ms'][name]:.2f}" for name in pair.split(" / ")]
             goal = f"≤ {r['goal']}x {'met' if r['met'] else 'not met'}"
-            rows.append(
-                [result["M"], result["batch_size"], sep, f"{ms[sep]:.2f}", f"{ms[svgp]:.2f}", f"{r['median']:.2f}x"]
-            )
+            rows.append([result["M"], result["batch_size"], pair.split(" / ")[0], *times, f"{r['median']:.2f}x"])
             rows[-1] += [f"{r['min']:.2f}–{r['max']:.2f}", goal]
     head = ["M", "batch", "SEP method", "SEP ms/step", "SVGP ms/step", "ratio (median of rounds)", "range", "goal"]
     lines = markdown_header("Compiled training step: sparse EP against SVGP", report) + [
@@ -120,11 +117,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")
     args, command = parse_command_line(parser, argv)
     config = QUICK if args.quick else dict(FULL, rounds=args.rounds, steps=args.steps)
-
-    def run():
-        return dict(config=config, results=[run_config(config, M, B) for M, B in config["configs"]])
-
-    report = timed_report(command, run)
+    configs = config["configs"]
+    report = timed_report(command, lambda: dict(config=config, results=[run_config(config, M, B) for M, B in configs]))
     prefix = Path(args.out_dir) / ("step_speed_quick" if args.quick else "step_speed")
     log("wrote {} and {}".format(*write_report(prefix, report, markdown(report))))
     return 0
