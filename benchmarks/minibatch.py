@@ -158,11 +158,28 @@ def race_on_flights(
 
 
 def write_race(prefix: Path, report: Dict, markdown: str, label: str, log) -> int:
-    """A race's ``<prefix>.json``, ``.md`` (``markdown``) and ``.png`` (:func:`plot_race`, titled with ``label``)."""
+    """A race's ``<prefix>.json``, ``.md`` (``markdown``) and ``.png`` (test error and NLL against training time)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     json_path, md_path = write_report(prefix, report, markdown)
-    d, png = report["data"], prefix.with_suffix(".png")
-    title = f"nycflights13 {label}: n_train={d['n_train']}, M={report['M']}, batch {report['batch_size']}, "
-    plot_race(report["curves"], report["logistic_regression"], png, title + report["optimizer"])
+    baseline, png = report["logistic_regression"], prefix.with_suffix(".png")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key in zip(axes, ("error", "nll")):
+        for (m, c), style in zip(report["curves"].items(), ("-o", "-s", "-^", "-v")):
+            ax.plot([x["time_s"] for x in c], [x[key] for x in c], style, ms=3, label=m)
+        ax.axhline(baseline[key], color="gray", ls="--", label=baseline["name"])
+        ax.set(xlabel="training time (s, evaluation excluded)", ylabel=f"test {key}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    d = report["data"]
+    batch = f"batch {report['batch_size']}, {report['optimizer']}"
+    fig.suptitle(f"nycflights13 {label}: n_train={d['n_train']}, M={report['M']}, {batch}")
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
     log(f"wrote {json_path}, {md_path} and {png.name} (wall time {report['wall_time_s']:.0f} s)")
     return 0
 
@@ -211,24 +228,3 @@ def logistic_regression_baseline(X, Y, X_test, Y_test, floor: float) -> Dict:
         error=float(np.mean(np.argmax(p, axis=1) != y_test)),
         nll=float(-np.mean(np.log(p[np.arange(len(y_test)), y_test]))),
     )
-
-
-def plot_race(curves: Mapping[str, List[Dict]], baseline: Mapping, path: Path, title: str) -> None:
-    """Test error and NLL against training time for each method of :func:`race` (and a baseline's lines)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, key in zip(axes, ("error", "nll")):
-        for (m, c), style in zip(curves.items(), ("-o", "-s", "-^", "-v")):
-            ax.plot([x["time_s"] for x in c], [x[key] for x in c], style, ms=3, label=m)
-        ax.axhline(baseline[key], color="gray", ls="--", label=baseline["name"])
-        ax.set(xlabel="training time (s, evaluation excluded)", ylabel=f"test {key}")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -2,7 +2,6 @@ r"""
 The compiled minibatch training step of SEPGPC and SEPMGPC (``fit``'s: the minibatch site refresh of
 Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3, then one Adam step) against GPflow's SVGP (Probit;
 ``MultiClass``/RobustMax), interleaved in one process on synthetic 8-D data, against :data:`GOALS`.
-
 Protocol and results: docs/benchmarks/step_speed.md.
 """
 
