@@ -1,5 +1,5 @@
 """
-Sparse models trained on minibatches (the SEP benchmarks): the SVGP and SEPGPC of :func:`sparse_model`,
+Sparse models trained on minibatches (the SEP benchmarks): the SVGPs, SEPGPC and SEPMGPC of :func:`sparse_model`,
 :class:`MinibatchRunner`, :func:`race` on the flights against the clock with its table and plot; and
 :class:`TimedSteps` and :func:`interleaved_rounds`, which other benchmarks time their steps with.
 """
@@ -13,8 +13,8 @@ import numpy as np
 from gpflow.keras import tf_keras
 
 from gpflow_ep.datasets import load_flights
-from gpflow_ep.likelihoods import Probit
-from gpflow_ep.models import SEPGPC
+from gpflow_ep.likelihoods import MultiClassHinge, MultiClassStep, Probit
+from gpflow_ep.models import SEPGPC, SEPMGPC
 from gpflow_ep.training import make_dataset, make_train_step, paper_adadelta
 
 from .models import se_ard_kernel
@@ -51,12 +51,28 @@ def make_optimizer(name: str):
     raise ValueError(f"unknown optimiser {name!r}; use adam[:lr] or adadelta")
 
 
-def sparse_model(method: str, D: int, Z: np.ndarray, n: int, **ep_options):
-    """GPflow's whitened SVGP (``method="SVGP"``) or SEPGPC (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`)."""
+#: the likelihoods of :func:`sparse_model`'s multi-class SVGPs, by method: a function of the number of classes
+SVGP_LIKELIHOODS = dict(
+    RobustMax=gpflow.likelihoods.MultiClass,
+    Softmax=gpflow.likelihoods.Softmax,
+    hinge=lambda C: MultiClassHinge(C, bound="augmented"),
+)
+
+
+def sparse_model(method: str, D: int, Z: np.ndarray, n: int, num_classes: int = 2, **ep_options):
+    """
+    SE-ARD, inducing inputs Z: GPflow's whitened SVGP (``"SVGP"``: probit; C latent GPs with one of
+    :data:`SVGP_LIKELIHOODS`), SEPMGPC or SEPGPC (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`).
+    """
+    kernel, C = se_ard_kernel(D), num_classes
     if method == "SVGP":
-        return gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+        return gpflow.models.SVGP(kernel, Probit(), Z.copy(), num_data=n)
+    if method in SVGP_LIKELIHOODS:
+        return gpflow.models.SVGP(kernel, SVGP_LIKELIHOODS[method](C), Z.copy(), num_latent_gps=C, num_data=n)
+    if method == "SEPMGPC":
+        return SEPMGPC(kernel, MultiClassStep(C), Z.copy(), num_data=n)
     options = {"damping": SEP_DAMPING, "minibatch_damping": MINIBATCH_DAMPING, **ep_options}
-    return SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n, **options)
+    return SEPGPC(kernel, Probit(), Z.copy(), num_data=n, **options)
 
 
 class TimedSteps:
@@ -140,16 +156,15 @@ def race(runners: Mapping[str, MinibatchRunner], evaluate: Callable, budget, eva
     return dict(curves=curves, results=results)
 
 
-def race_on_flights(
-    args, methods, score, log, budget, eval_every, M, build=sparse_model, floor=1e-12, target="delayed"
-):
-    """:func:`race` of ``methods`` (``build(method, D, Z, n)``, batch 200) on the flights, and logistic regression."""
+def race_on_flights(args, methods, score, log, budget, eval_every, M, num_classes=2, floor=1e-12, target="delayed"):
+    """:func:`race` of ``methods`` (:func:`sparse_model`, batch 200) on the flights, and logistic regression."""
     subsample, test_size, max_steps = (2000, 1000, 30) if args.quick else (None, 10_000, np.inf)
     budget, eval_every = (5.0, 10) if args.quick else (budget, eval_every)
     Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample, target=target)
     (n, D), batch = Xtr.shape, 200
     Z = random_subset(Xtr, M, seed=1)
-    runners = {m: MinibatchRunner(build(m, D, Z, n), (Xtr, Ytr), batch, args.optimizer) for m in methods}
+    models = {m: sparse_model(m, D, Z, n, num_classes) for m in methods}
+    runners = {m: MinibatchRunner(model, (Xtr, Ytr), batch, args.optimizer) for m, model in models.items()}
     log(f"flights n_train={n}")
     raced = race(runners, lambda model: score(model, Xte, Yte), budget, eval_every, n // batch, max_steps, log)
     settings = dict(M=M, batch_size=batch, optimizer=args.optimizer, time_budget_s=budget, eval_every=eval_every)

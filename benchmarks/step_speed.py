@@ -8,15 +8,14 @@ Protocol and results: docs/benchmarks/step_speed.md.
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
-import gpflow
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.likelihoods import MultiClassStep, Probit
-from gpflow_ep.models import SEPGPC, SEPMGPC
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import SEPGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
-from .minibatch import TimedSteps, interleaved_rounds, make_optimizer, random_subset
+from .minibatch import TimedSteps, interleaved_rounds, make_optimizer, random_subset, sparse_model
 from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
@@ -58,14 +57,11 @@ def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]):
     for C in classes:
         X, Y = data(n, D, C, seed=C)
         Z = random_subset(X, M, seed=1)
-        if C == 2:
-            sep = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
-            svgp = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+        if C == 2:  # SEPGPC with its default EP settings
+            sep, svgp = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n), sparse_model("SVGP", D, Z, n)
             pairs.append(("SEPGPC", "SVGP", GOALS["SEPGPC"]))
         else:
-            sep = SEPMGPC(se_ard_kernel(D), MultiClassStep(C), Z.copy(), num_data=n)
-            likelihood = gpflow.likelihoods.MultiClass(C)
-            svgp = gpflow.models.SVGP(se_ard_kernel(D), likelihood, Z.copy(), num_latent_gps=C, num_data=n)
+            sep, svgp = (sparse_model(m, D, Z, n, C) for m in ("SEPMGPC", "RobustMax"))
             pairs.append((f"SEPMGPC C={C}", f"SVGP RobustMax C={C}", GOALS["SEPMGPC"]))
         for name, model, make in zip(pairs[-1][:2], (sep, svgp), (make_train_step, _svgp_step)):
             batches = iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))
