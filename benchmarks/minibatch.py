@@ -1,5 +1,5 @@
 """
-Sparse models trained on minibatches (the SEP benchmarks): the SVGP and SEPGPC of :func:`sparse_model`,
+Sparse models trained on minibatches (the SEP benchmarks): the SVGPs, SEPGPC and SEPMGPC of :func:`sparse_model`,
 :class:`MinibatchRunner`, :func:`race` on the flights against the clock with its table and plot; and
 :class:`TimedSteps` and :func:`interleaved_rounds`, which other benchmarks time their steps with.
 """
@@ -13,8 +13,8 @@ import numpy as np
 from gpflow.keras import tf_keras
 
 from gpflow_ep.datasets import load_flights
-from gpflow_ep.likelihoods import Probit
-from gpflow_ep.models import SEPGPC
+from gpflow_ep.likelihoods import MultiClassHinge, MultiClassStep, Probit
+from gpflow_ep.models import SEPGPC, SEPMGPC
 from gpflow_ep.training import make_dataset, make_train_step, paper_adadelta
 
 from .models import se_ard_kernel
@@ -51,31 +51,40 @@ def make_optimizer(name: str):
     raise ValueError(f"unknown optimiser {name!r}; use adam[:lr] or adadelta")
 
 
-def sparse_model(method: str, D: int, Z: np.ndarray, n: int, **ep_options):
+#: the likelihoods of :func:`sparse_model`'s multi-class SVGPs, by method: a function of the number of classes
+SVGP_LIKELIHOODS = dict(
+    RobustMax=gpflow.likelihoods.MultiClass,
+    Softmax=gpflow.likelihoods.Softmax,
+    hinge=lambda C: MultiClassHinge(C, bound="augmented"),
+)
+
+
+def sparse_model(method: str, D: int, Z: np.ndarray, n: int, num_classes: int = 2, **ep_options):
     """
-    GPflow's whitened SVGP (``method="SVGP"``) or SEPGPC (damping :data:`SEP_DAMPING`, minibatch damping
-    :data:`MINIBATCH_DAMPING` unless ``ep_options`` say otherwise): SE-ARD kernel, probit, inducing inputs Z.
+    SE-ARD, inducing inputs Z: GPflow's whitened SVGP (``"SVGP"``: probit; C latent GPs with one of
+    :data:`SVGP_LIKELIHOODS`), SEPMGPC or SEPGPC (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`).
     """
+    kernel, C = se_ard_kernel(D), num_classes
     if method == "SVGP":
-        return gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+        return gpflow.models.SVGP(kernel, Probit(), Z.copy(), num_data=n)
+    if method in SVGP_LIKELIHOODS:
+        return gpflow.models.SVGP(kernel, SVGP_LIKELIHOODS[method](C), Z.copy(), num_latent_gps=C, num_data=n)
+    if method == "SEPMGPC":
+        return SEPMGPC(kernel, MultiClassStep(C), Z.copy(), num_data=n)
     options = {"damping": SEP_DAMPING, "minibatch_damping": MINIBATCH_DAMPING, **ep_options}
-    return SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n, **options)
+    return SEPGPC(kernel, Probit(), Z.copy(), num_data=n, **options)
 
 
 class TimedSteps:
-    """
-    A compiled train step and its batch iterator, timed in chunks: :meth:`run` takes ``k`` steps and
-    records (and returns) the seconds per step of the chunk in :attr:`per_step`. The step returns a
-    loss or a tuple whose first entry is the loss (``make_train_step``'s (loss, skipped, applied)).
-    """
+    """A compiled step (returning a loss or a tuple led by it) and its batches, timed in chunks of :meth:`run`."""
 
     def __init__(self, step: Callable, batches):
         self.step, self.batches = step, batches
         self.per_step: List[float] = []
 
     def run(self, k: int) -> float:
+        """``k`` steps: their seconds per step, also appended to :attr:`per_step`."""
         t0 = time.perf_counter()
-        loss = None
         for _ in range(k):
             loss = self.step(next(self.batches))
         float(loss[0] if isinstance(loss, tuple) else loss)
@@ -88,19 +97,13 @@ class TimedSteps:
 
 
 def interleaved_rounds(steppers: Dict[str, TimedSteps], rounds: int, steps: int, log, label: str = "") -> Dict:
-    """
-    Time warmed-up steppers side by side: ``rounds`` rounds of ``steps`` steps each, the order reversed
-    every other round; logs each round's ms/step and returns, per name, the seconds per step of every
-    round (the first chunk, the warm-up, left out).
-    """
+    """Per name, the seconds per step of ``rounds`` rounds of ``steps`` steps (order reversed every other round)."""
     names = list(steppers)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             steppers[name].run(steps)
-        log(
-            f"{label}round {r + 1}/{rounds}: "
-            + ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
-        )
+        times = ", ".join(f"{k} {1e3 * s.per_step[-1]:.2f} ms" for k, s in steppers.items())
+        log(f"{label}round {r + 1}/{rounds}: {times}")
     return {name: np.asarray(s.per_step[1:]) for name, s in steppers.items()}
 
 
@@ -126,11 +129,8 @@ class MinibatchRunner(TimedSteps):
 
 def race(runners: Mapping[str, MinibatchRunner], evaluate: Callable, budget, eval_every, epoch, max_steps, log) -> Dict:
     """
-    Train ``runners`` in interleaved chunks of ``eval_every`` steps until each has trained ``budget``
-    seconds (or ``max_steps`` steps), each chunk followed by ``evaluate(model)`` (``error``, ``nll``)
-    off the clock; the first (compiling) step is timed apart. Returns the ``curves`` (every evaluation,
-    with ``step`` and ``time_s``) and ``results`` per method; the median time per step is over the
-    chunks run while every method was still training (side by side), and an epoch is ``epoch`` steps.
+    ``curves`` (``evaluate(model)`` after every chunk of ``eval_every`` steps) and ``results`` of ``runners``
+    trained in interleaved chunks for ``budget`` seconds or ``max_steps`` steps each (``epoch`` steps an epoch).
     """
     curves = {m: [dict(step=0, time_s=0.0, **evaluate(r.model))] for m, r in runners.items()}
     compile_s = {m: r.run(1) for m, r in runners.items()}
@@ -146,47 +146,55 @@ def race(runners: Mapping[str, MinibatchRunner], evaluate: Callable, budget, eva
                 side_by_side[m].append(per_step)
             curves[m].append(dict(step=r.steps, time_s=r.train_seconds, **evaluate(r.model)))
         log("; ".join(f"{m}: step {r.steps}, test NLL {curves[m][-1]['nll']:.4f}" for m, r in runners.items()))
-    results = {}
-    for m, r in runners.items():
-        median = float(np.median(side_by_side[m] or r.per_step))
-        results[m] = dict(steps=r.steps, train_seconds=r.train_seconds, epochs_done=r.steps / epoch)
-        results[m].update(per_step_median_s=median, epoch_time_s=epoch * median, compile_first_step_s=compile_s[m])
-        results[m].update(
-            final=curves[m][-1], best_nll=min(c["nll"] for c in curves[m]), skipped_site_updates=r.skipped
-        )
+    medians = {m: float(np.median(side_by_side[m] or r.per_step)) for m, r in runners.items()}
+    results = {
+        m: dict(steps=r.steps, train_seconds=r.train_seconds, epochs_done=r.steps / epoch)
+        | dict(per_step_median_s=medians[m], epoch_time_s=epoch * medians[m], compile_first_step_s=compile_s[m])
+        | dict(final=curves[m][-1], best_nll=min(c["nll"] for c in curves[m]), skipped_site_updates=r.skipped)
+        for m, r in runners.items()
+    }
     return dict(curves=curves, results=results)
 
 
-def race_on_flights(
-    args, methods, score, log, budget, eval_every, M, build=sparse_model, floor=1e-12, target="delayed"
-):
-    """
-    :func:`race` of ``methods`` (models ``build(method, D, Z, n)``, M inducing inputs, batches of 200) on the
-    flights, beside logistic regression; ``score(model, X, Y)``: test error and NLL. ``--quick``: 5 s each,
-    2,000 training and 1,000 test points, at most 30 steps.
-    """
-    if args.quick:
-        budget, eval_every, subsample, test_size, max_steps = 5.0, 10, 2000, 1000, 30
-    else:
-        subsample, test_size, max_steps = None, 10_000, np.inf
+def race_on_flights(args, methods, score, log, budget, eval_every, M, num_classes=2, floor=1e-12, target="delayed"):
+    """:func:`race` of ``methods`` (:func:`sparse_model`, batch 200) on the flights, and logistic regression."""
+    subsample, test_size, max_steps = (2000, 1000, 30) if args.quick else (None, 10_000, np.inf)
+    budget, eval_every = (5.0, 10) if args.quick else (budget, eval_every)
     Xtr, Ytr, Xte, Yte, info = load_flights(test_size=test_size, subsample=subsample, target=target)
     (n, D), batch = Xtr.shape, 200
     Z = random_subset(Xtr, M, seed=1)
-    runners = {m: MinibatchRunner(build(m, D, Z, n), (Xtr, Ytr), batch, args.optimizer) for m in methods}
+    models = {m: sparse_model(m, D, Z, n, num_classes) for m in methods}
+    runners = {m: MinibatchRunner(model, (Xtr, Ytr), batch, args.optimizer) for m, model in models.items()}
     log(f"flights n_train={n}")
-    evaluate = lambda model: score(model, Xte, Yte)  # noqa: E731
-    raced = race(runners, evaluate, budget, eval_every, n // batch, max_steps, log)
+    raced = race(runners, lambda model: score(model, Xte, Yte), budget, eval_every, n // batch, max_steps, log)
     settings = dict(M=M, batch_size=batch, optimizer=args.optimizer, time_budget_s=budget, eval_every=eval_every)
     baseline = logistic_regression_baseline(Xtr, Ytr, Xte, Yte, floor)
     return dict(data=info, **settings, steps_per_epoch=n // batch, logistic_regression=baseline, **raced)
 
 
 def write_race(prefix: Path, report: Dict, markdown: str, label: str, log) -> int:
-    """A race's ``<prefix>.json``, ``.md`` (``markdown``) and ``.png`` (:func:`plot_race`, titled with ``label``)."""
+    """A race's ``<prefix>.json``, ``.md`` (``markdown``) and ``.png`` (test error and NLL against training time)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     json_path, md_path = write_report(prefix, report, markdown)
-    d, png = report["data"], prefix.with_suffix(".png")
-    title = f"nycflights13 {label}: n_train={d['n_train']}, M={report['M']}, batch {report['batch_size']}, "
-    plot_race(report["curves"], report["logistic_regression"], png, title + report["optimizer"])
+    baseline, png = report["logistic_regression"], prefix.with_suffix(".png")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key in zip(axes, ("error", "nll")):
+        for (m, c), style in zip(report["curves"].items(), ("-o", "-s", "-^", "-v")):
+            ax.plot([x["time_s"] for x in c], [x[key] for x in c], style, ms=3, label=m)
+        ax.axhline(baseline[key], color="gray", ls="--", label=baseline["name"])
+        ax.set(xlabel="training time (s, evaluation excluded)", ylabel=f"test {key}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    d = report["data"]
+    batch = f"batch {report['batch_size']}, {report['optimizer']}"
+    fig.suptitle(f"nycflights13 {label}: n_train={d['n_train']}, M={report['M']}, {batch}")
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
     log(f"wrote {json_path}, {md_path} and {png.name} (wall time {report['wall_time_s']:.0f} s)")
     return 0
 
@@ -208,14 +216,10 @@ CELLS = dict(
 
 
 def race_table(report: Dict, columns: Sequence[Tuple[str, str]], baseline: str, caption: str) -> List[str]:
-    """
-    The race's results, a row per method (``columns``: header and :data:`CELLS` key) and the
-    baseline's, then ``caption`` and every test evaluation of the curves.
-    """
+    """A row per method (``columns``: header, :data:`CELLS` key) and the baseline's; ``caption``; the curves."""
     rows = [[m, *(CELLS[key](r) for _, key in columns)] for m, r in report["results"].items()]
     lr = report["logistic_regression"]
-    if lr.get("nll") is not None:
-        rows.append([baseline, *(cell(lr[k], 4) if k in ("error", "nll") else "–" for _, k in columns)])
+    rows.append([baseline, *(cell(lr[k], 4) if k in ("error", "nll") else "–" for _, k in columns)])
     curves = [
         [m, x["step"], cell(x["time_s"], 1), cell(x["error"], 4), cell(x["nll"], 4)]
         for m, c in report["curves"].items()
@@ -229,10 +233,7 @@ def race_table(report: Dict, columns: Sequence[Tuple[str, str]], baseline: str, 
 
 
 def logistic_regression_baseline(X, Y, X_test, Y_test, floor: float) -> Dict:
-    """
-    scikit-learn's logistic regression (multinomial for several classes) on labels [N, 1] (0/1 or
-    class indices): its test error (most probable class) and test NLL, the probabilities floored at ``floor``.
-    """
+    """scikit-learn's logistic regression on labels [N, 1]: test error and NLL (probabilities floored at ``floor``)."""
     from sklearn.linear_model import LogisticRegression
 
     y, y_test = np.asarray(Y)[:, 0].astype(int), np.asarray(Y_test)[:, 0].astype(int)
@@ -242,24 +243,3 @@ def logistic_regression_baseline(X, Y, X_test, Y_test, floor: float) -> Dict:
         error=float(np.mean(np.argmax(p, axis=1) != y_test)),
         nll=float(-np.mean(np.log(p[np.arange(len(y_test)), y_test]))),
     )
-
-
-def plot_race(curves: Mapping[str, List[Dict]], baseline: Mapping, path: Path, title: str) -> None:
-    """Test error and NLL against training time for each method of :func:`race` (and a baseline's lines)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, key in zip(axes, ("error", "nll")):
-        for (m, c), style in zip(curves.items(), ("-o", "-s", "-^", "-v")):
-            ax.plot([x["time_s"] for x in c], [x[key] for x in c], style, ms=3, label=m)
-        ax.axhline(baseline[key], color="gray", ls="--", label=baseline["name"])
-        ax.set(xlabel="training time (s, evaluation excluded)", ylabel=f"test {key}")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

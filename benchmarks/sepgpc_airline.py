@@ -85,8 +85,8 @@ def markdown(report) -> str:
         "",
         *race_table(report, COLUMNS, "logistic regression (sklearn)", CAPTION),
     ]
-    lines += markdown_section("Goals", claim_items(s.get("claims", [])))
-    return "\n".join(lines + (markdown_section("Notes", s["notes"]) if s.get("notes") else [])) + "\n"
+    lines += markdown_section("Goals", claim_items(s["claims"])) + markdown_section("Notes", s["notes"])
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:

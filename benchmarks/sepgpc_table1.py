@@ -30,9 +30,11 @@ DATASETS = ("Australian", "Breast", "Crabs", "Iono", "Pima", "Sonar")
 FRACTIONS = (0.15, 0.25, 0.50)
 METHODS = ("FITC-EP", "SEP inner", "SEP minibatch", "SVGP")
 SHORT = {"SEP minibatch": "SEP mb"}
+#: the summary numbers averaged over the data sets
+AVERAGED = ("nll", "time_median_s")
 #: the tolerance of SEPGPC's EP runs (FITC-EP converges EP inside every loss)
 SEP_TOL = 1e-6
-#: Paper Table 1 (§4.1): test NLL mean and spread of GFITC, SEP and SVI at M = 15 %, 25 % and 50 % (Iono: Ionosphere)
+#: Paper Table 1 (§4.1): test NLL (mean, spread) of GFITC, SEP, SVI at M = 15, 25, 50 %; last row: training seconds
 PAPER_TABLE = """
 Australian .68 .06 .69 .07 .63 .05   .68 .08 .67 .07 .63 .05   .67 .09 .64 .05 .63 .05
 Breast     .10 .05 .11 .05 .10 .05   .11 .06 .11 .05 .10 .05   .11 .05 .11 .05 .10 .05
@@ -41,20 +43,17 @@ Heart      .43 .12 .40 .13 .39 .11   .42 .12 .41 .12 .40 .11   .42 .13 .41 .11 .
 Iono       .30 .22 .26 .19 .26 .14   .29 .23 .27 .20 .27 .18   .30 .24 .27 .19 .26 .16
 Pima       .54 .08 .52 .07 .49 .05   .53 .07 .51 .06 .50 .05   .53 .07 .50 .05 .49 .05
 Sonar      .35 .13 .33 .10 .40 .17   .35 .12 .32 .10 .40 .19   .35 .13 .29 .09 .35 .16
+seconds    59  4   17  1   40  2     133 6   37  2   65  3     494 29  130 5   195 10
 """
-#: (data set, fraction) → ((mean, spread) of GFITC, SEP, SVI)
+#: (data set, fraction) → ((mean, spread) of GFITC, SEP, SVI) (Iono: Ionosphere)
 PAPER_NLL = {
     (name, frac): tuple(zip(numbers[6 * k : 6 * k + 6 : 2], numbers[6 * k + 1 : 6 * k + 6 : 2]))
     for name, *text in map(str.split, PAPER_TABLE.strip().splitlines())
     for numbers in [[float(x) for x in text]]
     for k, frac in enumerate(FRACTIONS)
 }
-#: Paper Table 1, last row: training time in seconds (mean, spread) of GFITC, SEP and SVI per fraction
-PAPER_TIME = {
-    0.15: ((59, 4), (17, 1), (40, 2)),
-    0.25: ((133, 6), (37, 2), (65, 3)),
-    0.50: ((494, 29), (130, 5), (195, 10)),
-}
+#: fraction → training seconds (mean, spread) of GFITC, SEP and SVI
+PAPER_TIME = {frac: PAPER_NLL.pop(("seconds", frac)) for frac in FRACTIONS}
 
 
 class Table1Slot(ModelSlot):
@@ -76,8 +75,7 @@ class Table1Slot(ModelSlot):
         """Reset model and optimiser, load (X, Y) and the inducing inputs Z, and train: seconds and steps."""
         self.load(X, Y, {"inducing_variable.Z": Z})
         if self.method == "SEP minibatch":
-            variables = self.optimizer.variables
-            for v in variables() if callable(variables) else variables:
+            for v in self.optimizer.variables():
                 v.assign(tf.zeros_like(v))
         elif self.method == "SEP inner":
             self.optimizer.reset()
@@ -105,12 +103,10 @@ def summarise(records: List[Dict]) -> Dict:
     return dict(error=err["mean"], error_se=err["se"], nll=nll["mean"], nll_se=nll["se"], time_median_s=seconds)
 
 
-def run_table1(args, datasets, fractions, splits, methods, previous, checkpoint) -> Dict:
-    """
-    A row per (data set, fraction): every method's per-split records (some reused from ``previous``, an earlier
-    report) and :func:`summarise`; ``checkpoint({rows, notes})`` after every row, for ``--resume``.
-    """
-    old = {(r["dataset"], r["fraction"], r["M"]): r["per_split"] for r in (previous or {}).get("rows", [])}
+def run_table1(args, command, datasets, fractions, splits, methods) -> Dict:
+    """A row per (data set, fraction): per-split records (``--resume``'s reused) and summaries; checkpointed."""
+    previous = json.loads(Path(args.resume).read_text())["rows"] if args.resume else []
+    old = {(r["dataset"], r["fraction"], r["M"]): r["per_split"] for r in previous}
     rows, notes = [], []
     for name in datasets:
         try:
@@ -127,7 +123,7 @@ def run_table1(args, datasets, fractions, splits, methods, previous, checkpoint)
             row = dict(dataset=name, fraction=frac, M=M, n_total=n_total, n_train=n_train, D=D, batch_size=min(M, 100))
             row.update(splits=splits, per_split=run_row(row, splits, methods, old.get((name, frac, M), {}), args))
             rows.append(dict(row, summary={m: summarise(row["per_split"][m]) for m in methods}))
-            checkpoint(dict(rows=rows, notes=notes))
+            write_json(Path(args.out_dir) / "table1.partial.json", dict(rows=rows, notes=notes, command=command))
     return dict(rows=rows, notes=notes)
 
 
@@ -136,7 +132,7 @@ def run_row(row, splits, methods, previous: Dict, args) -> Dict:
     per_split, slots = {m: [] for m in methods}, {}
     for k in splits:
         reused = {m: [r for r in previous.get(m, []) if r["split"] == k] for m in methods}
-        if previous and all(reused.values()):
+        if all(reused.values()):
             for m in methods:
                 per_split[m].append(dict(reused[m][0], reused=True))
             continue
@@ -212,7 +208,6 @@ def table1_claims(methods) -> List[Claim]:
         Claim(
             f"{m}'s NLL inside the paper's {name} mean ± spread",
             holds=lambda r, m=m, k=k: _in_paper_spread(r, m, k),
-            rows=lambda table: [r for r in table if (r["dataset"], r["fraction"]) in PAPER_NLL],
             need="most",
             show=lambda r, m=m: f"{_label(r)} {_get(r, m, 'nll'):.3f}",
         )
@@ -223,6 +218,7 @@ def table1_claims(methods) -> List[Claim]:
 
 
 def table1_markdown(report) -> str:
+    """The report's two tables (per data set and fraction; averages per fraction), claims and notes."""
     s, methods = report["settings"], _methods_in(report)
     short = [SHORT.get(m, m) for m in methods]
     title = "SEPGPC vs SVGP on the paper's Table 1 protocol (UCI binary)"
@@ -246,20 +242,14 @@ def table1_markdown(report) -> str:
     header = ["fraction", "datasets", *(f"{m} NLL" for m in short), "paper GFITC / SEP / SVI NLL (7 sets)"]
     header += [*(f"{m} s" for m in short), "paper GFITC / SEP / SVI s"]
     rows = []
-    for frac in (f for f in s["fractions"] if any(r["fraction"] == f for r in report["rows"])):
+    for frac in sorted({r["fraction"] for r in report["rows"]}):
         rs = [r for r in report["rows"] if r["fraction"] == frac]
-        paper = [
-            np.mean([v[k][0] for (_, f), v in PAPER_NLL.items() if f == frac]) for k in range(3 * (frac in PAPER_TIME))
-        ]
+        nll, seconds = ([finite_or_none(np.mean([r["summary"][m][k] for r in rs])) for m in methods] for k in AVERAGED)
+        paper = [np.mean([v[k][0] for (_, f), v in PAPER_NLL.items() if f == frac]) for k in range(3)]
         rows.append(
-            [f"{frac:.0%}", len(rs)]
-            + [cell(float(np.mean([r["summary"][m]["nll"] for r in rs])), 3) for m in methods]
-            + [" / ".join(f"{x:.3f}" for x in paper) or "—"]
-            + [
-                cell(finite_or_none(np.mean([r["summary"][m]["time_median_s"] for r in rs])), 3, style="g")
-                for m in methods
-            ]
-            + [" / ".join(cell(a, 3, se=b, style="g") for a, b in PAPER_TIME.get(frac, ())) or "—"]
+            [f"{frac:.0%}", len(rs), *(cell(x, 3) for x in nll), " / ".join(f"{x:.3f}" for x in paper)]
+            + [cell(x, 3, style="g") for x in seconds]
+            + [" / ".join(cell(a, 3, se=b, style="g") for a, b in PAPER_TIME[frac])]
         )
     lines += ["", "## Averages over the datasets run", "", *markdown_table(header, rows)]
     lines += markdown_section("Claim checks (paper §4.1, Table 1)", claim_items(report.get("claims", [])))
@@ -272,7 +262,6 @@ def main(argv=None) -> int:
     quick = "Crabs, 15 %%, split 0, maxiter 5, 2 epochs"
     parser = benchmark_parser(__spec__.name, __doc__, "results/sepgpc", quick, data_dir=True, optimizer=True)
     parser.add_argument("--splits", default=None, help="splits, e.g. 0,1,2 or a count like 5 (default 3)")
-    parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--methods", default=",".join(METHODS), help="methods to run")
     parser.add_argument("--resume", default=None, help="a previous table1(.partial).json: its splits are kept")
     parser.add_argument("--max-m", type=int, default=None, help="skip (dataset, fraction) with M above this")
@@ -283,31 +272,25 @@ def main(argv=None) -> int:
         rep["claims"] = verdicts(table1_claims(_methods_in(rep)), rep["rows"])
         Path(args.rerender).with_suffix(".md").write_text(table1_markdown(rep))
         return 0
-    if args.splits is None:
-        splits = [0] if args.quick else [0, 1, 2]
-    else:
-        splits = parse_list(args.splits, int) if "," in args.splits else list(range(int(args.splits)))
-    datasets, fractions, methods = parse_list(args.datasets), list(FRACTIONS), parse_list(args.methods)
+    count = args.splits or ("1" if args.quick else "3")
+    splits = parse_list(count, int) if "," in count else list(range(int(count)))
+    datasets, fractions, methods = list(DATASETS), list(FRACTIONS), parse_list(args.methods)
     args.maxiter, args.epochs = 250, 100
     if args.quick:
         datasets, fractions, args.maxiter, args.epochs = ["Crabs"], [0.15], 5, 2
-    previous = json.loads(Path(args.resume).read_text()) if args.resume else None
-    out_dir = Path(args.out_dir)
-
-    def checkpoint(partial):
-        write_json(out_dir / "table1.partial.json", dict(partial, command=command))
-
-    rep = timed_report(command, lambda: run_table1(args, datasets, fractions, splits, methods, previous, checkpoint))
-    reused = [x.get("reused", False) for r in rep["rows"] for records in r["per_split"].values() for x in records]
+    rep = timed_report(command, lambda: run_table1(args, command, datasets, fractions, splits, methods))
     if args.resume:
-        taken = f"{sum(reused)} of {len(reused)} per-split results were taken from {args.resume}"
-        rep["notes"].append(taken + ' (marked "reused" in the JSON).')
+        reused = [x.get("reused", False) for r in rep["rows"] for records in r["per_split"].values() for x in records]
+        rep["notes"].append(
+            f"{sum(reused)} of {len(reused)} per-split results were taken from {args.resume} "
+            '(marked "reused" in the JSON).'
+        )
     used = sorted({k for r in rep["rows"] for k in r["splits"]})
     rep["settings"] = dict(datasets=datasets, fractions=fractions, splits_used=used, maxiter=args.maxiter)
     rep["settings"].update(epochs=args.epochs, optimizer=args.optimizer, sep_tol=SEP_TOL, max_m=args.max_m)
     rep["notes"].append(MINIBATCH_NOTE)
     rep["claims"] = verdicts(table1_claims(_methods_in(rep)), rep["rows"])
-    json_path, md_path = write_report(out_dir / "table1", rep, table1_markdown(rep))
+    json_path, md_path = write_report(Path(args.out_dir) / "table1", rep, table1_markdown(rep))
     log(f"wrote {json_path} and {md_path} (wall time {rep['wall_time_s']:.0f} s)")
     return 0
 

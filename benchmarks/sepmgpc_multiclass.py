@@ -6,38 +6,29 @@ with fixed splits, trained side by side. Protocol and results: docs/benchmarks/s
 
 from typing import Dict, List
 
-import gpflow
 import numpy as np
 from scipy.cluster.vq import kmeans2
 
 from gpflow_ep.evaluation import held_out_metrics
-from gpflow_ep.likelihoods import MultiClassHinge, MultiClassStep
-from gpflow_ep.models import SEPMGPC
 
 from . import runner
 from .bsvm_multiclass import SHIPPED, load, multiclass_parser, run_multiclass, time_cell, train_side_by_side
 from .claims import Claim, claim_items, verdicts
+from .minibatch import sparse_model
 from .report import markdown_header, markdown_section
 from .stats import cell, markdown_table, mean_se
 
 log = runner.progress_logger("sepmgpc_multiclass")
 METHODS = ("SEPMGPC", "RobustMax", "Softmax", "hinge")
-LIKELIHOODS = dict(
-    RobustMax=gpflow.likelihoods.MultiClass,
-    Softmax=gpflow.likelihoods.Softmax,
-    hinge=lambda C: MultiClassHinge(C, bound="augmented"),
-)
 
 
 def build(method: str, X, C: int, M: int, seed: int):
-    """SEPMGPC, or an SVGP with one of :data:`LIKELIHOODS` (q_mu ~ N(0, 0.01²) breaks the hinge's ties)."""
+    """:func:`sparse_model` on k-means inducing inputs; an SVGP's q_mu ~ N(0, 0.01²) (breaks the hinge's ties)."""
     n, D = X.shape
     Z, _ = kmeans2(X, min(M, n), minit="++", seed=seed)
-    kernel = gpflow.kernels.SquaredExponential(lengthscales=np.full(D, np.sqrt(D)))
-    if method == "SEPMGPC":
-        return SEPMGPC(kernel, MultiClassStep(C), Z, num_data=n)
-    model = gpflow.models.SVGP(kernel, LIKELIHOODS[method](C), Z.copy(), num_latent_gps=C, num_data=n)
-    model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=model.q_mu.shape))
+    model = sparse_model(method, D, Z, n, C)
+    if method != "SEPMGPC":
+        model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=model.q_mu.shape))
     return model
 
 

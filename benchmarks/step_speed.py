@@ -2,22 +2,20 @@ r"""
 The compiled minibatch training step of SEPGPC and SEPMGPC (``fit``'s: the minibatch site refresh of
 Hernández-Lobato & Hernández-Lobato 2016, Sec. 2.3, then one Adam step) against GPflow's SVGP (Probit;
 ``MultiClass``/RobustMax), interleaved in one process on synthetic 8-D data, against :data:`GOALS`.
-
 Protocol and results: docs/benchmarks/step_speed.md.
 """
 
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
-import gpflow
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.likelihoods import MultiClassStep, Probit
-from gpflow_ep.models import SEPGPC, SEPMGPC
+from gpflow_ep.likelihoods import Probit
+from gpflow_ep.models import SEPGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
-from .minibatch import TimedSteps, interleaved_rounds, make_optimizer, random_subset
+from .minibatch import TimedSteps, interleaved_rounds, make_optimizer, random_subset, sparse_model
 from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
@@ -59,14 +57,11 @@ def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]):
     for C in classes:
         X, Y = data(n, D, C, seed=C)
         Z = random_subset(X, M, seed=1)
-        if C == 2:
-            sep = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
-            svgp = gpflow.models.SVGP(se_ard_kernel(D), Probit(), Z.copy(), num_data=n)
+        if C == 2:  # SEPGPC with its default EP settings
+            sep, svgp = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n), sparse_model("SVGP", D, Z, n)
             pairs.append(("SEPGPC", "SVGP", GOALS["SEPGPC"]))
         else:
-            sep = SEPMGPC(se_ard_kernel(D), MultiClassStep(C), Z.copy(), num_data=n)
-            likelihood = gpflow.likelihoods.MultiClass(C)
-            svgp = gpflow.models.SVGP(se_ard_kernel(D), likelihood, Z.copy(), num_latent_gps=C, num_data=n)
+            sep, svgp = (sparse_model(m, D, Z, n, C) for m in ("SEPMGPC", "RobustMax"))
             pairs.append((f"SEPMGPC C={C}", f"SVGP RobustMax C={C}", GOALS["SEPMGPC"]))
         for name, model, make in zip(pairs[-1][:2], (sep, svgp), (make_train_step, _svgp_step)):
             batches = iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))
@@ -94,13 +89,10 @@ def markdown(report: Dict) -> str:
     c = report["config"]
     rows = []
     for result in report["results"]:
-        ms = result["per_step_ms"]
         for pair, r in result["ratios"].items():
-            sep, svgp = pair.split(" / ")
+            times = [f"{result['per_step_ms'][name]:.2f}" for name in pair.split(" / ")]
             goal = f"≤ {r['goal']}x {'met' if r['met'] else 'not met'}"
-            rows.append(
-                [result["M"], result["batch_size"], sep, f"{ms[sep]:.2f}", f"{ms[svgp]:.2f}", f"{r['median']:.2f}x"]
-            )
+            rows.append([result["M"], result["batch_size"], pair.split(" / ")[0], *times, f"{r['median']:.2f}x"])
             rows[-1] += [f"{r['min']:.2f}–{r['max']:.2f}", goal]
     head = ["M", "batch", "SEP method", "SEP ms/step", "SVGP ms/step", "ratio (median of rounds)", "range", "goal"]
     lines = markdown_header("Compiled training step: sparse EP against SVGP", report) + [
@@ -120,11 +112,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")
     args, command = parse_command_line(parser, argv)
     config = QUICK if args.quick else dict(FULL, rounds=args.rounds, steps=args.steps)
-
-    def run():
-        return dict(config=config, results=[run_config(config, M, B) for M, B in config["configs"]])
-
-    report = timed_report(command, run)
+    configs = config["configs"]
+    report = timed_report(command, lambda: dict(config=config, results=[run_config(config, M, B) for M, B in configs]))
     prefix = Path(args.out_dir) / ("step_speed_quick" if args.quick else "step_speed")
     log("wrote {} and {}".format(*write_report(prefix, report, markdown(report))))
     return 0
