@@ -23,7 +23,7 @@ from .claims import claim_items
 from .models import ModelSlot, build_ep_model, ep_fit, evaluate, fixed_noisy_step
 from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
 from .runner import benchmark_parser, parse_command_line, run_parts
-from .stats import finite_or_none, markdown_table
+from .stats import cell, finite_or_none, markdown_table
 
 PARTS = {"C1": "benchmarks.rep_toy", "C2": "benchmarks.rep_synthetic", "C3": "benchmarks.rep_uci"}
 PAPER = "Qi & Guo (2012), Message passing with relaxed moment matching"
@@ -45,25 +45,29 @@ def rep_spec(c: float, family: str = "REP") -> Dict:
     return {"name": f"{family}(c={c:g})", "family": family, "c": c, "message_update": update, "objective": objective}
 
 
+def cached(slots: Dict, key, X, Y, build: Callable) -> ModelSlot:
+    """The slot ``key`` of ``slots``, a ``ModelSlot`` of ``build()`` made on first use or when X's shape changes."""
+    if key not in slots or slots[key].shape != np.shape(X):
+        slots[key] = ModelSlot(build(), X, Y)
+    return slots[key]
+
+
 def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=EP_OPTIONS, **fields) -> Tuple:
     """
     EP from flat sites with ``spec`` on (X, Y) in its slot of ``slots`` (built with ``kernel()`` and a fixed
-    ``NoisyStep`` on first use or when X's shape changes), after assigning ``values`` (``likelihood.epsilon``
-    among them). Returns the model, its row (``fields``, the method spec, :func:`~benchmarks.models.ep_fit`, the sites
-    with REP's relaxation b > 0) and b.
+    ``NoisyStep``), after assigning ``values`` (``likelihood.epsilon`` among them). Returns the model, its row
+    (``fields``, the method spec, :func:`~benchmarks.models.ep_fit`, the sites with REP's relaxation b > 0) and b.
     """
-    name = spec["name"]
-    if name not in slots or slots[name].shape != np.shape(X):
-        likelihood = fixed_noisy_step(values["likelihood.epsilon"])
-        slots[name] = ModelSlot(build_ep_model(spec, (X, Y), kernel(), likelihood, options), X, Y, spec=spec)
-    model = slots[name].load(X, Y, values)
-    row = dict(fields, method=name, **{k: v for k, v in spec.items() if k != "name"}, **ep_fit(model))
+    likelihood = fixed_noisy_step(values["likelihood.epsilon"])
+    slot = cached(slots, spec["name"], X, Y, lambda: build_ep_model(spec, (X, Y), kernel(), likelihood, options))
+    model = slot.load(X, Y, values)
+    row = dict(fields, method=spec["name"], **{k: v for k, v in spec.items() if k != "name"}, **ep_fit(model))
     b = model.sites.relaxation.numpy()[:, 0]
     row.update(num_b_positive=int(np.sum(b > 0)), frac_b_positive=float(np.mean(b > 0)))
     return model, row, b
 
 
-def held_out_scores(model, X, Y, chunk: Optional[int] = None) -> Dict:
+def test_scores(model, X, Y, chunk: Optional[int] = None) -> Dict:
     """Test error and NLPD (EP models: also with Minka's α predictor) of :func:`~benchmarks.models.evaluate`."""
     ev = evaluate(model, X, Y, dual=isinstance(model, EPGPC), chunk=chunk)
     out = dict(test_error=ev["error"] if ev["mean_finite"] else None, test_nlpd=finite_or_none(ev["nlpd"]))
@@ -76,6 +80,16 @@ def held_out_scores(model, X, Y, chunk: Optional[int] = None) -> Dict:
 def table(columns: Sequence[Tuple[str, Callable]], rows) -> List[str]:
     """The Markdown table of ``rows``, one column per (header, function of a row) pair."""
     return markdown_table([head for head, _ in columns], [[value(r) for _, value in columns] for r in rows])
+
+
+def dash(value, digits: int, **kwargs) -> str:
+    """A table cell (:func:`~benchmarks.stats.cell`) with "–" for a missing value."""
+    return cell(value, digits, missing="–", **kwargs)
+
+
+def pct(value, digits: int = 2, signed: bool = False) -> str:
+    """A proportion (or a difference of two) in percent (points), "–" when missing."""
+    return dash(value, digits, signed=signed, scale=100.0)
 
 
 def part_parser(module: str, doc: str, part: str, quick: str, **kwargs):
