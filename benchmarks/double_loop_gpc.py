@@ -3,8 +3,6 @@ The convergent double loop on GP classification: ``EPGPC(schedule="convergent")`
 Hernández-Lobato & Hernández-Lobato 2011, §3.2, a schedule of the engine) with the label-flip ``NoisyStep``
 likelihood, on the noisy synthetic data of ``benchmarks.rep_synthetic`` where EP cycles, against
 undamped sequential and damped parallel EP. Protocol and results: docs/benchmarks/spike_slab.md.
-
-    python -m benchmarks.double_loop_gpc [--quick] [--repetitions 10] [--out-dir results/spike_slab]
 """
 
 import time
@@ -57,10 +55,7 @@ def run_one(flip_rate: float, rep: int, config: Dict) -> Dict:
 
 
 def summarise(runs: List[Dict]) -> Dict:
-    """
-    Per flip rate and method: runs converged, median sweeps and seconds, test error and log Z mean ± s.e.,
-    the largest increase of the double loop's energy.
-    """
+    """Per flip rate and method: converged runs, median sweeps and seconds, error, log Z, the energy's largest rise."""
     summary = {}
     for rate in dict.fromkeys(r["flip_rate"] for r in runs):
         summary[str(rate)] = {}

@@ -3,11 +3,9 @@ The experiments of Qi & Guo (2012), *Message passing with relaxed moment matchin
 (:mod:`benchmarks.rep_toy`), C2, synthetic flipped labels (:mod:`benchmarks.rep_synthetic`), and C3, UCI
 binary sets (:mod:`benchmarks.rep_uci`), in turn; see ``docs/benchmarks/rep.md``.
 
-    python -m benchmarks.rep [--parts C1,C2,C3] [--out-dir results/rep] [--quick] [options ...]
-
-Every other option is passed to each part, which ignores the options of the others. This module also
-holds what the three parts share: the method specs, the EP fit of one spec in its model slot, the test
-metrics, the command line, the run and the Markdown page of a part.
+Options other than ``--parts`` and ``--out-dir`` go to each part, which ignores those of the others. This
+module also holds what the three parts share: the method specs, the EP fit of one spec in its model slot,
+the test metrics, the command line, the run and the Markdown page of a part.
 """
 
 import sys
@@ -54,9 +52,8 @@ def cached(slots: Dict, key, X, Y, build: Callable) -> ModelSlot:
 
 def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=EP_OPTIONS, **fields) -> Tuple:
     """
-    EP from flat sites with ``spec`` on (X, Y) in its slot of ``slots`` (built with ``kernel()`` and a fixed
-    ``NoisyStep``), after assigning ``values`` (``likelihood.epsilon`` among them). Returns the model, its row
-    (``fields``, the method spec, :func:`~benchmarks.models.ep_fit`, the sites with REP's relaxation b > 0) and b.
+    EP from flat sites with ``spec`` on (X, Y) in its slot (``kernel()``, a fixed ``NoisyStep``, ``values`` assigned):
+    the model, its row (``fields``, the spec, :func:`~benchmarks.models.ep_fit`, sites with b > 0) and REP's b.
     """
     likelihood = fixed_noisy_step(values["likelihood.epsilon"])
     slot = cached(slots, spec["name"], X, Y, lambda: build_ep_model(spec, (X, Y), kernel(), likelihood, options))
@@ -101,10 +98,7 @@ def part_parser(module: str, doc: str, part: str, quick: str, **kwargs):
 
 
 def run_part(part: str, parser, argv, shared: bool, log, run: Callable, reanalyse: Callable, markdown: Callable) -> int:
-    """
-    A part's ``main``: ``--rerender`` redoes ``reanalyse(report, args)`` and ``markdown`` on ``<out-dir>/<part>.json``;
-    otherwise ``run(args, report, save)`` fills the report (``save()`` writes it so far) and it is written.
-    """
+    """A part's ``main``: ``--rerender`` of ``<out-dir>/<part>.json``, or ``run(args, report, save)`` and its report."""
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
     prefix = Path(args.out_dir) / part
     if args.rerender:

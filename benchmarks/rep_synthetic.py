@@ -3,9 +3,7 @@ Part C2 of :mod:`benchmarks.rep`: Qi & Guo (2012), §6.2 and Figs. 2–4. EP, Po
 2-D synthetic data (``gpflow_ep.datasets.noisy_mixture``) with 10 % / 20 % flipped training labels:
 divergence, sweeps, test error and which sites REP relaxes.
 
-    python -m benchmarks.rep_synthetic [--quick] [--out-dir results/rep] [--rerender]
-
-writes ``<out-dir>/C2.json``, ``C2.md`` (after every repetition), ``C2_R_curves.png`` (Fig. 3) and
+Writes ``<out-dir>/C2.json``, ``C2.md`` (after every repetition), ``C2_R_curves.png`` (Fig. 3) and
 ``C2_boundaries.png`` (Fig. 2); the protocol and the columns are described in docs/benchmarks/rep.md.
 """
 
@@ -77,9 +75,6 @@ def run_one(slots: Dict, spec: Dict, data, flip_rate: float, rep: int):
     return model, row
 
 
-# ---------------------------------------------------------------- statistics and claims
-
-
 def summarise(rows: List[Dict], flip_rates, methods) -> Dict:
     """Per (flip rate, method) aggregates over repetitions."""
     out: Dict[str, Dict] = {}
@@ -105,10 +100,7 @@ CLAIMS = dict(
 
 
 def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict]:
-    """
-    :data:`CLAIMS` as checks over the summary rows, one per (flip rate, method), of the ``methods`` run on
-    every repetition (the pooled relaxation check also counts the others).
-    """
+    """:data:`CLAIMS` over the summary rows of the ``methods`` run on every repetition (the pooled check: all REP)."""
     table = [dict(s, flip_rate=f, method=n) for f, block in summary.items() for n, s in block.items()]
     ep = {r["flip_rate"]: r for r in table if r["method"] == "EP"}
     sweeps = lambda r: r["mean_sweeps_all"]["mean"]
@@ -176,9 +168,6 @@ def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict
     return verdicts(checks, table)
 
 
-# ---------------------------------------------------------------- figures
-
-
 def grid_mean(model, X, n: int = PLOT_GRID):
     """The posterior mean on an n × n grid over the training inputs' box, widened by 0.5 (for Fig. 2)."""
     g1, g2 = (np.linspace(lo - 0.5, hi + 0.5, n) for lo, hi in zip(X.min(axis=0), X.max(axis=0)))
@@ -188,10 +177,7 @@ def grid_mean(model, X, n: int = PLOT_GRID):
 
 
 def figures(report: Dict, grids: Dict, out_dir: Path) -> None:
-    """
-    Fig. 3, R per sweep of each method on repetition :data:`PLOT_REP` (one panel per flip rate), and Fig. 2,
-    the decision boundaries of each method on that repetition at the highest flip rate.
-    """
+    """Fig. 3, R per sweep on repetition :data:`PLOT_REP` per flip rate, and Fig. 2, its boundaries at the highest."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -240,9 +226,6 @@ def figures(report: Dict, grids: Dict, out_dir: Path) -> None:
     fig.savefig(out_dir / "C2_boundaries.png", dpi=110)
     plt.close(fig)
     report["figures"] = dict(R_curves="C2_R_curves.png", boundaries="C2_boundaries.png")
-
-
-# ---------------------------------------------------------------- Markdown and driver
 
 
 def mean(s: Dict, key: str) -> str:
@@ -303,7 +286,11 @@ def run(args, report: Dict, save) -> None:
     extra_c = design["extra_c"] if args.extra_c is None else parse_list(args.extra_c, float)
     design["extra_c"] = tuple(c for c in extra_c if c not in design["c"])
     specs = [EP_SPEC, pep_spec(U, "full"), pep_spec(U, "fractional")] + [rep_spec(c) for c in design["c"]]
-    extra_specs, reps, flip_rates = [rep_spec(c) for c in design["extra_c"]], design["repetitions"], design["flip_rates"]
+    extra_specs, reps, flip_rates = (
+        [rep_spec(c) for c in design["extra_c"]],
+        design["repetitions"],
+        design["flip_rates"],
+    )
     methods = [s["name"] for s in specs[:3] + sorted(specs[3:] + extra_specs, key=lambda s: s["c"])]
     report["config"].update({k: list(v) if isinstance(v, tuple) else v for k, v in design.items()}, width=WIDTH)
     report["config"].update(extra_c_repetitions=EXTRA_C_REPETITIONS, methods=methods, ep_options=EP_OPTIONS)

@@ -3,9 +3,7 @@ Part C1 of :mod:`benchmarks.rep`: Qi & Guo (2012), §6.1 and Fig. 1. How close t
 Relaxed EP posteriors of the weights w are to the exact one (closed form, :func:`exact_posterior_sectors`)
 on a replica of the paper's 5-point linear toy and on random 5-point sets [ours].
 
-    python -m benchmarks.rep_toy [--quick] [--out-dir results/rep] [--rerender]
-
-writes ``<out-dir>/C1.json`` and ``C1.md``; the protocol and metrics are described in docs/benchmarks/rep.md.
+Writes ``<out-dir>/C1.json`` and ``C1.md``; the protocol and metrics are described in docs/benchmarks/rep.md.
 """
 
 import math
@@ -44,9 +42,6 @@ def build_parser():
     p.add_argument("--c", default=None, help="comma-separated REP penalties (default 0.1,0.3,1,2,5,10,20,100,1000)")
     p.add_argument("--random-configs", type=int, default=None, help="number of random configurations (default 40)")
     return p
-
-
-# ---------------------------------------------------------------- exact posterior of w
 
 
 def log_likelihood(X, Y, eps: float, w1, w2):
@@ -91,9 +86,6 @@ def random_configuration(k: int, seed: int = RANDOM_SEED):
     return centres + rng.normal(size=centres.shape), TOY_Y.copy()
 
 
-# ---------------------------------------------------------------- runs
-
-
 def errors(mean, cov, ref: Dict) -> Dict:
     """mean err = (1/d)Σ(μ̂−μ)², cov err = (1/d²)Σ(V̂−V)²."""
     d = np.size(mean)
@@ -124,9 +116,6 @@ def run_methods(specs, X, Y, eps: float, ref: Dict, slots: Dict, **fields) -> Li
         row.update(mean_err_alpha=errors(mean_alpha, cov, ref)["mean_err"], angle_deg=boundary_angle(mean, ref["mean"]))
         rows.append(dict(row, relaxed_points=[int(i) for i in np.flatnonzero(b > 0)]))
     return rows
-
-
-# ---------------------------------------------------------------- comparisons and claims
 
 
 def less(a: float, b: float) -> bool:
@@ -221,9 +210,6 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
     most_better = lambda s: s["both_better"] > s["n"] / 2
     random_claim = Claim(CLAIMS["random"].format(random.get("eps")), most_better, need="any", show=counts)
     return verdicts(checks, runs) + verdicts([random_claim], summary)
-
-
-# ---------------------------------------------------------------- Markdown and driver
 
 
 def markdown(report: Dict) -> str:

@@ -2,9 +2,7 @@
 Part C3 of :mod:`benchmarks.rep`, after Qi & Guo (2012), §6.3 and Fig. 5: test error and NLPD of EP, Power EP
 and Relaxed EP (and probit VGP and EP baselines) on the six binary sets of ``shared/datasets``, per fixed split.
 
-    python -m benchmarks.rep_uci [--quick] [--out-dir results/rep] [--rerender]
-
-writes ``<out-dir>/C3.json`` and ``C3.md`` after every round of splits; the protocol is described in
+Writes ``<out-dir>/C3.json`` and ``C3.md`` after every round of splits; the protocol is described in
 docs/benchmarks/rep.md. The models of a data set are built once and reused across its splits.
 """
 
@@ -59,20 +57,14 @@ def baseline(name: str, X, Y):
 
 
 def trained(slots: Dict, key, split, build: Callable, maxiter: int):
-    """The model of ``build()`` in slot ``key`` on the training set, from lengthscale √d, trained by Scipy; its result."""
+    """The model of ``build()`` in slot ``key`` trained by Scipy on the training set from lengthscale √d; the result."""
     X, Y = split.X_train, split.Y_train
     model = cached(slots, key, X, Y, build).load(X, Y, {"kernel.lengthscales": math.sqrt(X.shape[1])})
     return model, slots[key].minimize(model.training_loss, maxiter)
 
 
-# ---------------------------------------------------------------- one split
-
-
 def run_split(slots: Dict, split, eps: float, maxiters, baselines: bool = True) -> List[Dict]:
-    """
-    All runs of one data set split for NoisyStep(eps): the lengthscale maximising the EP evidence (nested EP,
-    Scipy), EP, PEP and REP at that lengthscale, and, if asked, the probit baselines (kernel trained).
-    """
+    """All runs of a split for NoisyStep(eps): EP, PEP and REP at the EP-evidence lengthscale, the probit baselines."""
     X, Y, Xt, Yt = split.X_train, split.Y_train, split.X_test, split.Y_test
     base = dict(dataset=split.name, split=int(split.split), num_train=int(X.shape[0]))
     nested = lambda: build_ep_model(EP_SPEC, (X, Y), iso_kernel(), fixed_noisy_step(eps), {"ep_mode": "nested"})
@@ -109,11 +101,8 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
     }
 
 
-# ---------------------------------------------------------------- statistics and claims
-
-
 def verdict(diff: Dict) -> str:
-    """Reading of a paired difference REP − other (negative favours REP): significant if the 95 % interval excludes 0."""
+    """Reading of a paired difference REP − other (negative favours REP); significant: its 95 % CI excludes 0."""
     if diff["n"] == 0 or diff["mean"] is None:
         return "no data"
     if diff["wins"] == 0 and diff["losses"] == 0:
@@ -177,11 +166,7 @@ def summarise(rows: List[Dict]) -> Dict:
 
 
 def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
-    """
-    The claims of §6.3 and Fig. 5 over the datasets of each eps setting: per REP setting, a significantly
-    lower test error than both EP and PEP on every dataset; no divergence; the fewest sweeps. Datasets
-    where EP is no better than the majority class are named in the evidence.
-    """
+    """The claims of §6.3 and Fig. 5 per eps; the datasets where EP is no better than the majority class are named."""
 
     def lower(r: Dict) -> str:
         diffs = zip(OTHERS, r["diffs"])
@@ -225,9 +210,6 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
             )
         out += decided
     return out
-
-
-# ---------------------------------------------------------------- Markdown and driver
 
 
 def markdown(report: Dict) -> str:
