@@ -3,8 +3,6 @@ The convergent double loop on GP classification: ``EPGPC(schedule="convergent")`
 Hernández-Lobato & Hernández-Lobato 2011, §3.2, a schedule of the engine) with the label-flip ``NoisyStep``
 likelihood, on the noisy synthetic data of ``benchmarks.rep_synthetic`` where EP cycles, against
 undamped sequential and damped parallel EP. Protocol and results: docs/benchmarks/spike_slab.md.
-
-    python -m benchmarks.double_loop_gpc [--quick] [--repetitions 10] [--out-dir results/spike_slab]
 """
 
 import time
@@ -33,13 +31,13 @@ METHODS = {
 }
 
 
-def run_one(flip_rate: float, rep: int, n_per_class: int, test_points: int, max_outer: int) -> Dict:
-    """The three methods on data set ``rep`` of ``flip_rate``."""
-    X, Y, _, Xt, Yt = dataset(flip_rate, rep, n_per_class, test_points)
+def run_one(flip_rate: float, rep: int, config: Dict) -> Dict:
+    """The three methods on data set ``rep`` of ``flip_rate`` (sizes and the double loop's cap from ``config``)."""
+    X, Y, _, Xt, Yt = dataset(flip_rate, rep, config["n_per_class"], config["test_points"])
     out = {}
     for name, options in METHODS.items():
         loop = name == "double loop"
-        options = dict(options, max_sweeps=max_outer) if loop else options
+        options = dict(options, max_sweeps=config["max_outer"]) if loop else options
         kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=1.0)
         model = EPGPC((X, Y), kernel, NoisyStep(flip_rate), **options)
         if not loop:
@@ -57,10 +55,7 @@ def run_one(flip_rate: float, rep: int, n_per_class: int, test_points: int, max_
 
 
 def summarise(runs: List[Dict]) -> Dict:
-    """
-    Per flip rate and method: runs converged, median sweeps and seconds, test error and log Z mean ± s.e.,
-    the largest increase of the double loop's energy.
-    """
+    """Per flip rate and method: converged runs, median sweeps and seconds, error, log Z, the energy's largest rise."""
     summary = {}
     for rate in dict.fromkeys(r["flip_rate"] for r in runs):
         summary[str(rate)] = {}
@@ -104,18 +99,18 @@ def main(argv=None, shared: bool = False) -> int:
     parser.add_argument("--repetitions", type=int, default=10, help="data sets per flip rate (default 10)")
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
     config = {**FULL, "repetitions": args.repetitions, **(QUICK if args.quick else {})}
-    sizes = {k: config[k] for k in ("n_per_class", "test_points", "max_outer")}
 
     def describe(run):
-        return f"flip {run['flip_rate']} rep {run['rep']}: " + ", ".join(
+        done = ", ".join(
             f"{m} {'ok' if r['converged'] else 'NO'} {r['sweeps']} {r['seconds']:.1f}s err {r['error']:.3f}"
             for m, r in run["results"].items()
         )
+        return f"flip {run['flip_rate']} rep {run['rep']}: {done}"
 
     return run_split_grid(
         config["flip_rates"],
         config["repetitions"],
-        lambda rate, rep: dict(flip_rate=rate, rep=rep, results=run_one(rate, rep, **sizes)),
+        lambda rate, rep: dict(flip_rate=rate, rep=rep, results=run_one(rate, rep, config)),
         summarise,
         config=config,
         command=command,

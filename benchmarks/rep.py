@@ -3,11 +3,9 @@ The experiments of Qi & Guo (2012), *Message passing with relaxed moment matchin
 (:mod:`benchmarks.rep_toy`), C2, synthetic flipped labels (:mod:`benchmarks.rep_synthetic`), and C3, UCI
 binary sets (:mod:`benchmarks.rep_uci`), in turn; see ``docs/benchmarks/rep.md``.
 
-    python -m benchmarks.rep [--parts C1,C2,C3] [--out-dir results/rep] [--quick] [options ...]
-
-Every other option is passed to each part, which ignores the options of the others. This module also
-holds what the three parts share: the method specs, the EP fit of one spec in its model slot, the test
-metrics, the command line, the run and the Markdown page of a part.
+Options other than ``--parts`` and ``--out-dir`` go to each part, which ignores those of the others. This
+module also holds what the three parts share: the method specs, the EP fit of one spec in its model slot,
+the test metrics, the command line, the run and the Markdown page of a part.
 """
 
 import sys
@@ -23,7 +21,7 @@ from .claims import claim_items
 from .models import ModelSlot, build_ep_model, ep_fit, evaluate, fixed_noisy_step
 from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
 from .runner import benchmark_parser, parse_command_line, run_parts
-from .stats import finite_or_none, markdown_table
+from .stats import cell, finite_or_none, markdown_table
 
 PARTS = {"C1": "benchmarks.rep_toy", "C2": "benchmarks.rep_synthetic", "C3": "benchmarks.rep_uci"}
 PAPER = "Qi & Guo (2012), Message passing with relaxed moment matching"
@@ -45,25 +43,28 @@ def rep_spec(c: float, family: str = "REP") -> Dict:
     return {"name": f"{family}(c={c:g})", "family": family, "c": c, "message_update": update, "objective": objective}
 
 
+def cached(slots: Dict, key, X, Y, build: Callable) -> ModelSlot:
+    """The slot ``key`` of ``slots``, a ``ModelSlot`` of ``build()`` made on first use or when X's shape changes."""
+    if key not in slots or slots[key].shape != np.shape(X):
+        slots[key] = ModelSlot(build(), X, Y)
+    return slots[key]
+
+
 def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=EP_OPTIONS, **fields) -> Tuple:
     """
-    EP from flat sites with ``spec`` on (X, Y) in its slot of ``slots`` (built with ``kernel()`` and a fixed
-    ``NoisyStep`` on first use or when X's shape changes), after assigning ``values`` (``likelihood.epsilon``
-    among them). Returns the model, its row (``fields``, the method spec, :func:`~benchmarks.models.ep_fit`, the sites
-    with REP's relaxation b > 0) and b.
+    EP from flat sites with ``spec`` on (X, Y) in its slot (``kernel()``, a fixed ``NoisyStep``, ``values`` assigned):
+    the model, its row (``fields``, the spec, :func:`~benchmarks.models.ep_fit`, sites with b > 0) and REP's b.
     """
-    name = spec["name"]
-    if name not in slots or slots[name].shape != np.shape(X):
-        likelihood = fixed_noisy_step(values["likelihood.epsilon"])
-        slots[name] = ModelSlot(build_ep_model(spec, (X, Y), kernel(), likelihood, options), X, Y, spec=spec)
-    model = slots[name].load(X, Y, values)
-    row = dict(fields, method=name, **{k: v for k, v in spec.items() if k != "name"}, **ep_fit(model))
+    likelihood = fixed_noisy_step(values["likelihood.epsilon"])
+    slot = cached(slots, spec["name"], X, Y, lambda: build_ep_model(spec, (X, Y), kernel(), likelihood, options))
+    model = slot.load(X, Y, values)
+    row = dict(fields, method=spec["name"], **{k: v for k, v in spec.items() if k != "name"}, **ep_fit(model))
     b = model.sites.relaxation.numpy()[:, 0]
     row.update(num_b_positive=int(np.sum(b > 0)), frac_b_positive=float(np.mean(b > 0)))
     return model, row, b
 
 
-def held_out_scores(model, X, Y, chunk: Optional[int] = None) -> Dict:
+def test_scores(model, X, Y, chunk: Optional[int] = None) -> Dict:
     """Test error and NLPD (EP models: also with Minka's α predictor) of :func:`~benchmarks.models.evaluate`."""
     ev = evaluate(model, X, Y, dual=isinstance(model, EPGPC), chunk=chunk)
     out = dict(test_error=ev["error"] if ev["mean_finite"] else None, test_nlpd=finite_or_none(ev["nlpd"]))
@@ -78,6 +79,16 @@ def table(columns: Sequence[Tuple[str, Callable]], rows) -> List[str]:
     return markdown_table([head for head, _ in columns], [[value(r) for _, value in columns] for r in rows])
 
 
+def dash(value, digits: int, **kwargs) -> str:
+    """A table cell (:func:`~benchmarks.stats.cell`) with "–" for a missing value."""
+    return cell(value, digits, missing="–", **kwargs)
+
+
+def pct(value, digits: int = 2, signed: bool = False) -> str:
+    """A proportion (or a difference of two) in percent (points), "–" when missing."""
+    return dash(value, digits, signed=signed, scale=100.0)
+
+
 def part_parser(module: str, doc: str, part: str, quick: str, **kwargs):
     """The command line of a part: the benchmark options and ``--rerender``."""
     parser = benchmark_parser(module, doc, "results/rep", quick, **kwargs)
@@ -87,10 +98,7 @@ def part_parser(module: str, doc: str, part: str, quick: str, **kwargs):
 
 
 def run_part(part: str, parser, argv, shared: bool, log, run: Callable, reanalyse: Callable, markdown: Callable) -> int:
-    """
-    A part's ``main``: ``--rerender`` redoes ``reanalyse(report, args)`` and ``markdown`` on ``<out-dir>/<part>.json``;
-    otherwise ``run(args, report, save)`` fills the report (``save()`` writes it so far) and it is written.
-    """
+    """A part's ``main``: ``--rerender`` of ``<out-dir>/<part>.json``, or ``run(args, report, save)`` and its report."""
     args, command = parse_command_line(parser, argv, shared=shared, log=log)
     prefix = Path(args.out_dir) / part
     if args.rerender:

@@ -3,9 +3,7 @@ Part C2 of :mod:`benchmarks.rep`: Qi & Guo (2012), §6.2 and Figs. 2–4. EP, Po
 2-D synthetic data (``gpflow_ep.datasets.noisy_mixture``) with 10 % / 20 % flipped training labels:
 divergence, sweeps, test error and which sites REP relaxes.
 
-    python -m benchmarks.rep_synthetic [--quick] [--out-dir results/rep] [--rerender]
-
-writes ``<out-dir>/C2.json``, ``C2.md`` (after every repetition), ``C2_R_curves.png`` (Fig. 3) and
+Writes ``<out-dir>/C2.json``, ``C2.md`` (after every repetition), ``C2_R_curves.png`` (Fig. 3) and
 ``C2_boundaries.png`` (Fig. 2); the protocol and the columns are described in docs/benchmarks/rep.md.
 """
 
@@ -20,16 +18,18 @@ from scipy.stats import norm
 from gpflow_ep.datasets import noisy_mixture
 
 from .claims import Claim, verdicts
-from .rep import EP_OPTIONS, EP_SPEC, fit, held_out_scores, page, part_parser, pep_spec, rep_spec, run_part, table
+from .rep import EP_OPTIONS, EP_SPEC, fit, page, part_parser, pct, pep_spec, rep_spec, run_part, table, test_scores
 from .runner import parse_list, progress_logger
 from .stats import cell, mean_se, paired_differences
 
 log = progress_logger("C2")
 
-FLIP_RATES, U, WIDTH = (0.1, 0.2), 0.8, 1.0
+U, WIDTH = 0.8, 1.0
 #: the full design (REP with extra_c on the first EXTRA_C_REPETITIONS only: time budget); --quick runs QUICK
-FULL = dict(repetitions=10, n_per_class=200, test_points=39_600, c=(1.0, 10.0), extra_c=(0.3, 3.0))
-QUICK = dict(repetitions=1, n_per_class=60, test_points=2000, c=(1.0,), extra_c=())
+FULL = dict(
+    flip_rates=(0.1, 0.2), repetitions=10, n_per_class=200, test_points=39_600, c=(1.0, 10.0), extra_c=(0.3, 3.0)
+)
+QUICK = dict(FULL, repetitions=1, n_per_class=60, test_points=2000, c=(1.0,), extra_c=())
 SEPARATION, TRAIN_SEED, TEST_SEED, CHUNK = 3.0, 20120, 40120, 5000
 EXTRA_C_REPETITIONS, PLOT_REP, PLOT_GRID = 3, 0, 151
 #: per (flip rate, method): the mean ± s.e. over repetitions of these run fields
@@ -69,13 +69,10 @@ def run_one(slots: Dict, spec: Dict, data, flip_rate: float, rep: int):
     X, Y, clean, Xt, Yt = data
     kernel, values = SquaredExponential, {"likelihood.epsilon": flip_rate, "kernel.lengthscales": WIDTH}
     model, row, b = fit(slots, spec, X, Y, kernel, values, flip_rate=flip_rate, eps=flip_rate, width=WIDTH, rep=rep)
-    row.update(held_out_scores(model, Xt, Yt, chunk=CHUNK))
+    row.update(test_scores(model, Xt, Yt, chunk=CHUNK))
     row["diverged"] = not (row["converged"] and row["finite"] and row["predictions_finite"])
     row["num_flipped_among_relaxed"] = int(np.sum((Y != clean)[:, 0] & (b > 0)))
     return model, row
-
-
-# ---------------------------------------------------------------- statistics and claims
 
 
 def summarise(rows: List[Dict], flip_rates, methods) -> Dict:
@@ -103,34 +100,29 @@ CLAIMS = dict(
 
 
 def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict]:
-    """
-    :data:`CLAIMS` as checks over the summary rows, one per (flip rate, method), of the ``methods`` run on
-    every repetition (the pooled relaxation check also counts the others).
-    """
+    """:data:`CLAIMS` over the summary rows of the ``methods`` run on every repetition (the pooled check: all REP)."""
     table = [dict(s, flip_rate=f, method=n) for f, block in summary.items() for n, s in block.items()]
     ep = {r["flip_rate"]: r for r in table if r["method"] == "EP"}
+    sweeps = lambda r: r["mean_sweeps_all"]["mean"]
 
     def of(prefix: str):
         return lambda t: [r for r in t if r["method"] in methods and r["method"].startswith(prefix)]
-
-    def divergent(r: Dict) -> str:
-        return f"{r['flip_rate']} {r['method']} {r['divergent']}/{r['runs']} (EP {ep[r['flip_rate']]['divergent']})"
 
     def best_per_rate(key) -> List[Dict]:
         """Per flip rate, the best REP setting and the best other method by ``key`` (lower is better)."""
         out = []
         for f in summary:
             rs = [r for r in table if r["flip_rate"] == f and r["method"] in methods]
-            reps = [r for r in rs if r["method"].startswith("REP")]
-            others = [r for r in rs if not r["method"].startswith("REP")]
+            reps, others = ([r for r in rs if r["method"].startswith("REP") is rep] for rep in (True, False))
             out += [dict(flip_rate=f, rep=min(reps, key=key), other=min(others, key=key))] if reps and others else []
         return out
 
     def error_difference(pair: Dict) -> Dict:
         """The paired difference of the test errors over the repetitions of the pair's flip rate."""
         rs = [r for r in rows if str(r["flip_rate"]) == pair["flip_rate"]]
-        pair_rows = (pair["rep"], pair["other"])
-        by_rep = [{r["rep"]: r.get("test_error") for r in rs if r["method"] == p["method"]} for p in pair_rows]
+        by_rep = [
+            {r["rep"]: r.get("test_error") for r in rs if r["method"] == pair[p]["method"]} for p in ("rep", "other")
+        ]
         return dict(pair, d=paired_differences(*by_rep))
 
     def pooled(f: str) -> Dict:
@@ -139,16 +131,15 @@ def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict
         flipped = sum(r["relaxed_sites_total"] * (r["flipped_frac_among_relaxed_pooled"] or 0.0) for r in rs)
         return dict(flip_rate=f, total=total, flipped=flipped / total if total else None)
 
-    def sweeps(r: Dict) -> float:
-        return r["mean_sweeps_all"]["mean"]
-
     def lower(p: Dict) -> bool:
         """The paired difference best REP − best other below zero by more than 2 s.e."""
         return p["d"]["mean"] is not None and p["d"]["se"] is not None and p["d"]["mean"] + 2.0 * p["d"]["se"] < 0.0
 
+    def divergent(r: Dict) -> str:
+        return f"{r['flip_rate']} {r['method']} {r['divergent']}/{r['runs']} (EP {ep[r['flip_rate']]['divergent']})"
+
     def sweeps_text(p: Dict) -> str:
-        rep, other = p["rep"], p["other"]
-        text = f"{rep['method']} {sweeps(rep):.1f}, {other['method']} {sweeps(other):.1f}"
+        text = ", ".join(f"{p[k]['method']} {sweeps(p[k]):.1f}" for k in ("rep", "other"))
         return f"{p['flip_rate']}: mean sweeps (all runs, cap 100) {text}"
 
     def error_text(p: Dict) -> str:
@@ -157,8 +148,9 @@ def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict
         return f"{p['flip_rate']}: {names} = {cell(d, 2, signed=True, scale=100.0)} pts ({counts})"
 
     def pooled_text(p: Dict) -> str:
-        sites = f"{p['total']} relaxed sites, {100 * p['flipped']:.0f}% flipped"
-        return f"{p['flip_rate']}, all REP settings pooled: {sites}"
+        return (
+            f"{p['flip_rate']}, all REP settings pooled: {p['total']} relaxed sites, {100 * p['flipped']:.0f}% flipped"
+        )
 
     ep_never = "but EP did not diverge either" if all(r["divergent"] == 0 for r in ep.values()) else ""
     by_error = [error_difference(p) for p in best_per_rate(lambda r: r["test_error"]["mean"])]
@@ -176,9 +168,6 @@ def claims(summary: Dict, rows: List[Dict], methods: Sequence[str]) -> List[Dict
     return verdicts(checks, table)
 
 
-# ---------------------------------------------------------------- figures
-
-
 def grid_mean(model, X, n: int = PLOT_GRID):
     """The posterior mean on an n × n grid over the training inputs' box, widened by 0.5 (for Fig. 2)."""
     g1, g2 = (np.linspace(lo - 0.5, hi + 0.5, n) for lo, hi in zip(X.min(axis=0), X.max(axis=0)))
@@ -188,23 +177,20 @@ def grid_mean(model, X, n: int = PLOT_GRID):
 
 
 def figures(report: Dict, grids: Dict, out_dir: Path) -> None:
-    """
-    Fig. 3, R per sweep of each method on repetition :data:`PLOT_REP` (one panel per flip rate), and Fig. 2,
-    the decision boundaries of each method on that repetition at the highest flip rate.
-    """
+    """Fig. 3, R per sweep on repetition :data:`PLOT_REP` per flip rate, and Fig. 2, its boundaries at the highest."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cfg, curves = report["config"], {}
-    for r in (r for r in report["runs"] if r["rep"] == PLOT_REP):
-        curves.setdefault(str(r["flip_rate"]), {})[r["method"]] = r["R_history"]
-    fig, axes = plt.subplots(1, len(curves), figsize=(6.0 * len(curves), 4.2), squeeze=False)
-    for ax, fr in zip(axes[0], sorted(curves)):
-        for name, hist in curves[fr].items():
-            style = "-" if name == "EP" else ("--" if name.startswith("PEP") else "-.")
-            ax.semilogy(np.arange(1, len(hist) + 1), np.maximum(hist, 1e-12), style, label=name, lw=1.3)
+    cfg, shown = report["config"], [r for r in report["runs"] if r["rep"] == PLOT_REP]
+    rates = sorted({str(r["flip_rate"]) for r in shown})
+    fig, axes = plt.subplots(1, len(rates), figsize=(6.0 * len(rates), 4.2), squeeze=False)
+    for ax, fr in zip(axes[0], rates):
+        for r in (r for r in shown if str(r["flip_rate"]) == fr):
+            style = "-" if r["method"] == "EP" else ("--" if r["method"].startswith("PEP") else "-.")
+            hist = r["R_history"]
+            ax.semilogy(np.arange(1, len(hist) + 1), np.maximum(hist, 1e-12), style, label=r["method"], lw=1.3)
         ax.axhline(1e-3, color="k", lw=0.8, ls=":")
         title = f"{int(round(100 * float(fr)))}% flipped labels (repetition {PLOT_REP})"
         ax.set(title=title, xlabel="iteration (sweep)", ylabel=r"$R = \|\alpha_t - \alpha_{t-1}\|_2$")
@@ -215,7 +201,7 @@ def figures(report: Dict, grids: Dict, out_dir: Path) -> None:
 
     fr, threshold = max(cfg["flip_rates"]), report["bayes"]["threshold_abs_x1"]
     X, Y, clean, _, _ = dataset(fr, PLOT_REP, cfg["n_per_class"], cfg["test_points"])
-    shown = [r for r in report["runs"] if r["flip_rate"] == fr and r["rep"] == PLOT_REP]
+    shown = [r for r in shown if r["flip_rate"] == fr]
     cols, rows = min(3, len(shown)), int(math.ceil(len(shown) / 3))
     fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, 4.4 * rows), squeeze=False)
     pos, flipped = Y[:, 0] > 0.5, (Y != clean)[:, 0]
@@ -240,9 +226,6 @@ def figures(report: Dict, grids: Dict, out_dir: Path) -> None:
     fig.savefig(out_dir / "C2_boundaries.png", dpi=110)
     plt.close(fig)
     report["figures"] = dict(R_curves="C2_R_curves.png", boundaries="C2_boundaries.png")
-
-
-# ---------------------------------------------------------------- Markdown and driver
 
 
 def mean(s: Dict, key: str) -> str:
@@ -270,10 +253,10 @@ def markdown(report: Dict) -> str:
         ("div", lambda s: f"{s['divergent']}/{s['runs']}"),
         ("sweeps (all)", lambda s: f"{mean(s, 'mean_sweeps_converged')} ({mean(s, 'mean_sweeps_all')})"),
         ("skipped", lambda s: mean(s, "mean_skipped")),
-        ("err sites (%)", lambda s: cell(s["test_error"], 2, scale=100.0, missing="–")),
-        ("err α (%)", lambda s: cell(s["test_error_alpha"], 2, scale=100.0, missing="–")),
+        ("err sites (%)", lambda s: pct(s["test_error"])),
+        ("err α (%)", lambda s: pct(s["test_error_alpha"])),
         ("NLPD", lambda s: cell(s["test_nlpd"]["mean"], 3, missing="–")),
-        ("b>0 (%)", lambda s: cell(s["frac_b_positive"], 1, scale=100.0, missing="–")),
+        ("b>0 (%)", lambda s: pct(s["frac_b_positive"], 1)),
         ("flipped\\|b>0", flipped),
         ("time (s)", lambda s: mean(s, "fit_time_s")),
     ]
@@ -283,8 +266,7 @@ def markdown(report: Dict) -> str:
     if report.get("figures"):
         L += ["", "## Figures", "", f"* `C2_R_curves.png` (Fig. 3): R per sweep on repetition {PLOT_REP}."]
         L += [f"* `C2_boundaries.png` (Fig. 2): decision boundaries on repetition {PLOT_REP} at 20%."]
-    title = "C2 — synthetic data with flipped labels (Qi & Guo 2012, Figs. 2–4)"
-    return page(title, report, details, L)
+    return page("C2 — synthetic data with flipped labels (Qi & Guo 2012, Figs. 2–4)", report, details, L)
 
 
 def reanalyse(report: Dict, args=None) -> Dict:
@@ -300,19 +282,21 @@ def run(args, report: Dict, save) -> None:
     """The methods on every repetition and flip rate (the report written after each repetition), then the figures."""
     design = dict(QUICK if args.quick else FULL)
     design.update({k: getattr(args, k) for k in ("repetitions", "test_points") if getattr(args, k) is not None})
-    c_values = tuple(parse_list(args.c, float)) if args.c else design["c"]
-    extra_c = design["extra_c"] if args.extra_c is None else tuple(parse_list(args.extra_c, float))
-    extra_c = tuple(c for c in extra_c if c not in c_values)
-    flip_rates = tuple(parse_list(args.flip_rates, float)) if args.flip_rates else FLIP_RATES
-    specs = [EP_SPEC, pep_spec(U, "full"), pep_spec(U, "fractional")] + [rep_spec(c) for c in c_values]
-    extra_specs, reps = [rep_spec(c) for c in extra_c], design["repetitions"]
+    design.update({k: tuple(parse_list(getattr(args, k), float)) for k in ("c", "flip_rates") if getattr(args, k)})
+    extra_c = design["extra_c"] if args.extra_c is None else parse_list(args.extra_c, float)
+    design["extra_c"] = tuple(c for c in extra_c if c not in design["c"])
+    specs = [EP_SPEC, pep_spec(U, "full"), pep_spec(U, "fractional")] + [rep_spec(c) for c in design["c"]]
+    extra_specs, reps, flip_rates = (
+        [rep_spec(c) for c in design["extra_c"]],
+        design["repetitions"],
+        design["flip_rates"],
+    )
     methods = [s["name"] for s in specs[:3] + sorted(specs[3:] + extra_specs, key=lambda s: s["c"])]
-    report["config"].update(flip_rates=list(flip_rates), repetitions=reps, n_per_class=design["n_per_class"])
-    report["config"].update(test_points=design["test_points"], width=WIDTH, c=list(c_values), extra_c=list(extra_c))
+    report["config"].update({k: list(v) if isinstance(v, tuple) else v for k, v in design.items()}, width=WIDTH)
     report["config"].update(extra_c_repetitions=EXTRA_C_REPETITIONS, methods=methods, ep_options=EP_OPTIONS)
-    if extra_c and EXTRA_C_REPETITIONS < reps:
+    if extra_specs and EXTRA_C_REPETITIONS < reps:
         report["config"]["reductions"] = (
-            f"REP with c ∈ {{{', '.join(f'{c:g}' for c in extra_c)}}} ran on the first {EXTRA_C_REPETITIONS} "
+            f"REP with c ∈ {{{', '.join(f'{c:g}' for c in design['extra_c'])}}} ran on the first {EXTRA_C_REPETITIONS} "
             f"repetitions only (the other methods on all {reps}); the verdicts use the methods run on every repetition."
         )
     report.update(bayes=bayes_error(), runs=[], summary={}, claims=[], figures={})

@@ -3,9 +3,7 @@ Part C1 of :mod:`benchmarks.rep`: Qi & Guo (2012), §6.1 and Fig. 1. How close t
 Relaxed EP posteriors of the weights w are to the exact one (closed form, :func:`exact_posterior_sectors`)
 on a replica of the paper's 5-point linear toy and on random 5-point sets [ours].
 
-    python -m benchmarks.rep_toy [--quick] [--out-dir results/rep] [--rerender]
-
-writes ``<out-dir>/C1.json`` and ``C1.md``; the protocol and metrics are described in docs/benchmarks/rep.md.
+Writes ``<out-dir>/C1.json`` and ``C1.md``; the protocol and metrics are described in docs/benchmarks/rep.md.
 """
 
 import math
@@ -15,7 +13,7 @@ import numpy as np
 from gpflow.kernels import Linear
 
 from .claims import Claim, verdicts
-from .rep import EP_OPTIONS, EP_SPEC, fit, page, part_parser, pep_spec, rep_spec, run_part, table
+from .rep import EP_OPTIONS, EP_SPEC, dash, fit, page, part_parser, pep_spec, rep_spec, run_part, table
 from .runner import parse_list, progress_logger
 from .stats import cell
 
@@ -44,9 +42,6 @@ def build_parser():
     p.add_argument("--c", default=None, help="comma-separated REP penalties (default 0.1,0.3,1,2,5,10,20,100,1000)")
     p.add_argument("--random-configs", type=int, default=None, help="number of random configurations (default 40)")
     return p
-
-
-# ---------------------------------------------------------------- exact posterior of w
 
 
 def log_likelihood(X, Y, eps: float, w1, w2):
@@ -78,11 +73,6 @@ def exact_posterior_sectors(X, Y, eps: float):
     return mean, np.array([[s[0], s[1]], [s[1], s[2]]]) - np.outer(mean, mean), math.log(Z)
 
 
-def gap(a, b) -> float:
-    """max |a − b| over the elements."""
-    return float(np.max(np.abs(np.subtract(a, b))))
-
-
 def exact_reference(X, Y, eps: float) -> Dict:
     """The exact moments of w (:func:`exact_posterior_sectors`)."""
     mean, cov, log_z = exact_posterior_sectors(X, Y, eps)
@@ -94,9 +84,6 @@ def random_configuration(k: int, seed: int = RANDOM_SEED):
     rng = np.random.default_rng([seed, k])
     centres = np.array([[-2.0, 0.0], [-2.0, 0.0], [3.0, 0.0], [2.0, 0.0], [2.0, 0.0]])
     return centres + rng.normal(size=centres.shape), TOY_Y.copy()
-
-
-# ---------------------------------------------------------------- runs
 
 
 def errors(mean, cov, ref: Dict) -> Dict:
@@ -118,20 +105,17 @@ def run_methods(specs, X, Y, eps: float, ref: Dict, slots: Dict, **fields) -> Li
     for spec in specs:
         model, row, b = fit(slots, spec, X, Y, lambda: Linear(variance=1.0), {"likelihood.epsilon": eps}, **fields)
         post = model.posterior()
-        mu, cov = (v.numpy() for v in post.predict_f(np.eye(2), full_cov=True))
+        mean, cov = (v.numpy() for v in post.predict_f(np.eye(2), full_cov=True))
+        mean, cov = mean[:, 0], cov[0]
         model.predict_with = "dual"
         mean_alpha = post.predict_f(np.eye(2))[0].numpy()[:, 0]
         model.predict_with = "sites"
-        mean, cov = mu[:, 0], cov[0]
         row.update(
             eps=eps, mean=mean.tolist(), cov=cov.tolist(), mean_alpha=mean_alpha.tolist(), **errors(mean, cov, ref)
         )
         row.update(mean_err_alpha=errors(mean_alpha, cov, ref)["mean_err"], angle_deg=boundary_angle(mean, ref["mean"]))
         rows.append(dict(row, relaxed_points=[int(i) for i in np.flatnonzero(b > 0)]))
     return rows
-
-
-# ---------------------------------------------------------------- comparisons and claims
 
 
 def less(a: float, b: float) -> bool:
@@ -158,9 +142,8 @@ def random_summary(rows: List[Dict], methods: Sequence[str]) -> Dict:
             ratios = [math.log10(r[key] / e[key]) for r, e in pairs if r[key] > 0 and e[key] > 0]
             s[key] = {kind: kinds.count(kind) for kind in ("better", "equal", "worse")}
             s[key]["log10_ratio_median"] = float(np.median(ratios)) if ratios else None
-        out[name] = dict(
-            s, both_better=sum(below(r, e) for r, e in pairs), both_worse=sum(below(e, r) for r, e in pairs)
-        )
+        s.update(both_better=sum(below(r, e) for r, e in pairs), both_worse=sum(below(e, r) for r, e in pairs))
+        out[name] = s
     return out
 
 
@@ -179,27 +162,23 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
     """:data:`CLAIMS` as checks over the runs, their evidence the runs' errors."""
     main_eps = MAIN_EPS if MAIN_EPS in eps_values else eps_values[0]
     ep = {r["eps"]: r for r in runs if r["family"] == "EP"}
+    pep08 = [r for r in runs if r["family"] == "PEP" and r["eps"] == main_eps and abs(r["u"] - 0.8) < 1e-12]
 
     def of(family: str, where=lambda r: True):
         return lambda table: [r for r in table if r["family"] == family and where(r)]
 
-    def gaps(r: Dict):
-        return gap(r["mean"], ep[r["eps"]]["mean"]), gap(r["cov"], ep[r["eps"]]["cov"])
-
-    def pep08(r: Dict) -> bool:
-        return r["family"] == "PEP" and r["eps"] == main_eps and abs(r["u"] - 0.8) < 1e-12
+    def gaps(r: Dict) -> List[float]:
+        """max |Δ| of E[w] and of Cov[w] from EP's."""
+        return [float(np.max(np.abs(np.subtract(r[k], ep[r["eps"]][k])))) for k in ("mean", "cov")]
 
     def closer(r: Dict) -> bool:
         """Boundary closer to the exact one than EP's (REP: also than every PEP(u=0.8)'s)."""
-        rivals = [ep[r["eps"]]] + ([p for p in runs if pep08(p)] if r["family"] == "REP" else [])
+        rivals = [ep[r["eps"]]] + (pep08 if r["family"] == "REP" else [])
         return all(r["angle_deg"] < p["angle_deg"] for p in rivals)
 
     def beats_all(r: Dict) -> bool:
         peps = [p for p in runs if p["family"] == "PEP" and p["eps"] == r["eps"]]
         return below(r, ep[r["eps"]]) and all(below(r, p) for p in peps)
-
-    def boundaries(table):
-        return [r for r in table if pep08(r) or (r["family"] == "REP" and r["eps"] == main_eps and r["c"] == 20.0)]
 
     def errs(r: Dict) -> str:
         ours, eps = (f"{x['mean_err']:.3g}/{x['cov_err']:.3g}" for x in (r, ep[r["eps"]]))
@@ -209,8 +188,7 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
         return f"eps={r['eps']} {r['method']} {r['angle_deg']:.3f}° (EP {ep[r['eps']]['angle_deg']:.3f}°)"
 
     def same(r: Dict) -> str:
-        dm, dv = gaps(r)
-        relaxed = len(r["relaxed_points"])
+        (dm, dv), relaxed = gaps(r), len(r["relaxed_points"])
         return f"eps={r['eps']} c={r['c']:g}: max|Δμ|={dm:.1e}, max|ΔV|={dv:.1e}, b>0 sites {relaxed}"
 
     def counts(s: Dict) -> str:
@@ -220,20 +198,18 @@ def claims(runs: List[Dict], random: Dict, eps_values: Sequence[float]) -> List[
 
     more_accurate = lambda r: below(r, ep[r["eps"]])
     same_as_ep = lambda r: max(gaps(r)) <= 1e-10 and not r["relaxed_points"]
+    rep20 = of("REP", lambda r: r["eps"] == main_eps and r["c"] == 20.0)
     checks = [
         Claim(CLAIMS["wide"], more_accurate, of("REP", lambda r: r["eps"] == main_eps), "most", errs),
         Claim(CLAIMS["pep"], lambda r: below(ep[r["eps"]], r), of("PEP"), show=errs),
         Claim(CLAIMS["large_c"], same_as_ep, of("REP", lambda r: r["c"] >= 100), show=same),
         Claim(CLAIMS["other_eps"], beats_all, of("REP", lambda r: r["eps"] != MAIN_EPS), "most", errs),
-        Claim(CLAIMS["boundaries"], closer, boundaries, show=angles),
+        Claim(CLAIMS["boundaries"], closer, lambda t: pep08 + rep20(t), show=angles),
     ]
     summary = [dict(s, method=name) for name, s in (random.get("summary") or {}).items() if name.startswith("REP")]
     most_better = lambda s: s["both_better"] > s["n"] / 2
     random_claim = Claim(CLAIMS["random"].format(random.get("eps")), most_better, need="any", show=counts)
     return verdicts(checks, runs) + verdicts([random_claim], summary)
-
-
-# ---------------------------------------------------------------- Markdown and driver
 
 
 def markdown(report: Dict) -> str:
@@ -259,12 +235,10 @@ def markdown(report: Dict) -> str:
     if rnd.get("summary"):
         columns = [("method", lambda s: s["method"])]
         columns += [("converged (EP)", lambda s: f"{s['converged']}/{s['n']} ({s['ep_converged']})")]
-        for key in ("mean_err", "cov_err"):
-            counts = [f"{key.replace('_', ' ')} better / equal / worse", "median log10 ratio"]
-            columns += [
-                (counts[0], lambda s, k=key: " / ".join(str(s[k][kind]) for kind in ("better", "equal", "worse")))
-            ]
-            columns += [(counts[1], lambda s, k=key: cell(s[k]["log10_ratio_median"], 2, style="g", missing="–"))]
+        for k in ("mean_err", "cov_err"):
+            outcomes = lambda s, k=k: " / ".join(str(s[k][kind]) for kind in ("better", "equal", "worse"))
+            median = lambda s, k=k: dash(s[k]["log10_ratio_median"], 2, style="g")
+            columns += [(f"{k.replace('_', ' ')} better / equal / worse", outcomes), ("median log10 ratio", median)]
         columns += [("both better", lambda s: s["both_better"]), ("both worse", lambda s: s["both_worse"])]
         L += ["", f"## {rnd['num_configs']} random configurations (eps = {rnd['eps']})", ""]
         L += table(columns, [dict(s, method=name) for name, s in rnd["summary"].items()])

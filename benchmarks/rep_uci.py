@@ -2,14 +2,13 @@
 Part C3 of :mod:`benchmarks.rep`, after Qi & Guo (2012), §6.3 and Fig. 5: test error and NLPD of EP, Power EP
 and Relaxed EP (and probit VGP and EP baselines) on the six binary sets of ``shared/datasets``, per fixed split.
 
-    python -m benchmarks.rep_uci [--quick] [--out-dir results/rep] [--rerender]
-
-writes ``<out-dir>/C3.json`` and ``C3.md`` after every round of splits; the protocol is described in
+Writes ``<out-dir>/C3.json`` and ``C3.md`` after every round of splits; the protocol is described in
 docs/benchmarks/rep.md. The models of a data set are built once and reused across its splits.
 """
 
 import math
-from typing import Dict, List, Optional
+from functools import partial
+from typing import Callable, Dict, List, Optional
 
 import gpflow
 import numpy as np
@@ -19,10 +18,10 @@ from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
 
 from .claims import Claim, verdicts
-from .models import ModelSlot, build_ep_model, fixed_noisy_step
-from .rep import EP_SPEC, fit, held_out_scores, page, part_parser, pep_spec, rep_spec, run_part, table
+from .models import build_ep_model, fixed_noisy_step
+from .rep import EP_SPEC, cached, dash, fit, page, part_parser, pct, pep_spec, rep_spec, run_part, table, test_scores
 from .runner import parse_list, progress_logger
-from .stats import cell, mean_se, paired_differences
+from .stats import mean_se, paired_differences
 
 log = progress_logger("C3")
 
@@ -43,65 +42,52 @@ def build_parser():
     return p
 
 
-def iso_kernel(lengthscale: float = 1.0, variance_trainable: bool = False):
+def iso_kernel(variance_trainable: bool = False):
     """The isotropic SE kernel, variance 1 (trained only by the baselines)."""
-    kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=float(lengthscale))
+    kernel = gpflow.kernels.SquaredExponential(variance=1.0)
     gpflow.set_trainable(kernel.variance, variance_trainable)
     return kernel
 
 
-def cached(slots: Dict, key, shape, build) -> ModelSlot:
-    """The slot ``key`` of ``slots``, built by ``build()`` on first use or when the training inputs' shape changes."""
-    if key not in slots or slots[key].shape != shape:
-        slots[key] = build()
-    return slots[key]
+def baseline(name: str, X, Y):
+    """A probit baseline on (X, Y) with the kernel's variance trained: EP (nested updates) or GPflow's VGP."""
+    if name == "EP-probit":
+        return EPGPC((X, Y), iso_kernel(True), Probit(), ep_mode="nested")
+    return gpflow.models.VGP((X, Y), iso_kernel(True), Probit())
 
 
-# ---------------------------------------------------------------- one split
+def trained(slots: Dict, key, split, build: Callable, maxiter: int):
+    """The model of ``build()`` in slot ``key`` trained by Scipy on the training set from lengthscale √d; the result."""
+    X, Y = split.X_train, split.Y_train
+    model = cached(slots, key, X, Y, build).load(X, Y, {"kernel.lengthscales": math.sqrt(X.shape[1])})
+    return model, slots[key].minimize(model.training_loss, maxiter)
 
 
 def run_split(slots: Dict, split, eps: float, maxiters, baselines: bool = True) -> List[Dict]:
-    """
-    All runs of one data set split for NoisyStep(eps): the lengthscale maximising the EP evidence (nested EP,
-    Scipy), EP, PEP and REP at that lengthscale, and, if asked, the probit baselines (kernel trained).
-    """
+    """All runs of a split for NoisyStep(eps): EP, PEP and REP at the EP-evidence lengthscale, the probit baselines."""
     X, Y, Xt, Yt = split.X_train, split.Y_train, split.X_test, split.Y_test
-    base, ls0 = dict(dataset=split.name, split=int(split.split), num_train=int(X.shape[0])), math.sqrt(X.shape[1])
-
-    def width_model():
-        model = build_ep_model(EP_SPEC, (X, Y), iso_kernel(ls0), fixed_noisy_step(eps), {"ep_mode": "nested"})
-        return ModelSlot(model, X, Y)
-
-    slot = cached(slots, (split.name, "width", eps), X.shape, width_model)
-    model = slot.load(X, Y, {"kernel.lengthscales": ls0})
-    res = slot.minimize(model.training_loss, maxiters["width"])
+    base = dict(dataset=split.name, split=int(split.split), num_train=int(X.shape[0]))
+    nested = lambda: build_ep_model(EP_SPEC, (X, Y), iso_kernel(), fixed_noisy_step(eps), {"ep_mode": "nested"})
+    model, res = trained(slots, (split.name, "width", eps), split, nested, maxiters["width"])
     width = dict(
         lengthscale=float(model.kernel.lengthscales.numpy()), iterations=int(res.nit), success=bool(res.success)
     )
-    rows, ep_slots = [], slots.setdefault((split.name, eps), {})
+    rows, values = [], {"likelihood.epsilon": eps, "kernel.lengthscales": width["lengthscale"]}
     for spec in EP_SPECS:
-        values = {"likelihood.epsilon": eps, "kernel.lengthscales": width["lengthscale"]}
         fields = dict(base, likelihood=f"NoisyStep({eps})", eps=eps, width=width)
-        model, row, _ = fit(ep_slots, spec, X, Y, iso_kernel, values, EP_OPTIONS, **fields)
-        rows.append(dict(row, **held_out_scores(model, Xt, Yt)))
-        rows[-1]["diverged"] = (not row["converged"]) or rows[-1]["test_error"] is None
+        model, row, _ = fit(
+            slots.setdefault((split.name, eps), {}), spec, X, Y, iso_kernel, values, EP_OPTIONS, **fields
+        )
+        row.update(test_scores(model, Xt, Yt))
+        rows.append(dict(row, diverged=not row["converged"] or row["test_error"] is None))
     for name in BASELINES if baselines else ():
-
-        def baseline(name=name):
-            kernel = iso_kernel(ls0, variance_trainable=True)
-            if name == "EP-probit":
-                return ModelSlot(EPGPC((X, Y), kernel, Probit(), ep_mode="nested"), X, Y)
-            return ModelSlot(gpflow.models.VGP((X, Y), kernel, Probit()), X, Y)
-
-        slot = cached(slots, (split.name, name), X.shape, baseline)
-        model = slot.load(X, Y, {"kernel.lengthscales": ls0})
-        res = slot.minimize(model.training_loss, maxiters[name])
+        model, res = trained(slots, (split.name, name), split, partial(baseline, name, X, Y), maxiters[name])
         row = dict(base, method=name, likelihood="Probit", eps=None, iterations=int(res.nit), success=bool(res.success))
         row.update(variance=float(model.kernel.variance.numpy()), lengthscale=float(model.kernel.lengthscales.numpy()))
         if name == "EP-probit":  # the sites at the returned hyper-parameters
             row["converged"] = bool(model.run_ep().converged.numpy())
             row["diverged"] = not row["converged"]
-        rows.append(dict(row, **held_out_scores(model, Xt, Yt)))
+        rows.append(dict(row, **test_scores(model, Xt, Yt)))
     return rows
 
 
@@ -115,22 +101,19 @@ def majority_errors(datasets, splits_done: Dict[str, List[int]], data_dir=None) 
     }
 
 
-# ---------------------------------------------------------------- statistics and claims
-
-
 def verdict(diff: Dict) -> str:
-    """Reading of a paired difference REP − other (negative favours REP)."""
+    """Reading of a paired difference REP − other (negative favours REP); significant: its 95 % CI excludes 0."""
     if diff["n"] == 0 or diff["mean"] is None:
         return "no data"
     if diff["wins"] == 0 and diff["losses"] == 0:
         return "identical on every split"
     mean = 0.0 if abs(diff["mean"]) <= TIE else diff["mean"]
-    if diff["se"] is None or diff["se"] == 0:
-        return "REP lower" if mean < 0 else ("equal means" if mean == 0 else "REP higher")
-    half = diff["t95"] * diff["se"]
-    if mean + half < 0 or mean - half > 0:
-        return f"REP {'lower' if mean < 0 else 'higher'} (significant)"
-    return "equal means" if mean == 0 else f"REP {'lower' if mean < 0 else 'higher'} (not significant)"
+    if mean == 0:
+        return "equal means"
+    side = f"REP {'lower' if mean < 0 else 'higher'}"
+    if not diff["se"]:
+        return side
+    return side + (" (significant)" if abs(mean) > diff["t95"] * diff["se"] else " (not significant)")
 
 
 def failure_kind(row: Dict) -> Optional[str]:
@@ -144,55 +127,62 @@ def failure_kind(row: Dict) -> Optional[str]:
     return "slow" if len(h) >= 2 and all(b <= a for a, b in zip(h, h[1:])) and h[-1] < 0.95 * h[0] else "cycling"
 
 
+def paired(a: List[Dict], b: List[Dict], key: str) -> Dict:
+    """The paired difference a − b of ``key`` over the splits (:func:`paired_differences`) and its :func:`verdict`."""
+    d = paired_differences(*({r["split"]: r.get(key) for r in runs} for runs in (a, b)))
+    return dict(d, verdict=verdict(d))
+
+
+def aggregate(name: str, runs: List[Dict]) -> Dict:
+    """Test error and NLPD of one method's runs (mean ± s.e.), its divergences and, for the EP family, its EP runs."""
+    agg = dict(num_splits=len(runs), **{k: mean_se(r.get(k) for r in runs) for k in ("test_error", "test_nlpd")})
+    if name != "VGP-probit":
+        agg["num_diverged"] = int(sum(r["diverged"] for r in runs))
+    if name in EP_METHODS:
+        agg["num_diverged_slow"] = int(sum(failure_kind(r) == "slow" for r in runs))
+        for key in ("test_error_alpha", "sweeps", "num_skipped", "frac_b_positive"):
+            agg[key] = mean_se(r[key] for r in runs)
+        agg["lengthscale"] = mean_se(r["width"]["lengthscale"] for r in runs)
+    return agg
+
+
 def summarise(rows: List[Dict]) -> Dict:
-    """Per (likelihood setting, dataset, method) aggregates and the paired REP differences."""
+    """Per (likelihood setting, dataset, method) aggregates over the splits run with it, and paired REP differences."""
     summary, diffs = {}, {}
     for eps in sorted({r["eps"] for r in rows if r["eps"] is not None}):
         s_key = f"eps={eps}"
         summary[s_key], diffs[s_key] = {}, {}
         for ds in [d for d in DATASETS if any(r["dataset"] == d for r in rows)]:
-            ep_splits = {r["split"] for r in rows if r["dataset"] == ds and r["eps"] == eps}
-            of = {
-                m: [r for r in rows if r["dataset"] == ds and r["method"] == m and r["eps"] in (eps, None)]
-                for m in EP_METHODS + BASELINES
+            splits = {r["split"] for r in rows if r["dataset"] == ds and r["eps"] == eps}
+            runs = [r for r in rows if r["dataset"] == ds and r["eps"] in (eps, None) and r["split"] in splits]
+            of = {m: [r for r in runs if r["method"] == m] for m in EP_METHODS + BASELINES}
+            summary[s_key][ds] = {m: aggregate(m, method_runs) for m, method_runs in of.items() if method_runs}
+            diffs[s_key][ds] = {
+                f"{a} − {b}": {key: paired(of[a], of[b], key) for key in ("test_error", "test_nlpd")}
+                for a in REP_METHODS
+                for b in OTHERS
             }
-            by_method = summary[s_key][ds] = {}
-            for name, sel in ((m, [r for r in rs if r["split"] in ep_splits]) for m, rs in of.items()):
-                agg = {
-                    "num_splits": len(sel),
-                    **{k: mean_se(r.get(k) for r in sel) for k in ("test_error", "test_nlpd")},
-                }
-                if name != "VGP-probit":
-                    agg["num_diverged"] = int(sum(r["diverged"] for r in sel))
-                if name in EP_METHODS:
-                    agg["num_diverged_slow"] = int(sum(failure_kind(r) == "slow" for r in sel))
-                    for key in ("test_error_alpha", "sweeps", "num_skipped", "frac_b_positive"):
-                        agg[key] = mean_se(r[key] for r in sel)
-                    agg["lengthscale"] = mean_se(r["width"]["lengthscale"] for r in sel)
-                if sel:
-                    by_method[name] = agg
-            diffs[s_key][ds] = {f"{rep} − {other}": {} for rep in REP_METHODS for other in OTHERS}
-            for rep, other, key in (
-                (r, o, k) for r in REP_METHODS for o in OTHERS for k in ("test_error", "test_nlpd")
-            ):
-                d = paired_differences(
-                    *({r["split"]: r.get(key) for r in of[m] if r["eps"] == eps} for m in (rep, other))
-                )
-                diffs[s_key][ds][f"{rep} − {other}"][key] = dict(d, verdict=verdict(d))
     return {"summary": summary, "paired_differences": diffs}
 
 
-def pp(stat: Optional[Dict], digits: int = 2, signed: bool = False) -> str:
-    """A proportion (or its difference) in percent (points)."""
-    return cell(stat, digits, signed=signed, scale=100.0, missing="–")
-
-
 def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
-    """
-    The claims of §6.3 and Fig. 5 over the datasets of each eps setting: per REP setting, a significantly
-    lower test error than both EP and PEP on every dataset; no divergence; the fewest sweeps. Datasets
-    where EP is no better than the majority class are named in the evidence.
-    """
+    """The claims of §6.3 and Fig. 5 per eps; the datasets where EP is no better than the majority class are named."""
+
+    def lower(r: Dict) -> str:
+        diffs = zip(OTHERS, r["diffs"])
+        return f"{r['dataset']} " + ", ".join(f"− {o} {pct(d, signed=True)} pp ({d['verdict']})" for o, d in diffs)
+
+    def diverged(r: Dict) -> str:
+        slow = r["num_diverged_slow"]
+        text = f"{r['num_diverged']}/{r['num_splits']} ({slow} slow, {r['num_diverged'] - slow} cycling)"
+        return f"{r['dataset']} {r['method']} {text}"
+
+    def sweeps(r: Dict) -> str:
+        others = ", ".join(f"{m} {s:.1f}" for m, s in r["rivals"].items())
+        return f"{r['dataset']} {r['method']} {r['sweeps']['mean']:.1f} ({others})"
+
+    significant = lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"])
+    fewer = lambda r: all(r["sweeps"]["mean"] < s for s in r["rivals"].values())
     out, majority = [], majority or {}
     for s_key, per_ds in results["paired_differences"].items():
         summ = results["summary"][s_key]
@@ -202,40 +192,18 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
             for rep in REP_METHODS
         ]
         for row in table:
-            sweeps = {o: summ[row["dataset"]][o]["sweeps"]["mean"] for o in OTHERS}
-            row["fewer_sweeps"] = all(row["sweeps"]["mean"] < s for s in sweeps.values())
-            row["sweeps_text"] = ", ".join(f"{m} {s:.1f}" for m, s in sweeps.items())
-        ep_error = {ds: summ[ds]["EP"]["test_error"]["mean"] for ds in summ}
-        chance = [
-            ds
-            for ds in summ
-            if (majority.get(ds) or {}).get("mean") is not None and ep_error[ds] >= majority[ds]["mean"]
-        ]
-
-        def lower(r: Dict) -> str:
-            diffs = zip(OTHERS, r["diffs"])
-            return f"{r['dataset']} " + ", ".join(f"− {o} {pp(d, signed=True)} pp ({d['verdict']})" for o, d in diffs)
-
-        def diverged(r: Dict) -> str:
-            slow = r["num_diverged_slow"]
-            text = f"{r['num_diverged']}/{r['num_splits']} ({slow} slow, {r['num_diverged'] - slow} cycling)"
-            return f"{r['dataset']} {r['method']} {text}"
-
-        def sweeps(r: Dict) -> str:
-            return f"{r['dataset']} {r['method']} {r['sweeps']['mean']:.1f} ({r['sweeps_text']})"
-
+            row["rivals"] = {o: summ[row["dataset"]][o]["sweeps"]["mean"] for o in OTHERS}
         below = f", {s_key}: test error significantly below EP's and PEP's on every dataset (Fig. 5)"
-        significant = lambda r: all(d["verdict"] == "REP lower (significant)" for d in r["diffs"])
         checks = [
             Claim(rep + below, significant, lambda t, rep=rep: [r for r in t if r["method"] == rep], show=lower)
             for rep in REP_METHODS
         ]
         never = f"REP never diverges, {s_key} (Fig. 5; R < 1e-3 within 100 parallel sweeps)"
         checks += [Claim(never, lambda r: r["num_diverged"] == 0, show=diverged)]
-        checks += [
-            Claim(f"REP needs the fewest sweeps, {s_key}", lambda r: r["fewer_sweeps"], need="most", show=sweeps)
-        ]
+        checks += [Claim(f"REP needs the fewest sweeps, {s_key}", fewer, need="most", show=sweeps)]
         decided = verdicts(checks, table)
+        chance = [ds for ds in summ if (majority.get(ds) or {}).get("mean") is not None]
+        chance = [ds for ds in chance if summ[ds]["EP"]["test_error"]["mean"] >= majority[ds]["mean"]]
         for c in decided[: len(REP_METHODS)] if chance else ():
             c["evidence"] += (
                 f" At or below chance (EP no better than the majority class), so saying nothing: {', '.join(chance)}."
@@ -244,49 +212,42 @@ def claims(results: Dict, majority: Optional[Dict] = None) -> List[Dict]:
     return out
 
 
-# ---------------------------------------------------------------- Markdown and driver
-
-
 def markdown(report: Dict) -> str:
-    cfg, res = report["config"], report["results"]
-    done = "; ".join(
-        f"{s_key}: splits 0..{ks[-1]} ({len(ks)} of 20)" for s_key, ks in report["splits_done"].items() if ks
-    )
+    cfg, res, majority = report["config"], report["results"], report.get("majority_error") or {}
+    done = "; ".join(f"{s}: splits 0..{ks[-1]} ({len(ks)} of 20)" for s, ks in report["splits_done"].items() if ks)
     L = [f"{report['resummarised']}  "] if report.get("resummarised") else []
     L += ["", f"Datasets: {', '.join(cfg['datasets'])}; {len(cfg['splits'])} splits requested; run: {done or 'none'}."]
     columns = [
         ("dataset", lambda a: a["dataset"]),
         ("method", lambda a: a["method"]),
-        ("test error [%]", lambda a: pp(a["test_error"])),
-        ("test NLPD", lambda a: cell(a["test_nlpd"], 3, missing="–")),
+        ("test error [%]", lambda a: pct(a["test_error"])),
+        ("test NLPD", lambda a: dash(a["test_nlpd"], 3)),
         ("diverged", lambda a: f"{a['num_diverged']}/{a['num_splits']}" if "num_diverged" in a else "–"),
-        ("sweeps", lambda a: cell(a.get("sweeps"), 1, missing="–")),
-        ("skipped", lambda a: cell(a.get("num_skipped"), 1, missing="–")),
-        ("b>0 [%]", lambda a: pp(a.get("frac_b_positive"), 1) if a["method"] in REP_METHODS else "–"),
-        ("lengthscale", lambda a: cell(a.get("lengthscale"), 2, missing="–")),
+        ("sweeps", lambda a: dash(a.get("sweeps"), 1)),
+        ("skipped", lambda a: dash(a.get("num_skipped"), 1)),
+        ("b>0 [%]", lambda a: pct(a.get("frac_b_positive"), 1) if a["method"] in REP_METHODS else "–"),
+        ("lengthscale", lambda a: dash(a.get("lengthscale"), 2)),
     ]
     diff_columns = [
         ("dataset", lambda d: d["dataset"]),
         ("comparison", lambda d: d["comparison"]),
-        ("Δ test error [%]", lambda d: pp(d["test_error"], signed=True)),
+        ("Δ test error [%]", lambda d: pct(d["test_error"], signed=True)),
         ("W/T/L", lambda d: "{wins}/{ties}/{losses}".format(**d["test_error"])),
         ("verdict", lambda d: d["test_error"]["verdict"]),
-        ("Δ NLPD", lambda d: cell(d["test_nlpd"], 4, signed=True, missing="–")),
+        ("Δ NLPD", lambda d: dash(d["test_nlpd"], 4, signed=True)),
         ("verdict (NLPD)", lambda d: d["test_nlpd"]["verdict"]),
     ]
+    scale = "; ".join(f"{ds} {pct(m)} %" for ds, m in majority.items())
     for s_key, per_ds in res["summary"].items():
-        L += ["", f"## Results, NoisyStep {s_key}", ""]
-        L += table(
-            columns, [dict(a, dataset=ds, method=m) for ds, by_method in per_ds.items() for m, a in by_method.items()]
-        )
-        majority = report.get("majority_error") or {}
+        rows = [dict(a, dataset=ds, method=m) for ds, by_method in per_ds.items() for m, a in by_method.items()]
+        L += ["", f"## Results, NoisyStep {s_key}", ""] + table(columns, rows)
         if majority:
-            L += ["", "Majority-class test error (predict the training majority), for scale: "]
-            L[-1] += "; ".join(f"{ds} {pp(m)} %" for ds, m in majority.items()) + "."
+            L += ["", f"Majority-class test error (predict the training majority), for scale: {scale}."]
         L += ["", f"### Paired differences REP − EP and REP − PEP ({s_key}; negative favours REP)", ""]
         diffs = res["paired_differences"][s_key]
-        diffs = [dict(d, dataset=ds, comparison=pair) for ds, per in diffs.items() for pair, d in per.items()]
-        L += table(diff_columns, diffs)
+        L += table(
+            diff_columns, [dict(d, dataset=ds, comparison=c) for ds, per in diffs.items() for c, d in per.items()]
+        )
     return page("C3 — real data (Qi & Guo 2012, Fig. 5): EP vs Power EP vs Relaxed EP", report, ".", L)
 
 
@@ -318,7 +279,7 @@ def run(args, report: Dict, save) -> None:
                 report["runs"] += rows
                 log(
                     f"eps={eps} {ds} split {k}: "
-                    + ", ".join(f"{r['method']} {pp(r.get('test_error'), 1)}%" for r in rows)
+                    + ", ".join(f"{r['method']} {pct(r.get('test_error'), 1)}%" for r in rows)
                 )
             report["splits_done"][f"eps={eps}"].append(k)
             reanalyse(report, args)

@@ -20,6 +20,8 @@ from .stats import cell, markdown_table, mean_se
 
 log = progress_logger("spike_slab_pcep")
 QUICK_HELP = "1 set, τ ∈ {0.5, 0.9}, 20 outer iterations, 1 exact set"
+#: the MSE groups of Figure 1: (sets where R-EP failed or converged, method)
+GROUPS = [(group, method) for group in ("failed", "converged") for method in ("pcep", "rep")]
 HYPER = dict(noise_variance=0.005**2, slab_variance=1.0, prior_inclusion=0.2)
 #: Figure 1: τ → (sets where R-EP did not converge, PC-EP and R-EP MSE on those, PC-EP and R-EP MSE on the others)
 PAPER = {
@@ -87,21 +89,17 @@ def _group(values) -> Dict:
 
 def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
     """Per τ the paper's Figure 1 groups, PC-EP's traces, the exact-posterior errors and the claims."""
-    per_tau = {}
+    per_tau, pc = {}, [s["pcep"] for s in sets]
     for tau in map(str, taus):
         failed = [s for s in sets if not s["rep"][tau]["converged"]]
         groups = dict(failed=failed, converged=[s for s in sets if s["rep"][tau]["converged"]])
-        per_tau[tau] = dict(not_converged=len(failed))
+        row = per_tau[tau] = dict(not_converged=len(failed))
         for name, group in groups.items():
-            per_tau[tau][name] = dict(pcep=_group([s["pcep"]["mse"] for s in group]))
-            per_tau[tau][name]["rep"] = _group([s["rep"][tau]["mse"] for s in group])
-        per_tau[tau]["pcep_better_on_failed"] = int(sum(s["pcep"]["mse"] < s["rep"][tau]["mse"] for s in failed))
-        per_tau[tau]["rep_seconds"] = float(np.median([s["rep"][tau]["seconds"] for s in sets]))
-    pc = [s["pcep"] for s in sets]
-
-    def median(key: str) -> float:
-        return float(np.median([p[key] for p in pc]))
-
+            row[name] = dict(pcep=_group([s["pcep"]["mse"] for s in group]))
+            row[name]["rep"] = _group([s["rep"][tau]["mse"] for s in group])
+        row["pcep_better_on_failed"] = int(sum(s["pcep"]["mse"] < s["rep"][tau]["mse"] for s in failed))
+        row["rep_seconds"] = float(np.median([s["rep"][tau]["seconds"] for s in sets]))
+    median = lambda key: float(np.median([p[key] for p in pc]))
     pcep = dict(converged=int(sum(p["converged"] for p in pc)), median_outer=median("outer"))
     pcep.update(median_seconds=median("seconds"), largest_increase=float(max(p["max_increase"] for p in pc)))
     pcep["above_bound"] = bool(all(min(p["energies"]) >= p["bound"] for p in pc))
@@ -109,25 +107,20 @@ def summarise(sets: List[Dict], exact: List[Dict], taus) -> Dict:
     pcep["non_finite"] = int(sum(p.get("non_finite", False) for p in pc))
     exact_summary = {
         name: dict(
-            inclusion_error=mean_se([e[name]["inclusion_error"] for e in exact]),
-            mean_error=mean_se([e[name]["mean_error"] for e in exact]),
+            {k: mean_se([e[name][k] for e in exact]) for k in ("inclusion_error", "mean_error")},
             converged=int(sum(e[name]["converged"] for e in exact)),
         )
         for name in (exact[0] if exact else {})
     }
     per_run = dict(pcep, sets=len(sets), rep_seconds=float(np.median([r["rep_seconds"] for r in per_tau.values()])))
-    claims = verdicts(TAU_CLAIMS, [dict(row, tau=t) for t, row in per_tau.items()]) + verdicts(RUN_CLAIMS, [per_run])
+    tau_rows = [dict(row, tau=t, **{f"{g}_{m}": row[g][m]["mean"] for g, m in GROUPS}) for t, row in per_tau.items()]
+    claims = verdicts(TAU_CLAIMS, tau_rows) + verdicts(RUN_CLAIMS, [per_run])
     return dict(per_tau=per_tau, pcep=pcep, exact=exact_summary, claims=claims)
 
 
-def _group_mse(row, group, method):
-    """The mean test MSE of ``method`` ("rep", "pcep") over the sets of ``group`` ("failed", "converged") in a τ row."""
-    return row[group][method]["mean"]
-
-
-def _versus(r, a, b) -> str:
-    """Row ``r``'s τ and two of its mean MSEs, ``a`` and ``b`` as (group, method)."""
-    return f"τ={r['tau']}: {cell(_group_mse(r, *a), 3, style='g')} vs {cell(_group_mse(r, *b), 3, style='g')}"
+def _versus(r, a: str, b: str) -> str:
+    """Row ``r``'s τ and two of its mean MSEs, ``a`` and ``b`` ("failed_rep", "converged_pcep", ...)."""
+    return f"τ={r['tau']}: {cell(r[a], 3, style='g')} vs {cell(r[b], 3, style='g')}"
 
 
 def _similar(p, r) -> bool:
@@ -149,22 +142,19 @@ TAU_CLAIMS = [
     ),
     Claim(
         "H2 (Figure 1): where R-EP fails its MSE is far worse (over 2×) than where it converges",
-        holds=lambda r: (
-            None not in (_group_mse(r, "failed", "rep"), _group_mse(r, "converged", "rep"))
-            and _group_mse(r, "failed", "rep") > 2 * _group_mse(r, "converged", "rep")
-        ),
-        show=lambda r: _versus(r, ("failed", "rep"), ("converged", "rep")),
+        holds=lambda r: None not in (r["failed_rep"], r["converged_rep"]) and r["failed_rep"] > 2 * r["converged_rep"],
+        show=lambda r: _versus(r, "failed_rep", "converged_rep"),
     ),
     Claim(
         "H3 (Figure 1): on those sets PC-EP's mean MSE is lower than R-EP's (paper: every τ)",
-        holds=lambda r: _group_mse(r, "failed", "pcep") < _group_mse(r, "failed", "rep"),
+        holds=lambda r: r["failed_pcep"] < r["failed_rep"],
         rows=lambda table: [r for r in table if r["not_converged"]],
-        show=lambda r: _versus(r, ("failed", "pcep"), ("failed", "rep")),
+        show=lambda r: _versus(r, "failed_pcep", "failed_rep"),
     ),
     Claim(
         "H4 (Figure 1): where R-EP converges both have similar MSE (within 50 % or 0.01)",
-        holds=lambda r: _similar(_group_mse(r, "converged", "pcep"), _group_mse(r, "converged", "rep")),
-        show=lambda r: _versus(r, ("converged", "pcep"), ("converged", "rep")),
+        holds=lambda r: _similar(r["converged_pcep"], r["converged_rep"]),
+        show=lambda r: _versus(r, "converged_pcep", "converged_rep"),
     ),
 ]
 #: the paper's claims over PC-EP's runs (one row: the ``pcep`` summary, the number of sets, R-EP's median seconds)
@@ -201,11 +191,9 @@ def markdown(report) -> str:
     rows = []
     for tau, row in s["per_tau"].items():
         paper = [f" [{x}]" for x in PAPER[float(tau)]] if float(tau) in PAPER else [""] * 5
-        rows.append(
-            [tau, f"{row['not_converged']}{paper[0]}", _spread(row["failed"]["pcep"]) + paper[1]]
-            + [_spread(row["failed"]["rep"]) + paper[2], f"{row['pcep_better_on_failed']} of {row['not_converged']}"]
-            + [_spread(row["converged"]["pcep"]) + paper[3], _spread(row["converged"]["rep"]) + paper[4]]
-        )
+        mse = [_spread(row[g][m]) + p for (g, m), p in zip(GROUPS, paper[1:])]
+        better = f"{row['pcep_better_on_failed']} of {row['not_converged']}"
+        rows.append([tau, f"{row['not_converged']}{paper[0]}", *mse[:2], better, *mse[2:]])
     header = ["τ", "R-EP not converged", "PC-EP MSE (R-EP failed)", "R-EP MSE (R-EP failed)", "PC-EP better"]
     header += ["PC-EP MSE (R-EP converged)", "R-EP MSE (R-EP converged)"]
     pc = s["pcep"]
@@ -226,8 +214,7 @@ def markdown(report) -> str:
     ]
     if s["exact"]:
         rows = [
-            [name, cell(e["inclusion_error"], 4), cell(e["mean_error"], 4), e["converged"]]
-            for name, e in s["exact"].items()
+            [n, cell(e["inclusion_error"], 4), cell(e["mean_error"], 4), e["converged"]] for n, e in s["exact"].items()
         ]
         lines += [
             "",
