@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from itertools import groupby
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import gpflow
 import numpy as np
