@@ -53,7 +53,7 @@ def cached(slots: Dict, key, X, Y, build: Callable) -> ModelSlot:
 def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=EP_OPTIONS, **fields) -> Tuple:
     """
     EP from flat sites with ``spec`` on (X, Y) in its slot (``kernel()``, a fixed ``NoisyStep``, ``values`` assigned):
-    the model, its row (``fields``, the method :func:`~benchmarks.models.ep_fit`, sites with b > 0) and REP's b.
+    the model, its row (``fields``, the method's spec, :func:`~benchmarks.models.ep_fit`, sites with b > 0) and REP's b.
     """
     likelihood = fixed_noisy_step(values["likelihood.epsilon"])
     slot = cached(slots, spec["name"], X, Y, lambda: build_ep_model(spec, (X, Y), kernel(), likelihood, options))
