@@ -53,6 +53,7 @@ from .quadrature import adaptive_tilted_integral, gauss_hermite_tilted_integral
 __all__ = [
     "TiltedMoments",
     "tilted_moments",
+    "has_tilted_moments",
     "tilted_expected_log_likelihood",
     "tilted_kinks",
     "gauss_hermite_tilted_moments",
@@ -117,6 +118,11 @@ def tilted_moments(
 
 
 tilted_moments.register = _dispatcher.register
+
+
+def has_tilted_moments(likelihood: Likelihood) -> bool:
+    """Whether :func:`tilted_moments` has an implementation (closed form or quadrature) for ``likelihood``."""
+    return _dispatcher.dispatch(type(likelihood)) is not _unsupported
 
 
 def log_normal_pdf(z):

@@ -2,10 +2,10 @@
 
 from ..ep import EPSettings
 from .dgp_aep import DGPAEP
-from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem
 from .epgp import EPGP
-from .epgpc import EPGPC, EPPosterior
-from .minibatch import MinibatchEPModel, SiteRefresh
+from .epgpc import EPGPC
+from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgp import SEPGP
@@ -26,11 +26,12 @@ __all__ = [
     "SpikeSlabRegression",
     "exact_spike_slab_posterior",
     "SpikeSlabFactor",
-    "EPPosterior",
     "SEPPosterior",
     "EPSettings",
     "EPModel",
+    "SiteProblem",
     "CheckedExternalDataTrainingLossMixin",
     "MinibatchEPModel",
     "SiteRefresh",
+    "AppliedRefresh",
 ]

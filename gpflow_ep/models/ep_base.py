@@ -1,35 +1,66 @@
 """
-What every EP model shares: its sites, settings and diagnostics, and the wiring of the one EP
-engine (schedule dispatch, evidence). A model adds only its posterior algebra
-(:class:`~gpflow_ep.ep.SiteAlgebra`) and the factors of its sites.
+What every EP model shares: its EP state, settings and diagnostics, and the EP lifecycle, written
+once — run EP (compiled when called eagerly, inline when traced), decide whether the stored sites
+are current for the hyper-parameters, store a run, compute the evidence log Z_EP. A model supplies
+its site problem (:class:`SiteProblem`: the engine's posterior algebra of its prior and the factor
+of its data, :meth:`EPModel.site_problem`) and what it keeps besides the sites
+(:meth:`EPModel.store_site_state`); nothing else about running EP.
 """
 
 import abc
-from typing import Optional
+import warnings
+from typing import Any, NamedTuple, Optional, Tuple
 
 import gpflow
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.config import default_float
+from gpflow.likelihoods import Likelihood
 from gpflow.models import ExternalDataTrainingLossMixin
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
-from ..ep import EPRun, EPSettings, LikelihoodFactor, SiteAlgebra, run_ep
+from ..ep import (
+    EPRun,
+    EPSettings,
+    SiteAlgebra,
+    SiteFactor,
+    ep_log_marginal_likelihood,
+    get_schedule,
+    has_tilted_moments,
+    run_ep,
+)
+from ..ep.convergence import warn_if_not_converged
 from ..validation import check_prediction_inputs, model_input_dim, require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
 
 
+class SiteProblem(NamedTuple):
+    """
+    What EP needs of a model at its current hyper-parameters: the ``algebra`` of its prior
+    (:class:`~gpflow_ep.ep.SiteAlgebra`: sites → q), the ``factor`` of its data (the terms the
+    sites approximate) and ``state``, anything the model keeps from it besides the sites
+    (:meth:`EPModel.store_site_state`).
+    """
+
+    algebra: SiteAlgebra
+    factor: SiteFactor
+    state: Any = None
+
+
 class EPModel:
     """
-    Base (mixin) of the GPflow models whose likelihood terms are EP sites (``self.likelihood`` is
-    a GPflow likelihood): they have ``sites``, ``ep_settings`` (:class:`~gpflow_ep.ep.EPSettings`),
-    ``ep_diagnostics`` and ``run_ep``. Subclasses call :meth:`_init_ep` from ``__init__``.
+    Base (mixin) of the GPflow models whose likelihood terms are EP sites: they have ``sites``,
+    ``ep_settings`` (:class:`~gpflow_ep.ep.EPSettings`), ``ep_diagnostics``, ``run_ep`` and the
+    evidence log Z_EP as their training objective. Subclasses call :meth:`_init_ep` from
+    ``__init__`` and implement :meth:`site_problem`.
 
     The EP state (sites, diagnostics, and a model's own, e.g. SEPGPC's q(u)) lives in one module,
     :attr:`ep_state`, that checkpoints and ``model.variables`` include and GPflow's
     ``print_summary(model)`` leaves out, so the summary lists the model's parameters as for any
     GPflow model; ``print_summary(model.ep_state)`` or :meth:`ep_state_summary` shows the state
-    (:mod:`gpflow_ep.models.ep_state`).
+    (:mod:`gpflow_ep.models.ep_state`). GPflow's ``parameter_dict``/``multiple_assign`` copy a
+    model's parameters; ``multiple_assign(new.ep_state, parameter_dict(trained.ep_state))`` copies
+    its EP state (a model whose EP state was never fitted warns once when it first predicts).
     """
 
     #: "sites": predict from q; "dual": mean from the per-site statistics (see ``PowerEP``)
@@ -47,9 +78,10 @@ class EPModel:
     def _init_ep(self, num_sites: int, settings: EPSettings, state: Optional[EPState] = None) -> None:
         """Settings and EP state (``state``: a model's own :class:`EPState` subclass, default a plain one)."""
         require_float64(type(self).__name__)
-        self.ep_settings = settings
+        self.ep_settings = self.check_settings(settings)
         state = EPState(num_sites, int(self._hyperparameter_values().shape[0])) if state is None else state
         self._ep_state = OutOfSummary(state=state)
+        self._warned_unfitted = False
 
     @property
     def ep_state(self) -> EPState:
@@ -62,6 +94,26 @@ class EPModel:
         which ``print_summary(model)`` leaves out; ``fmt`` as there (e.g. "simple", "html").
         """
         return gpflow.utilities.tabulate_module_summary(self.ep_state, fmt)
+
+    # ---------------------------------------------------------------- what a model supplies
+
+    @abc.abstractmethod
+    def site_problem(self, *site_data, fixed: bool = False) -> SiteProblem:
+        """
+        The :class:`SiteProblem` at the current hyper-parameters for the model's data (held data:
+        no arguments; a sparse model: the tensors of its sites). ``fixed``: cut from the
+        hyper-parameters' gradient (an EP run holds them fixed); else differentiable (the evidence).
+        """
+
+    def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
+        """Store what the model keeps of a full EP run besides the sites (``problem.state``); nothing by default."""
+
+    def check_settings(self, settings: EPSettings) -> EPSettings:
+        """The settings, or a ``ValueError`` naming the option this model cannot run (default: the schedule exists)."""
+        get_schedule(settings.schedule)
+        return settings
+
+    # ---------------------------------------------------------------- the EP lifecycle
 
     def _hyperparameter_values(self) -> tf.Tensor:
         """Every ``Parameter``'s unconstrained value, flattened into one vector (what EP's fixed point depends on)."""
@@ -79,13 +131,50 @@ class EPModel:
             return tf.constant(False)
         return tf.equal(self.sites_fitted, 1) & tf.reduce_all(tf.equal(values, self.sites_fitted_for))
 
-    def _factor(self, X, Y, extra_var=None) -> LikelihoodFactor:
-        return LikelihoodFactor(self.likelihood, X, Y, extra_var)
+    def ep_state_is_fitted(self) -> tf.Tensor:
+        """True (a boolean tensor) once a full EP run or a minibatch refresh has written the EP state."""
+        return tf.equal(self.sites_fitted, 1) | (self.ep_diagnostics.refreshes > 0)
 
-    def _run_schedule(self, algebra: SiteAlgebra, factor: LikelihoodFactor, settings: EPSettings) -> EPRun:
-        """Run ``settings.schedule`` from the stored sites and store the outcome (:meth:`_store_run`)."""
-        tau, nu = self.sites.read()
-        return self._store_run(run_ep(algebra, factor, tau, nu, settings))
+    def _execute(self, settings: EPSettings, store: bool, *site_data, **schedule_options) -> EPRun:
+        """
+        EP from the stored sites on the model's :meth:`site_problem`, its hyper-parameters held
+        fixed: one compiled function (traced once per settings, ``store`` and data signature) when
+        called eagerly, inline when traced (the nested training loss), as GPflow compiles where it is
+        called; a schedule that runs only eagerly (:attr:`~gpflow_ep.ep.Schedule.compiled` False)
+        runs eagerly with ``schedule_options``. With ``store`` the outcome is stored
+        (:meth:`_store_run`), else nothing is written (the fixed point of :meth:`fixed_point_sites`).
+        """
+        if not get_schedule(settings.schedule).compiled:
+            if not tf.executing_eagerly():
+                raise ValueError(
+                    f"schedule: {settings.schedule!r} runs eagerly only, not inside a compiled function; use "
+                    "ep_mode='alternated' and call run_ep() between hyper-parameter steps"
+                )
+            return self._execute_inline(settings, store, *site_data, **schedule_options)
+        if tf.executing_eagerly():
+            return self._execute_compiled(settings, store, *site_data)
+        return self._execute_inline(settings, store, *site_data)
+
+    @tf.function(autograph=False)
+    def _execute_compiled(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
+        return self._execute_inline(settings, store, *site_data)
+
+    def _execute_inline(self, settings: EPSettings, store: bool, *site_data, **schedule_options) -> EPRun:
+        problem = self.site_problem(*site_data, fixed=True)
+        precision, natural_mean = self.sites.read()
+        schedule = get_schedule(settings.schedule)
+        if schedule.compiled:
+            run = run_ep(problem.algebra, problem.factor, precision, natural_mean, settings)
+        else:
+            run, extras = schedule.run_with_extras(
+                problem.algebra, problem.factor, precision, natural_mean, settings, **schedule_options
+            )
+            problem = problem._replace(state=extras)
+        if not store:
+            return run
+        run = self._store_run(run)
+        self.store_site_state(run, problem)
+        return run
 
     def _store_run(self, run: EPRun) -> EPRun:
         """
@@ -110,17 +199,83 @@ class EPModel:
         self.ep_diagnostics.record(run)
         return run
 
-    def _evidence_objective(self, run, evidence) -> tf.Tensor:
+    def _run(self, settings: EPSettings, where: str, *site_data, **schedule_options) -> EPRun:
+        """A stored EP run (:meth:`_execute`), warning when called eagerly and it did not converge."""
+        run = self._execute(settings, True, *site_data, **schedule_options)
+        warn_if_not_converged(run, settings, f"{type(self).__name__}{where}", stacklevel=5)
+        return run
+
+    def fixed_point_sites(self, *site_data) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """
-        The training objective log Z_EP: ``evidence()`` (in ``ep_mode="nested"`` after ``run()``
-        has brought the sites to the fixed point of the current hyper-parameters), recorded in
-        :attr:`ep_diagnostics` as the evidence of the last loss evaluation.
+        (τ, ν, dual) of EP's fixed point at the current hyper-parameters, computed without writing
+        anything: the stored sites when :meth:`ep_state_is_current`, else an EP run from them with
+        the model's settings (the sites ``run_ep()`` would store). A schedule that runs only eagerly
+        gives the stored sites inside a compiled function.
+        """
+        stored = (*self.sites.read(), tf.stop_gradient(tf.convert_to_tensor(self.sites.dual)))
+
+        def solve():
+            run = self._execute(self.ep_settings, False, *site_data)
+            return run.precision, run.natural_mean, run.dual
+
+        if not get_schedule(self.ep_settings.schedule).compiled:
+            return stored if not tf.executing_eagerly() or bool(self.ep_state_is_current()) else solve()
+        return tf.cond(self.ep_state_is_current(), lambda: stored, solve)
+
+    def _evidence(self, *site_data) -> tf.Tensor:
+        """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
+        problem = self.site_problem(*site_data)
+        energy = ep_log_marginal_likelihood(problem.algebra, problem.factor, *self.sites.read(), self.ep_settings)
+        return energy.log_marginal_likelihood
+
+    def _objective(self, *site_data) -> tf.Tensor:
+        """
+        The training objective log Z_EP: in ``ep_mode="nested"`` after a stored EP run has brought the
+        sites to the fixed point of the current hyper-parameters; recorded in :attr:`ep_diagnostics`
+        as the evidence of the last loss evaluation.
         """
         if self.ep_settings.ep_mode == "nested":
-            run()
-        value = evidence()
+            self._run(self.ep_settings, " nested training loss", *site_data)
+        value = self._evidence(*site_data)
         self.ep_diagnostics.record_evidence(value)
         return value
+
+    def warn_if_unfitted(self) -> None:
+        """
+        Warn once (eagerly) when predicting from an EP state that no EP run or refresh has written:
+        a copy of a trained model's parameters alone (``multiple_assign(new, parameter_dict(old))``)
+        predicts from the prior.
+        """
+        if self._warned_unfitted or not tf.executing_eagerly() or bool(self.ep_state_is_fitted()):
+            return
+        self._warned_unfitted = True
+        warnings.warn(
+            f"{type(self).__name__}: predicting from an EP state that was never fitted (no run_ep, training loss or "
+            "minibatch refresh wrote it), i.e. from the prior. Fit the model, or copy a trained model's EP state "
+            "with its parameters: gpflow.utilities.multiple_assign(model.ep_state, "
+            "gpflow.utilities.parameter_dict(trained.ep_state)).",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def check_ep_likelihood(likelihood, name: str = "likelihood") -> Likelihood:
+    """
+    The likelihood, if EP has moments for it here: a GPflow likelihood of one latent function
+    per site with tilted moments (:func:`~gpflow_ep.ep.has_tilted_moments`); else a ``ValueError``.
+    """
+    if not isinstance(likelihood, Likelihood):
+        raise ValueError(f"{name} must be a gpflow.likelihoods.Likelihood; got {type(likelihood).__name__}")
+    latent_dim = getattr(likelihood, "latent_dim", 1)
+    if latent_dim not in (None, 1) or not has_tilted_moments(likelihood):
+        raise ValueError(
+            f"{name}: EP has no site moments for {type(likelihood).__name__}"
+            + (f" ({latent_dim} latent functions per point)" if latent_dim not in (None, 1) else "")
+            + ": use a scalar likelihood (any gpflow.likelihoods.ScalarLikelihood, or one with moments registered "
+            "with gpflow_ep.ep.tilted_moments); for multi-class data gpflow_ep.models.SEPMGPC with "
+            "gpflow_ep.likelihoods.MultiClassStep"
+        )
+    return likelihood
 
 
 class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):

@@ -1,63 +1,74 @@
 r"""
-EPGP: full-GP expectation propagation for any scalar likelihood — regression, robust regression,
-counts, ordinal data, classification.
+EPGP: full-GP expectation propagation for any scalar likelihood — classification, regression,
+robust regression, counts, ordinal data (Minka 2001; Rasmussen & Williams 2006, Sec. 3.6).
 
-The model is that of :class:`~gpflow_ep.models.EPGPC` (Rasmussen & Williams 2006, §3.6; Minka 2001):
-f ~ GP(m(·), k(·, ·)), y_i | f ~ p(y_i | f(x_i)), every likelihood term replaced by a Gaussian site,
+Model: f ~ GP(m(·), k(·, ·)), y_i | f ~ p(y_i | f(x_i)). EP replaces every likelihood term by a
+Gaussian site in natural parameters (τ_i, ν_i) (:mod:`gpflow_ep.ep.sites`), so
 
-    q(f) ∝ N(f; m_X, K) Π_i exp(-½ τ_i f_i² + ν_i f_i),
+    q(f) ∝ N(f; m_X, K) Π_i exp(-½ τ_i f_i² + ν_i f_i) = N(f; μ, Σ),
 
-the sites fitted by EP and the hyper-parameters learned by the gradient of the EP evidence log Z_EP
-(R&W eq. 3.65). EPGP is the name a regression user looks for; EPGPC stays for classification, and the
-two share one implementation. EPGP checks Y against the likelihood's support
-(:func:`~gpflow_ep.likelihoods.check_targets`: finite for ``Gaussian``/``StudentT``/``Laplace``,
-non-negative integers for ``Poisson``, classes 0…K for ``Ordinal``, {0, 1} for ``Bernoulli``) and
-predicts as GPflow's models do (``predict_y``, ``predict_log_density`` through the likelihood).
+and the evidence is the (power-)EP energy log Z_EP of :mod:`gpflow_ep.ep.energy` (Minka 2004;
+Rasmussen & Williams 2006, eq. 3.65). Hyper-parameters are learned by the gradient of log Z_EP with
+the sites held fixed, exact at an EP fixed point. In ``ep_mode="nested"`` (default) every evaluation
+of the training loss first re-runs EP to convergence, warm-started from the stored sites, inside the
+compiled graph, so
 
+    gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables)
+
+works as for ``gpflow.models.VGP``. In ``ep_mode="alternated"`` the loss uses the stored sites and
+:class:`gpflow_ep.optimizers.EP` refreshes them between hyper-parameter steps.
+
+Power EP (``power=α < 1``, Minka 2004) and relaxed EP (``relaxation``, Qi & Guo 2012) are options of
+the same engine; :class:`~gpflow_ep.models.EPGPC`, :class:`~gpflow_ep.models.PowerEP` and
+:class:`~gpflow_ep.models.RelaxedEP` are this model under the names and defaults of their papers.
 The tilted moments are the likelihood's closed form where one is registered
-(:func:`~gpflow_ep.ep.tilted_moments`: ``Gaussian``, ``Laplace``, the probit) and the adaptive
-quadrature of its log density otherwise. For robust regression with a Student-t likelihood use
-:func:`~gpflow_ep.ep.robust_settings` (Jylänki, Vanhatalo & Vehtari 2011).
+(:func:`~gpflow_ep.ep.tilted_moments`: ``Probit``, ``NoisyStep``, ``Gaussian``, ``Laplace``, ...)
+and the adaptive quadrature of its log density otherwise. For robust regression with a Student-t
+likelihood use :func:`~gpflow_ep.ep.robust_settings` (Jylänki, Vanhatalo & Vehtari 2011).
 """
 
 from typing import Optional
 
-from gpflow.base import RegressionData
+import tensorflow as tf
+from check_shapes import check_shapes, inherit_check_shapes
+from gpflow.base import InputData, MeanAndVariance, RegressionData
 from gpflow.kernels import Kernel
 from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
+from gpflow.models import GPModel, InternalDataTrainingLossMixin
+from gpflow.models.util import data_input_to_tensor
+from gpflow.posteriors import PrecomputeCacheType
 
+from ..ep import EPRun, EPSettings, GPAlgebra, LikelihoodFactor
 from ..likelihoods.targets import check_targets
-from ..validation import check_data
-from .epgpc import EPGPC
+from ..posteriors import EPGPPosterior
+from ..validation import check_choice, check_data, check_kernel_inputs, check_prediction_inputs
+from .ep_base import EPModel, SiteProblem, check_ep_likelihood
 
-__all__ = ["EPGP", "check_scalar_likelihood"]
+__all__ = ["EPGP", "PREDICT_WITH"]
 
-
-def check_scalar_likelihood(likelihood: Likelihood, name: str = "likelihood") -> None:
-    """EP sites are scalar: the likelihood must act on one latent function per point."""
-    if not isinstance(likelihood, Likelihood):
-        raise ValueError(f"{name} must be a gpflow.likelihoods.Likelihood; got {type(likelihood).__name__}")
-    latent_dim = getattr(likelihood, "latent_dim", 1)
-    if latent_dim not in (None, 1):
-        raise ValueError(
-            f"{name}: {type(likelihood).__name__} has {latent_dim} latent functions per point; EPGP needs a "
-            "scalar likelihood (one latent function). For multi-class data use gpflow_ep.models.SEPMGPC."
-        )
+#: the predictors of the latent mean: q's ("sites") or Minka's from the per-site statistics ("dual")
+PREDICT_WITH = ("sites", "dual")
 
 
-class EPGP(EPGPC):
+class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
     """
     Full-GP EP for any scalar likelihood, a drop-in for ``gpflow.models.VGP``.
 
-    :param data: (X [N, D], Y [N, 1]); Y in the likelihood's support (checked, ``ValueError`` naming
-        ``data[1] (Y)`` otherwise).
+    :param data: (X [N, D], Y [N, 1]); Y in the likelihood's support (binary likelihoods: Y in
+        {0, 1}; checked, a ``ValueError`` naming ``data[1] (Y)`` otherwise).
     :param kernel: any GPflow kernel.
-    :param likelihood: any scalar GPflow likelihood: ``Gaussian``, ``StudentT``,
-        ``gpflow_ep.likelihoods.Laplace``, ``Poisson``, ``Ordinal``, ``Bernoulli``, ...
+    :param likelihood: a scalar likelihood EP has moments for: ``gpflow_ep.likelihoods.Probit``,
+        ``NoisyStep``, ``Laplace``, the hinge, or any ``gpflow.likelihoods.ScalarLikelihood``
+        (``Gaussian``, ``StudentT``, ``Poisson``, ``Ordinal``, ``Bernoulli``, ...); others are refused.
     :param mean_function: GPflow mean function (default zero).
+    :param predict_with: "sites" (default, the posterior q) or "dual" (Minka's toolbox predictor
+        μ* = m(x*) + Σ_j a_j k(x*, x_j), with a_j = ∂log Z_j/∂(cavity mean) from the last visit,
+        kept in ``sites.dual``; the variance always comes from q).
     :param ep_options: the EP options of :class:`~gpflow_ep.ep.EPSettings` as keyword arguments
-        (e.g. ``**gpflow_ep.ep.robust_settings()`` for a Student-t likelihood).
+        (``power``, ``cavity``, ``schedule``, ``damping``, ``max_sweeps``, ``tol``,
+        ``criterion``, ``ep_mode``, ``relaxation``, ``min_precision``); they are kept as
+        :attr:`ep_settings`.
     """
 
     def __init__(
@@ -66,9 +77,119 @@ class EPGP(EPGPC):
         kernel: Kernel,
         likelihood: Likelihood,
         mean_function: Optional[MeanFunction] = None,
+        *,
+        predict_with: str = "sites",
         **ep_options,
     ):
-        check_scalar_likelihood(likelihood)
-        _, Y = check_data(data, likelihood)
+        check_ep_likelihood(likelihood)
+        X, Y = check_data(data, likelihood)
         check_targets(likelihood, Y, "data[1] (Y)")
-        super().__init__(data, kernel, likelihood, mean_function, **ep_options)
+        check_kernel_inputs(kernel, X.shape[1], "kernel", "data[0] (X)")
+        self.predict_with = check_choice(predict_with, "predict_with", PREDICT_WITH)
+        super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
+        self.data = data_input_to_tensor((X, Y))
+        self.num_data = X.shape[0]
+        self._init_ep(self.num_data, EPSettings().updated(**ep_options))
+
+    # ---------------------------------------------------------------- the site problem
+
+    def site_problem(self, fixed: bool = False) -> SiteProblem:
+        """The GP prior N(m_X, K) (:class:`~gpflow_ep.ep.GPAlgebra`) and the factor of the data."""
+        X, Y = self.data
+        K, m = self.kernel(X), self.mean_function(X)
+        if fixed:
+            K, m = tf.stop_gradient(K), tf.stop_gradient(m)
+        return SiteProblem(GPAlgebra(K, m), LikelihoodFactor(self.likelihood, X, Y))
+
+    def prior_algebra(self) -> GPAlgebra:
+        """The site algebra of the GP prior N(m_X, K) at the current hyper-parameters (differentiable)."""
+        return self.site_problem().algebra
+
+    # ---------------------------------------------------------------- running EP
+
+    def run_ep(self, **overrides) -> EPRun:
+        """
+        Run EP to convergence from the stored sites with the hyper-parameters held fixed; store the
+        sites and :attr:`ep_diagnostics`. Keyword arguments override options of
+        :attr:`ep_settings` for this run only (``EPSettings.updated``): ``run_ep(power=0.5)``
+        gives the sites of a model built with ``power=0.5``. Compiled when called eagerly, inline
+        inside a compiled function (the nested training loss).
+
+        :return: the :class:`~gpflow_ep.ep.EPRun` (tensors).
+        :warns EPConvergenceWarning: when the run did not converge (eagerly; inside a compiled loss
+            the outcome is in :attr:`ep_diagnostics`).
+        """
+        return self._run(self.check_settings(self.ep_settings.updated(**overrides)), ".run_ep")
+
+    # ---------------------------------------------------------------- objective
+
+    @check_shapes("return: []")
+    def log_marginal_likelihood(self) -> tf.Tensor:
+        """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
+        return self._evidence()
+
+    @check_shapes("return: []")
+    def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
+        return self._objective()
+
+    # ---------------------------------------------------------------- prediction
+
+    def current_sites(self):
+        """
+        (τ, ν, dual) the model predicts from: in nested mode EP's fixed point at the current
+        hyper-parameters (:meth:`~gpflow_ep.models.ep_base.EPModel.fixed_point_sites`: the stored
+        sites when they are current, as after training or ``run_ep()``; otherwise computed, not
+        stored); in alternated mode the stored sites, as they are.
+        """
+        if self.ep_settings.ep_mode == "nested":
+            return self.fixed_point_sites()
+        return (*self.sites.read(), tf.stop_gradient(tf.convert_to_tensor(self.sites.dual)))
+
+    def posterior(self, precompute_cache: PrecomputeCacheType = PrecomputeCacheType.TENSOR) -> EPGPPosterior:
+        """
+        q(f*) as a GPflow posterior (:class:`~gpflow_ep.posteriors.EPGPPosterior`), at the sites
+        ``predict_f`` uses (:meth:`current_sites`). When the stored sites are those (always in
+        alternated mode; in nested mode once the sites are current), the posterior holds the site
+        variables themselves, so ``posterior.update_cache()`` after further training follows both the
+        new hyper-parameters and the new sites; otherwise it holds the computed fixed point.
+
+        :param precompute_cache: GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE).
+        """
+        self.warn_if_unfitted()
+        if self.ep_settings.ep_mode == "alternated" or bool(self.ep_state_is_current()):
+            precision, natural_mean, dual = self.sites.precision, self.sites.natural_mean, self.sites.dual
+        else:
+            precision, natural_mean, dual = self.current_sites()
+        return EPGPPosterior(
+            self.kernel,
+            self.data[0],
+            precision,
+            natural_mean,
+            self.mean_function,
+            dual if self.predict_with == "dual" else None,
+            precompute_cache=precompute_cache,
+        )
+
+    @inherit_check_shapes
+    def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
+        """
+        Predictive moments of f(x*), ``posterior(NOCACHE).fused_predict_f`` as in GPflow's VGP (R&W
+        Alg. 3.6 generalised to sites of any sign), at :meth:`current_sites`. Prediction never writes
+        to the model; in nested mode with hyper-parameters changed since the last EP run it costs an
+        EP run per call. One latent function: ``full_output_cov=True`` raises ``NotImplementedError``
+        as in GPflow's VGP.
+        """
+        Xnew = check_prediction_inputs(Xnew, self.data[0].shape[-1])
+        precision, natural_mean, dual = self.current_sites()
+        if tf.executing_eagerly():
+            self.warn_if_unfitted()
+        posterior = EPGPPosterior(
+            self.kernel,
+            self.data[0],
+            precision,
+            natural_mean,
+            self.mean_function,
+            dual if self.predict_with == "dual" else None,
+            precompute_cache=None,
+        )
+        return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from ..summaries import summary_repr
 
-__all__ = ["SiteRefresh", "MinibatchEPModel"]
+__all__ = ["SiteRefresh", "AppliedRefresh", "MinibatchEPModel"]
 
 
 class SiteRefresh(NamedTuple):
@@ -44,12 +44,19 @@ class SiteRefresh(NamedTuple):
         return tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in parts])
 
 
+class AppliedRefresh(NamedTuple):
+    """What writing a refresh did: the site updates skipped, whether it was written, and q after it."""
+
+    num_skipped: tf.Tensor  # [] int32 (all of the batch's when the refresh was refused)
+    accepted: tf.Tensor  # [] bool
+    posterior: object  # q(v) after the refresh (gpflow_ep.ep.WhitenedGaussian), factorised once
+
+
 class MinibatchEPModel(abc.ABC):
     """
     A model trained by minibatch EP (:class:`~gpflow_ep.models.SEPGPC`, :class:`~gpflow_ep.models.SEPMGPC`).
-    Its ``ep_state`` applies refreshes (``ep_state.apply_refresh(refresh, L)`` and
-    ``ep_state.whitened(L)``, :class:`~gpflow_ep.models.sparse_sites.SparseEPState`); its
-    objectives never write state.
+    A refresh is proposed from the stored q (nothing written) and applied by :meth:`apply_refresh`,
+    the model's one writer of its EP state between full runs; its objectives never write state.
     """
 
     @abc.abstractmethod
@@ -65,10 +72,11 @@ class MinibatchEPModel(abc.ABC):
         """The refresh of the sites of ``batch = (X, Y, index)`` from the current q; writes nothing."""
 
     @abc.abstractmethod
-    def apply_refresh(self, refresh: SiteRefresh) -> tf.Tensor:
+    def apply_refresh(self, refresh: SiteRefresh, cholesky=None) -> AppliedRefresh:
         """
         Write a (merged) refresh: the sites' rows and q's change, unless it holds a non-finite value
-        (then nothing is written). Call in cross-replica context. Returns the number of skipped updates.
+        or would make q improper (then nothing is written). Call in cross-replica context;
+        ``cholesky``: chol(K_uu) at the current hyper-parameters when the caller has it.
         """
 
     @abc.abstractmethod

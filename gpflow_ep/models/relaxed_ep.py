@@ -6,7 +6,8 @@ r_i ∝ exp(-½ b_i (f - m_i)²) centred on the site's mean, with the precision 
 by a bounded line search on the penalised objective Q(b_i) + c|b_i| (App. B eq. 36). b = 0 is EP
 exactly, and a large penalty c makes every b_i = 0. The relaxation is an option of the one EP
 engine (:mod:`gpflow_ep.ep.relaxation`), carried by ``EPSettings.relaxation``; the last b vector is
-kept in ``model.sites.relaxation``.
+kept in ``model.sites.relaxation``. This class is :class:`~gpflow_ep.models.EPGP` with the
+relaxation as a settings preset (and the paper's sequential schedule as the default).
 
 Evidence: the paper defines none for REP. ``log_marginal_likelihood()`` is the EP energy (b = 0)
 evaluated at REP's sites; its gradient with the sites fixed is the exact gradient of the converged
@@ -21,11 +22,10 @@ from gpflow.mean_functions import MeanFunction
 
 from ..ep import MESSAGE_UPDATES, OBJECTIVES, Relaxation
 from ..validation import check_choice, check_range
-from .epgpc import EPGPC
-from .power_ep import PREDICT_WITH
+from .epgp import EPGP
 
 
-class RelaxedEP(EPGPC):
+class RelaxedEP(EPGP):
     """
     :param penalty: c ≥ 0, the l1 weight on b (c → ∞ is EP). A precision scale: REP with
         (κK, c) equals REP with (K, c/κ); the paper used c = 20 (toy) and 10 (synthetic).
@@ -33,11 +33,10 @@ class RelaxedEP(EPGPC):
         (paper eq. 16 literally) or "C" (the paper's text: r removed from the site).
     :param objective: "paper" (eq. 36 verbatim, default) or "exact" (the true relaxed KL).
     :param allow_negative_b: also search b ∈ (-0.999/λ_c, 0).
-    :param predict_with: "sites" (default) or "dual" (see :class:`~gpflow_ep.models.PowerEP`).
     :param schedule: "sequential" by default, as in the paper (Minka's kernel EP); "parallel"
         vectorises the line search over all sites.
 
-    Other keyword arguments are those of :class:`~gpflow_ep.models.EPGPC` (``power`` must be 1).
+    Other arguments are those of :class:`~gpflow_ep.models.EPGP` (``predict_with``, ...; ``power`` must be 1).
     """
 
     def __init__(
@@ -51,7 +50,6 @@ class RelaxedEP(EPGPC):
         message_update: str = "A",
         objective: str = "paper",
         allow_negative_b: bool = False,
-        predict_with: str = "sites",
         schedule: str = "sequential",
         **ep_options,
     ):
@@ -61,7 +59,6 @@ class RelaxedEP(EPGPC):
             objective=check_choice(objective, "objective", OBJECTIVES),
             allow_negative_b=bool(allow_negative_b),
         )
-        self.predict_with = check_choice(predict_with, "predict_with", PREDICT_WITH)
         super().__init__(
             data, kernel, likelihood, mean_function, schedule=schedule, relaxation=relaxation, **ep_options
         )

@@ -56,24 +56,18 @@ from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel
 from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
 
-from ..ep import (
-    EPRun,
-    EPSettings,
-    SitePairs,
-    WhitenedAlgebra,
-    ep_log_marginal_likelihood,
-    get_schedule,
-    warn_if_not_converged,
-)
+from ..ep import EPRun, EPSettings, LikelihoodFactor, SitePairs, WhitenedAlgebra, get_schedule
+from ..likelihoods.targets import check_targets
 from ..validation import check_inducing_variable, check_positive_int, check_training_data
-from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, SiteProblem, check_ep_likelihood
 from .ep_state import ep_state_attribute
-from .minibatch import MinibatchEPModel, SiteRefresh
+from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
 from .sparse_sites import (
     Frame,
     PriorBlocks,
     SiteBatch,
     SparseEPState,
+    WhitenedPrior,
     batch_cavities,
     propose_refresh,
     refresh_damping,
@@ -108,6 +102,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         jitter: Optional[float] = None,
         **ep_options,
     ):
+        self.check_likelihood(likelihood)
         num_data = check_positive_int(num_data, "num_data")
         settings = self._check_schedule(EPSettings().updated(**ep_options))
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
@@ -140,6 +135,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
             raise ValueError("data must be (X, Y) with all num_data points, or a minibatch (X, Y, index)")
         if tf.executing_eagerly():
             check_training_data(self, tuple(data))
+            check_targets(self.likelihood, data[1], "data[1] (Y)")
         rows = tf.convert_to_tensor(data[0]).shape[0]
         if rows != self.num_data:
             got = "an unknown number of" if rows is None else str(rows)
@@ -156,6 +152,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         X, Y, index = batch
         if tf.executing_eagerly():
             check_training_data(self, (X, Y), "batch")
+            check_targets(self.likelihood, Y, "batch[1] (Y)")
             idx = np.asarray(index).reshape(-1)
             if idx.shape[0] != np.shape(X)[0] or not np.issubdtype(idx.dtype, np.integer):
                 raise ValueError("batch[2] (index) must hold one integer index per row of X")
@@ -234,6 +231,10 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         plain = pairs.plain and self.num_blocks == 1
         return WhitenedAlgebra(A[0] if plain else A, pairs.gather(prior_mean), pairs)
 
+    def _factor(self, X, Y, extra_var=None) -> LikelihoodFactor:
+        """The factor of the likelihood terms at (X, Y), ``extra_var`` added to their cavity variances."""
+        return LikelihoodFactor(self.likelihood, X, Y, extra_var)
+
     def _site_factor(self, sites: SiteBatch, fitc_variance):
         """The factors of ``sites`` with the FITC variances of their pairs added to the cavity."""
         return self._factor(sites.X, sites.Y, sites.pairs.gather(fitc_variance))
@@ -244,29 +245,39 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         """
         Run EP to convergence on ``data = (X, Y)`` (all n points) with the hyper-parameters held
         fixed; store the sites, q(u) and :attr:`ep_diagnostics`. Keyword arguments override options
-        of :attr:`ep_settings` for this run only. Warns (``EPConvergenceWarning``) when EP did not
-        converge (eagerly; inside a compiled loss the outcome is in :attr:`ep_diagnostics`).
+        of :attr:`ep_settings` for this run only. Compiled when called eagerly, inline inside a
+        compiled function. Warns (``EPConvergenceWarning``) when EP did not converge (eagerly;
+        inside a compiled loss the outcome is in :attr:`ep_diagnostics`).
         """
         sites = self._check_full_data(data)
-        settings = self._check_schedule(self.ep_settings.updated(**overrides))
-        run = self._run_ep_sites(sites, settings)
-        warn_if_not_converged(run, settings, f"{type(self).__name__}.run_ep")
-        return run
+        settings = self.check_settings(self.ep_settings.updated(**overrides))
+        return self._run(settings, ".run_ep", sites.X, sites.Y, sites.pairs.index)
 
-    def _run_ep_sites(self, sites: SiteBatch, settings: EPSettings) -> EPRun:
-        """
-        EP on validated site data: one compiled function (traced once per model and settings) when
-        called eagerly, inline inside a compiled function (the nested training loss), as GPflow
-        compiles where it is called.
-        """
-        run = self._run_ep_compiled if tf.executing_eagerly() else self._run_ep_inline
-        return run(sites.X, sites.Y, sites.pairs.index, settings)
+    def check_likelihood(self, likelihood) -> None:
+        """A ``ValueError`` unless EP has moments for ``likelihood`` (one scalar site per point here)."""
+        check_ep_likelihood(likelihood)
 
-    def _nested_run(self, sites: SiteBatch) -> EPRun:
-        """The nested loss's run (the model's settings)."""
-        run = self._run_ep_sites(sites, self.ep_settings)
-        warn_if_not_converged(run, self.ep_settings, f"{type(self).__name__} nested training loss")
-        return run
+    def check_settings(self, settings: EPSettings) -> EPSettings:
+        return self._check_schedule(super().check_settings(settings))
+
+    def site_problem(self, X, Y, site_pair=None, fixed: bool = False) -> SiteProblem:
+        """
+        The whitened algebra of the sites of the points X (their pairs from ``site_pair``) and their
+        factor with the FITC variances s_i added to the cavity; ``state`` keeps the whitened prior and
+        the pairs, from which :meth:`store_site_state` builds q(u).
+        """
+        pairs = self._pairs(X, site_pair)
+        prior = whitened_prior(self.prior_blocks(X))
+        if fixed:
+            prior = WhitenedPrior(*(tf.stop_gradient(t) for t in prior))
+        factor = self._site_factor(SiteBatch(X, Y, pairs), prior.s)
+        return SiteProblem(self._algebra(prior.A, prior.mean, pairs), factor, (prior, pairs))
+
+    def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
+        """q(u) (and the sites' directions) from the run's sites, summed on their pairs."""
+        prior, pairs = problem.state
+        centred = run.natural_mean - run.precision * pairs.gather(prior.mean)
+        self.ep_state.store_posterior(prior.L, prior.A, pairs.sum(run.precision), pairs.sum(centred))
 
     def _pairs(self, X, site_pair) -> SitePairs:
         """The :class:`SitePairs` of the points X from the pair index of their sites (None: plain)."""
@@ -285,31 +296,13 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
             )
         return settings
 
-    @tf.function(autograph=False)
-    def _run_ep_compiled(self, X, Y, site_pair, settings: EPSettings) -> EPRun:
-        return self._run_ep_inline(X, Y, site_pair, settings)
-
-    def _run_ep_inline(self, X, Y, site_pair, settings: EPSettings) -> EPRun:
-        pairs = self._pairs(X, site_pair)
-        L, A, s, prior_mean = (tf.stop_gradient(t) for t in whitened_prior(self.prior_blocks(X)))
-        sites = SiteBatch(X, Y, pairs)
-        run = self._run_schedule(self._algebra(A, prior_mean, pairs), self._site_factor(sites, s), settings)
-        centred = run.natural_mean - run.precision * pairs.gather(prior_mean)
-        self.ep_state.store_posterior(L, A, pairs.sum(run.precision), pairs.sum(centred))
-        return run
-
     # ---------------------------------------------------------------- objective
 
     @check_shapes("return: []")
     def log_marginal_likelihood(self, data) -> tf.Tensor:
         """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
-        return self._log_marginal_likelihood_sites(self._check_full_data(data))
-
-    def _log_marginal_likelihood_sites(self, sites: SiteBatch) -> tf.Tensor:
-        _, A, s, prior_mean = whitened_prior(self.prior_blocks(sites.X))
-        algebra = self._algebra(A, prior_mean, sites.pairs)
-        factor = self._site_factor(sites, s)
-        return ep_log_marginal_likelihood(algebra, factor, *self.sites.read(), self.ep_settings).log_marginal_likelihood
+        sites = self._check_full_data(data)
+        return self._evidence(sites.X, sites.Y, sites.pairs.index)
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
@@ -321,9 +314,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         if isinstance(data, (tuple, list)) and len(data) == 3:
             return self.minibatch_objective(data)
         sites = self._check_full_data(data)
-        return self._evidence_objective(
-            lambda: self._nested_run(sites), lambda: self._log_marginal_likelihood_sites(sites)
-        )
+        return self._objective(sites.X, sites.Y, sites.pairs.index)
 
     # ---------------------------------------------------------------- prediction
 
@@ -396,19 +387,21 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         """
         return self.refresh_proposal(self._frame(batch))[0]
 
-    def apply_refresh(self, refresh: SiteRefresh) -> tf.Tensor:
+    def apply_refresh(self, refresh: SiteRefresh, cholesky: Optional[tf.Tensor] = None) -> AppliedRefresh:
         """
         Write a refresh (:meth:`~gpflow_ep.models.sparse_sites.SparseEPState.apply_refresh`: sites,
-        directions, q's change and :attr:`ep_diagnostics`); one with a non-finite value is not
-        written (``refresh_rejected`` = 1). Returns the number of site updates skipped (all of the
-        batch's when rejected).
+        directions, q's change and :attr:`ep_diagnostics`); one with a non-finite value, or whose q
+        would be improper, is not written (``refresh_rejected`` = 1, all of the batch's updates
+        counted as skipped). ``cholesky``: chol(K_uu) [C, M, M] when the caller has it (default:
+        computed).
         """
-        return self.ep_state.apply_refresh(refresh)[0]
+        L = self.cholesky_Kuu() if cholesky is None else cholesky
+        return AppliedRefresh(*self.ep_state.apply_refresh(refresh, L))
 
     @check_shapes("return: []")
     def refresh_sites(self, batch) -> tf.Tensor:
         """``apply_refresh(propose_refresh(batch))``; returns the number of skipped site updates."""
-        return self.apply_refresh(self.propose_refresh(batch))
+        return self.apply_refresh(self.propose_refresh(batch)).num_skipped
 
     @check_shapes("return: []")
     def minibatch_objective(self, batch) -> tf.Tensor:

@@ -102,6 +102,9 @@ class SEPMGPC(SEPGPC):
             ClassIndependent(kernels), likelihood, inducing_variable, num_data, jitter=jitter, **ep_options
         )
 
+    def check_likelihood(self, likelihood) -> None:
+        """Checked in ``__init__``: a :class:`~gpflow_ep.likelihoods.MultiClassStep` (its paired sites)."""
+
     @property
     def num_classes(self) -> int:
         return self.likelihood.num_classes

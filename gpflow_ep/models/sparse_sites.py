@@ -13,7 +13,7 @@ functions of a minibatch step, which take tensors, never a model:
   contribution (on υ_o), evaluated on the fresh direction υ_n = K_uu⁻¹k_i;
 * :func:`propose_refresh` — one damped EP update per site (:func:`refresh_damping`), the change of
   q(u) it makes and the pairs' new directions, as a :class:`~gpflow_ep.models.SiteRefresh`
-  (nothing written); :meth:`SparseEPState.apply_refresh` writes one;
+  (nothing written); :meth:`SparseEPState.apply_refresh` writes one (or refuses it);
 * :func:`surrogate_objective` — the minibatch objective F_M (the paper's eq. 6 with the data term
   scaled by n/(α|M|)) with its exact gradient.
 
@@ -428,25 +428,17 @@ class SparseEPState(EPState):
         self.posterior_precision.assign(tf.reshape(precision, self.posterior_precision.shape))
         self.posterior_shift.assign(tf.reshape(shift, self.posterior_shift.shape))
 
-    def apply_refresh(self, refresh: SiteRefresh, L=None) -> Tuple[tf.Tensor, tf.Tensor]:
+    @check_shapes("L: [C, M, M]")
+    def apply_refresh(self, refresh: SiteRefresh, L) -> Tuple[tf.Tensor, tf.Tensor, WhitenedGaussian]:
         """
         Write a refresh (``scatter_update`` also works on mirrored variables): its rows of τ, ν,
         the dual and, when present, the relaxation b; the pairs' directions; then q's change.
-        Records it in :attr:`diagnostics`. A refresh with any non-finite value is not written
-        (``refresh_rejected`` = 1, every update of the batch counted as skipped).
+        Records it in :attr:`diagnostics`. A refresh with any non-finite value, or that would leave
+        q improper at L = chol(K_uu), is not written (``refresh_rejected`` = 1, every update of the
+        batch counted as skipped). The one writer of a minibatch refresh.
 
-        :return: (the number of site updates skipped, whether the refresh was written).
-        """
-        accepted = refresh.is_finite()
-        skipped = tf.cond(accepted, lambda: self._write(refresh), lambda: self._reject(refresh.index))
-        return skipped, accepted
-
-    @check_shapes("L: [C, M, M]")
-    def apply_refresh_at(self, refresh: SiteRefresh, L) -> Tuple[tf.Tensor, tf.Tensor, WhitenedGaussian]:
-        """
-        :meth:`apply_refresh`, also refusing a refresh that would leave q improper at L = chol(K_uu).
-
-        :return: (skipped, whether it was written, the refreshed q(v), factorised once).
+        :return: (the number of site updates skipped, whether the refresh was written, the
+            refreshed q(v) at L, factorised once).
         """
         q_new = self.whitened(L, refresh.posterior_change)
         accepted = refresh.is_finite() & q_new.proper

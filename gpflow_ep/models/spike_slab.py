@@ -55,13 +55,11 @@ from ..ep import (
     EPSettings,
     LinearGaussianAlgebra,
     cavity_distribution,
-    ep_log_marginal_likelihood,
     get_schedule,
-    warn_if_not_converged,
 )
 from ..ep.linear_gaussian import FORMS
 from ..validation import check_choice, check_inputs, check_prediction_inputs, check_range
-from .ep_base import EPModel
+from .ep_base import EPModel, SiteProblem
 from .spike_slab_factor import SpikeSlabFactor
 
 __all__ = ["SpikeSlabRegression", "exact_spike_slab_posterior"]
@@ -150,11 +148,18 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
         precision = tf.fill([d, 1], 1.0 / (self.prior_inclusion * self.slab_variance))
         self.sites.assign(precision, tf.zeros([d, 1], default_float()))
 
-    def _algebra(self) -> LinearGaussianAlgebra:
-        return LinearGaussianAlgebra(*self.data, self.noise_variance, form=self.form)
+    def site_problem(self, fixed: bool = False) -> SiteProblem:
+        """
+        The linear-Gaussian algebra of y = Xw + noise (:class:`~gpflow_ep.ep.LinearGaussianAlgebra`)
+        and the spike-and-slab prior factor of w (the factor the sites approximate).
+        """
+        algebra = LinearGaussianAlgebra(*self.data, self.noise_variance, form=self.form)
+        return SiteProblem(algebra, SpikeSlabFactor(self.slab_variance, self.prior_inclusion))
 
-    def _prior_factor(self) -> SpikeSlabFactor:
-        return SpikeSlabFactor(self.slab_variance, self.prior_inclusion)
+    def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
+        """PC-EP's outer-loop record (:class:`~gpflow_ep.ep.DoubleLoopResult`), kept as :attr:`double_loop_result`."""
+        if problem.state is not None:
+            self.double_loop_result = problem.state
 
     def run_ep(self, *, progress: Optional[bool] = None, **overrides) -> EPRun:
         """
@@ -167,26 +172,8 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
             when stderr is a terminal; see :func:`~gpflow_ep.ep.run_double_loop`).
         :warns EPConvergenceWarning: when the run did not converge.
         """
-        settings = self.ep_settings.updated(**overrides)
-        schedule = get_schedule(settings.schedule)
-        if schedule.compiled:
-            run = self._run_ep_compiled(settings) if tf.executing_eagerly() else self._run_ep_inline(settings)
-        else:
-            options = {} if progress is None else {"progress": progress}
-            tau, nu = self.sites.read()
-            run, extras = schedule.run_with_extras(self._algebra(), self._prior_factor(), tau, nu, settings, **options)
-            if extras is not None:
-                self.double_loop_result = extras
-            run = self._store_run(run)
-        warn_if_not_converged(run, settings, "SpikeSlabRegression.run_ep")
-        return run
-
-    def _run_ep_inline(self, settings: EPSettings) -> EPRun:
-        return self._run_schedule(self._algebra(), self._prior_factor(), settings)
-
-    @tf.function(autograph=False)
-    def _run_ep_compiled(self, settings: EPSettings) -> EPRun:
-        return self._run_ep_inline(settings)
+        options = {} if progress is None else {"progress": progress}
+        return self._run(self.check_settings(self.ep_settings.updated(**overrides)), ".run_ep", **options)
 
     # ---------------------------------------------------------------- objective
 
@@ -194,8 +181,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
     def log_marginal_likelihood(self) -> tf.Tensor:
         """log Z_EP = log Z(ṽ) + Σ_i z̃_i = -E at the stored sites (the paper's eq. 9), differentiable in
         σ², v_s, p_s with the sites held fixed."""
-        energy = ep_log_marginal_likelihood(self._algebra(), self._prior_factor(), *self.sites.read(), self.ep_settings)
-        return energy.log_marginal_likelihood
+        return self._evidence()
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
@@ -203,23 +189,23 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
             raise ValueError(
                 "ep_mode: the convergent method runs eagerly; use ep_mode='alternated' to learn σ², v_s, p_s"
             )
-        return self._evidence_objective(self.run_ep, self.log_marginal_likelihood)
+        return self._objective()
 
     # ---------------------------------------------------------------- posterior summaries
 
     @check_shapes("return[0]: [D, 1]", "return[1]: [D, 1]")
     def weight_moments(self):
         """Means and variances of q(w_i) at the stored sites."""
-        q = self._algebra().marginals(*self.sites.read())
+        q = self.site_problem().algebra.marginals(*self.sites.read())
         return q.mean, q.var
 
     @check_shapes("return: [D, 1]")
     def inclusion_probabilities(self) -> tf.Tensor:
         """π_i = P(w_i from the slab) under the tilted distribution of site i."""
         tau, nu = self.sites.read()
-        q = self._algebra().marginals(tau, nu)
+        q = self.site_problem().algebra.marginals(tau, nu)
         cav = cavity_distribution(q.mean, q.var, tau, nu)
-        return tf.sigmoid(self._prior_factor().inclusion_log_odds(cav.mean, cav.var))
+        return tf.sigmoid(self.site_problem().factor.inclusion_log_odds(cav.mean, cav.var))
 
     @staticmethod
     def _marginal_only(full_cov: bool, full_output_cov: bool) -> None:
@@ -236,7 +222,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
 
     @check_shapes("Xnew: [N, D]", "return[0]: [N, 1]", "return[1]: [N, 1]")
     def _predict_f(self, Xnew):
-        joint = self._algebra().joint(*self.sites.read())
+        joint = self.site_problem().algebra.joint(*self.sites.read())
         mean = tf.matmul(Xnew, joint.mean)
         var = tf.reduce_sum(tf.matmul(Xnew, joint.cov) * Xnew, axis=1, keepdims=True)
         return mean, var

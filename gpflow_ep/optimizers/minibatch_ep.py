@@ -132,10 +132,9 @@ class MinibatchEP:
 
         def write(strategy, refresh, cholesky):
             merged = merge_refreshes(strategy, refresh)
-            skipped, accepted, q = model.ep_state.apply_refresh_at(
-                merged, strategy.experimental_local_results(cholesky)[0]
-            )
-            return skipped, accepted, q.cholesky, q.half_mean, q.proper
+            applied = model.apply_refresh(merged, strategy.experimental_local_results(cholesky)[0])
+            q = applied.posterior
+            return applied.num_skipped, applied.accepted, q.cholesky, q.half_mean, q.proper
 
         skipped, accepted, cholesky, half_mean, proper = context.merge_call(write, args=(refresh, frame.L))
         q_refreshed = WhitenedGaussian.from_factor(cholesky, half_mean, proper)

@@ -18,7 +18,7 @@ def paper_model():
 
 
 def _inner(model, v1, v2):
-    f = _objective(model._algebra(), model._prior_factor())
+    f = _objective(model.site_problem().algebra, model.site_problem().factor)
 
     def F(nu, tau):
         value, g_nu, g_tau = f(tf.constant(nu), tf.constant(tau), tf.constant(v1), tf.constant(v2))
@@ -133,16 +133,16 @@ def test_a_non_finite_step_keeps_the_last_finite_state(paper_model):
     loop stops, says so, and returns finite sites and energies."""
     from gpflow_ep.ep.double_loop import run_double_loop
 
-    class Poisoned(type(paper_model._prior_factor())):
+    class Poisoned(type(paper_model.site_problem().factor)):
         def cavity_log_normaliser(self, v1, v2):
             value = super().cavity_log_normaliser(v1, v2)
             return tf.where(v2 > 140.0, tf.constant(np.nan, v2.dtype), value)
 
-    base = paper_model._prior_factor()
+    base = paper_model.site_problem().factor
     d = paper_model.sites.num_sites
     tau0 = tf.fill([d, 1], tf.constant(5.0, tf.float64))
     res = run_double_loop(
-        paper_model._algebra(),
+        paper_model.site_problem().algebra,
         Poisoned(base.slab_variance, base.prior_inclusion),
         tau0,
         tf.zeros_like(tau0),

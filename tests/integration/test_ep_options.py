@@ -231,4 +231,4 @@ def test_settings_are_keyword_only_and_traced_by_value(data):
     for _ in range(3):
         m.run_ep(power=0.5)
         m.run_ep()
-    assert m._run_ep_compiled.experimental_get_tracing_count() == 2
+    assert m._execute_compiled.experimental_get_tracing_count() == 2

@@ -94,7 +94,7 @@ def test_ep_fixed_point_identities(classification_data, lik):
     X, Y = X[:20], Y[:20]
     m = EPGPC((X, Y), _kernel(), lik, schedule="sequential", tol=1e-13, max_sweeps=500)
     assert EP().minimize(m).converged
-    q = m.posterior().factorisation
+    q = m.site_problem().algebra.posterior(*m.sites.read()).factorisation
     tau, nu = m.sites.read()
     mean, var = q.mean.numpy()[:, 0], q.var.numpy()[:, 0]
     cav_prec = 1 / var - tau.numpy()[:, 0]
@@ -204,7 +204,7 @@ def test_predictions_are_probabilities_and_match_training_marginals(classificati
     p, _ = m.predict_y(X)
     assert np.all((p >= 0.1 - 1e-12) & (p <= 0.9 + 1e-12))
     mu, var = m.predict_f(X)
-    q = m.posterior().factorisation
+    q = m.site_problem().algebra.posterior(*m.sites.read()).factorisation
     np.testing.assert_allclose(mu, q.mean, atol=1e-10)
     np.testing.assert_allclose(var, q.var, atol=1e-10)
     assert m.predict_log_density((X, Y)).shape == (X.shape[0],)

@@ -64,7 +64,9 @@ def test_prediction_identities(data):
     EP().minimize(m)
     p, _ = m.predict_y(two_dimensional(40, seed=2)[0] * 3)
     assert np.all((p >= 0.1 - 1e-12) & (p <= 0.9 + 1e-12))
-    np.testing.assert_allclose(m.predict_f(X)[0], m.posterior().factorisation.mean, atol=1e-10)
+    np.testing.assert_allclose(
+        m.predict_f(X)[0], m.site_problem().algebra.posterior(*m.sites.read()).factorisation.mean, atol=1e-10
+    )
 
 
 def test_dual_predictor_equals_site_predictor_at_an_ep_fixed_point(data):

@@ -376,12 +376,29 @@ def test_a_refresh_with_non_finite_values_is_not_written(data):
     state = [v.numpy().copy() for v in m.variables]
     refresh = m.propose_refresh(batch)
     poisoned = refresh._replace(site_state=(refresh.site_state[0] * np.nan,) + refresh.site_state[1:])
-    assert int(m.apply_refresh(poisoned)) == 20  # every update of the batch counted as skipped
+    assert int(m.apply_refresh(poisoned).num_skipped) == 20  # every update of the batch counted as skipped
     assert int(m.ep_diagnostics.refresh_rejected.numpy()) == 1
     for before, after in zip(state, m.variables):
         if "refresh" not in after.name:  # only the diagnostics record the rejection
             np.testing.assert_array_equal(before, after.numpy(), err_msg=after.name)
-    assert int(m.apply_refresh(refresh)) == 0 and int(m.ep_diagnostics.refresh_rejected.numpy()) == 0
+    assert int(m.apply_refresh(refresh).num_skipped) == 0 and int(m.ep_diagnostics.refresh_rejected.numpy()) == 0
+
+
+def test_a_refresh_that_would_make_q_improper_is_not_written_by_the_public_writer(data):
+    """apply_refresh is the one writer of a refresh: it refuses a q that is not a proper Gaussian."""
+    X, Y = data
+    m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))
+    batch = (X[:20], Y[:20], np.arange(20, dtype=np.int32))
+    m.refresh_sites(batch)
+    state = [v.numpy().copy() for v in m.variables if "refresh" not in v.name]
+    refresh = m.propose_refresh(batch)
+    d_Lambda, d_eta = refresh.posterior_change
+    improper = refresh._replace(posterior_change=(d_Lambda - 1e8 * np.eye(10)[None], d_eta))
+    applied = m.apply_refresh(improper)
+    assert not bool(applied.accepted) and int(applied.num_skipped) == 20
+    after = [v.numpy() for v in m.variables if "refresh" not in v.name]
+    for b, a in zip(state, after):
+        np.testing.assert_array_equal(b, a)
 
 
 def test_a_refresh_prints_as_one_short_line(data):

@@ -93,7 +93,7 @@ def test_evidence_is_minus_the_energy_in_any_state():
     m = SpikeSlabRegression((X, y), **PAPER, max_sweeps=7)
     m.run_ep()
     tau, nu = m.sites.read()
-    algebra, factor = m._algebra(), m._prior_factor()
+    algebra, factor = m.site_problem().algebra, m.site_problem().factor
     q = algebra.marginals(tau, nu)
     v2, v1 = 1.0 / q.var, q.mean / q.var
     cav2, cav1 = v2 - tau, v1 - nu
