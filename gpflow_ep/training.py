@@ -61,7 +61,7 @@ from .models import CheckedExternalDataTrainingLossMixin, EPModel, MinibatchEPMo
 from .monitor import PeriodicMonitor
 from .optimizers import MinibatchEP
 from .progress import ProgressBar, is_terminal
-from .validation import check_positive_int, check_training_data
+from .validation import check_inputs, check_positive_int, check_training_data
 
 __all__ = [
     "fit",
@@ -147,6 +147,31 @@ def _runs_batch_ep(model) -> bool:
     return isinstance(model, EPModel) and _holds_data(model)
 
 
+def _check_data_meets_model(model, X: np.ndarray, Y: np.ndarray, batch_size: Optional[int]) -> None:
+    """
+    ``fit``'s array data against the model: a model that holds its data trains on those (so other
+    ``data`` or a ``batch_size`` would be ignored: refused), and a minibatch-EP model has one site per
+    point of ``num_data``.
+    """
+    if _holds_data(model):
+        held = [np.asarray(t) for t in model.data]
+        if any(a.shape != b.shape or not np.array_equal(a, b.astype(a.dtype)) for a, b in zip(held, (X, Y))):
+            raise ValueError(
+                f"data: {type(model).__name__} holds its training data and trains on it; fit was given other data. "
+                "Pass the model's own data (model.data), or build a model on the new data."
+            )
+        if batch_size is not None and batch_size < X.shape[0]:
+            raise ValueError(
+                f"batch_size: {type(model).__name__} holds its data and every step uses all of it (EP needs every "
+                "site); leave batch_size out, or use a sparse model (SEPGPC/SEPGP) for minibatches"
+            )
+    if isinstance(model, MinibatchEPModel) and X.shape[0] != model.num_data:
+        raise ValueError(
+            f"data: {X.shape[0]} points, but the model was built with num_data={model.num_data} (one EP site per "
+            "point): build it with num_data=len(X)"
+        )
+
+
 def make_dataset(
     data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True, drop_remainder: bool = False
 ) -> tf.data.Dataset:
@@ -159,7 +184,12 @@ def make_dataset(
     batch of all n), unless ``drop_remainder``, which drops them (every batch then has the same
     shape). Batches are cut within an epoch, so no batch holds the same site twice.
     """
-    X, Y = np.asarray(data[0], dtype=default_float()), np.asarray(data[1])
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise ValueError("data must be arrays (X, Y)")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    X, Y = check_inputs(data[0], "data[0] (X)"), np.asarray(data[1])
+    if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        raise ValueError(f"data[1] (Y) must have shape [{X.shape[0]}, P] like data[0] (X); got {Y.shape}")
     if not np.issubdtype(Y.dtype, np.integer):  # integer class labels stay integers (GPflow's Softmax needs them)
         Y = Y.astype(default_float())
     index = np.arange(X.shape[0], dtype=np.int32)
@@ -440,6 +470,7 @@ def fit(
     else:
         X, Y = check_training_data(model, data)
         n = X.shape[0]
+        _check_data_meets_model(model, X, Y, batch_size)
         batch_size = n if batch_size is None else min(check_positive_int(batch_size, "batch_size"), n)
         whole_batches = strategy is not None  # every replica gets its equal share of every batch
         if whole_batches and n % batch_size:

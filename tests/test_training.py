@@ -225,6 +225,29 @@ def test_bad_arguments(data):
                 fit(m, (X, Y), batch_size=10, **{argument: value})
 
 
+def test_fit_refuses_data_the_model_would_ignore_and_a_num_data_it_was_not_built_for(data):
+    (X, Y), _ = data
+    kernel = gpflow.kernels.SquaredExponential()
+    held = EPGPC((X, Y), kernel, Probit(), ep_mode="alternated")
+    with pytest.raises(ValueError, match="^data: EPGPC holds its training data"):
+        fit(held, (100 * X[:50], Y[:50]), iterations=1)
+    with pytest.raises(ValueError, match="^batch_size: EPGPC holds its data"):
+        fit(held, (X, Y), batch_size=20, iterations=1)
+    sparse = SEPGPC(kernel, Probit(), X[:5].copy(), num_data=2 * len(X))
+    with pytest.raises(ValueError, match=rf"^data: {len(X)} points, but the model was built with num_data={2 * len(X)}"):
+        fit(sparse, (X, Y), batch_size=20, iterations=1)
+
+
+def test_make_dataset_validates_its_arguments_like_fit(data):
+    (X, Y), _ = data
+    with pytest.raises(ValueError, match="^batch_size must be"):
+        make_dataset((X, Y), batch_size=0)
+    with pytest.raises(ValueError, match=r"data\[0\] \(X\) contains NaN"):
+        make_dataset((np.full_like(X, np.nan), Y), batch_size=10)
+    with pytest.raises(ValueError, match=r"data\[1\] \(Y\) must have shape"):
+        make_dataset((X, Y[:-1]), batch_size=10)
+
+
 def test_under_a_strategy_batches_are_whole_and_fit_says_what_an_epoch_leaves_out(data):
     """With strategy=, every batch is whole (equal replica shares); fit warns that n mod batch_size points sit out."""
     (X, Y), _ = data

@@ -155,7 +155,8 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
 
         :param precompute_cache: GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE).
         """
-        self.warn_if_unfitted()
+        if self.ep_settings.ep_mode == "alternated":  # nested mode computes the fixed point when it must
+            self.warn_if_unfitted()
         if self.ep_settings.ep_mode == "alternated" or bool(self.ep_state_is_current()):
             precision, natural_mean, dual = self.sites.precision, self.sites.natural_mean, self.sites.dual
         else:
@@ -181,7 +182,7 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         """
         Xnew = check_prediction_inputs(Xnew, self.data[0].shape[-1])
         precision, natural_mean, dual = self.current_sites()
-        if tf.executing_eagerly():
+        if self.ep_settings.ep_mode == "alternated":
             self.warn_if_unfitted()
         posterior = EPGPPosterior(
             self.kernel,
