@@ -10,6 +10,7 @@ from gpflow.kernels import ArcCosine, Combination, Kernel, Linear, MultioutputKe
 from gpflow.likelihoods import Bernoulli, Likelihood, MultiClass, Softmax
 
 from .kernels.class_independent import ClassIndependent, ClassInducingPoints
+from .ep.checks import check_choice, check_positive_int, check_range
 from .kernels.deep_kernel import DeepKernel, FeatureInducingPoints
 
 _BINARY_LIKELIHOODS = {Bernoulli}
@@ -83,28 +84,6 @@ def check_data(data, likelihood, name: str = "data") -> Tuple[np.ndarray, np.nda
         data, name, likelihood, arities=(2,), num_classes=getattr(likelihood, "num_classes", None), outputs=1
     )
     return X, Y.astype(np.float64)
-
-
-def check_range(value, name: str, low: float, high: float, *, low_open=True, high_open=False) -> float:
-    value = float(value)
-    below = value <= low if low_open else value < low
-    above = value >= high if high_open else value > high
-    if not np.isfinite(value) or below or above:
-        lo, hi = "(" if low_open else "[", ")" if high_open else "]"
-        raise ValueError(f"{name} must lie in {lo}{low}, {high}{hi}; got {value}")
-    return value
-
-
-def check_choice(value, name: str, choices) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}")
-    return value
-
-
-def check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
 
 
 # ---------------------------------------------------------------- the API boundary of any model

@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
-from ..validation import check_choice
+from .checks import check_choice
 from .algebra import JointPosterior, SiteAlgebra, SiteMarginals, SitePosterior, safe_cholesky
 
 __all__ = ["LinearGaussianAlgebra", "FORMS", "WOODBURY_MIN_DIM"]

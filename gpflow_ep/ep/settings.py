@@ -12,7 +12,7 @@ from typing import Optional, Tuple
 
 from tensorflow.core.function.trace_type import default_types
 
-from ..validation import check_choice, check_positive_int, check_range
+from .checks import check_choice, check_positive_int, check_range
 from .relaxation import Relaxation
 
 __all__ = ["EPSettings", "DEFAULT_DAMPING", "CAVITY_CHOICES", "CRITERIA", "EP_MODES"]
