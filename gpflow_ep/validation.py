@@ -9,8 +9,8 @@ from gpflow.inducing_variables import InducingVariables, MultioutputInducingVari
 from gpflow.kernels import ArcCosine, Combination, Kernel, Linear, MultioutputKernel, Periodic, Stationary
 from gpflow.likelihoods import Bernoulli, Likelihood, MultiClass, Softmax
 
+from .ep.checks import check_choice, check_positive_int, check_range  # noqa: F401  (re-exported for the models)
 from .kernels.class_independent import ClassIndependent, ClassInducingPoints
-from .ep.checks import check_choice, check_positive_int, check_range
 from .kernels.deep_kernel import DeepKernel, FeatureInducingPoints
 
 _BINARY_LIKELIHOODS = {Bernoulli}

@@ -234,7 +234,8 @@ def test_fit_refuses_data_the_model_would_ignore_and_a_num_data_it_was_not_built
     with pytest.raises(ValueError, match="^batch_size: EPGPC holds its data"):
         fit(held, (X, Y), batch_size=20, iterations=1)
     sparse = SEPGPC(kernel, Probit(), X[:5].copy(), num_data=2 * len(X))
-    with pytest.raises(ValueError, match=rf"^data: {len(X)} points, but the model was built with num_data={2 * len(X)}"):
+    message = rf"^data: {len(X)} points, but the model was built with num_data={2 * len(X)}"
+    with pytest.raises(ValueError, match=message):
         fit(sparse, (X, Y), batch_size=20, iterations=1)
 
 

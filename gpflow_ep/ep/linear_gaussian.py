@@ -32,8 +32,8 @@ import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
-from .checks import check_choice
 from .algebra import JointPosterior, SiteAlgebra, SiteMarginals, SitePosterior, safe_cholesky
+from .checks import check_choice
 
 __all__ = ["LinearGaussianAlgebra", "FORMS", "WOODBURY_MIN_DIM"]
 
