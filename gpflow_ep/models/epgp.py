@@ -158,16 +158,21 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         if self.ep_settings.ep_mode == "alternated":  # nested mode computes the fixed point when it must
             self.warn_if_unfitted()
         if self.ep_settings.ep_mode == "alternated" or bool(self.ep_state_is_current()):
-            precision, natural_mean, dual = self.sites.precision, self.sites.natural_mean, self.sites.dual
+            sites = (self.sites.precision, self.sites.natural_mean, self.sites.dual)
         else:
-            precision, natural_mean, dual = self.current_sites()
+            sites = self.current_sites()
+        return self._posterior_at(sites, precompute_cache)
+
+    def _posterior_at(self, sites, precompute_cache) -> EPGPPosterior:
+        precision, natural_mean, dual = sites
+        dual = dual if self.predict_with == "dual" else None
         return EPGPPosterior(
             self.kernel,
             self.data[0],
             precision,
             natural_mean,
             self.mean_function,
-            dual if self.predict_with == "dual" else None,
+            dual,
             precompute_cache=precompute_cache,
         )
 
@@ -181,16 +186,7 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         as in GPflow's VGP.
         """
         Xnew = check_prediction_inputs(Xnew, self.data[0].shape[-1])
-        precision, natural_mean, dual = self.current_sites()
         if self.ep_settings.ep_mode == "alternated":
             self.warn_if_unfitted()
-        posterior = EPGPPosterior(
-            self.kernel,
-            self.data[0],
-            precision,
-            natural_mean,
-            self.mean_function,
-            dual if self.predict_with == "dual" else None,
-            precompute_cache=None,
-        )
+        posterior = self._posterior_at(self.current_sites(), None)
         return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)

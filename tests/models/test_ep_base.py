@@ -1,0 +1,85 @@
+"""
+What every EP model gets from ``EPModel``: accurate predictive densities.
+
+``predict_log_density`` is log ∫ p(y | f) N(f; μ*, σ*²) df, checked against SciPy's adaptive quadrature
+(``scipy.integrate.quad`` to 1e-12 relative, split at y where the likelihood peaks or has a kink) to 1e-8
+relative — the accuracy the package's quadrature documents — including a likelihood 20 times narrower
+than the predictive, where GPflow's 20-point Gauss–Hermite rule is nats off.
+"""
+
+import gpflow
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from gpflow_ep.likelihoods import Laplace, Probit
+from gpflow_ep.models import EPGP, SEPGP
+
+
+def _reference_log_density(density, y, mean, sd):
+    """log ∫ p(y | f) N(f; mean, sd²) df by adaptive quadrature over ±40 predictive sds, split at y."""
+    f = lambda t: density(t) * stats.norm.pdf(t, mean, sd)  # noqa: E731
+    lo, hi = mean - 40 * sd, mean + 40 * sd
+    points = [p for p in (y, mean) if lo < p < hi]
+    value, _ = integrate.quad(f, lo, hi, points=points, limit=1000, epsabs=0.0, epsrel=1e-12)
+    return np.log(value)
+
+
+CASES = {
+    "student_t_narrow": (gpflow.likelihoods.StudentT(scale=0.05, df=3.0), lambda y, f: stats.t.pdf(y, 3.0, f, 0.05)),
+    "laplace": (Laplace(scale=0.1), lambda y, f: np.exp(-np.abs(y - f) / 0.1) / 0.2),
+    "poisson": (gpflow.likelihoods.Poisson(), lambda y, f: stats.poisson.pmf(y, np.exp(f))),
+    "probit": (Probit(), lambda y, f: stats.norm.cdf((2 * y - 1) * f)),
+}
+
+
+def _data(name):
+    rng = np.random.default_rng(4)
+    X = np.linspace(-2, 2, 30)[:, None]
+    f = np.sin(2 * X)
+    if name == "poisson":
+        return X, rng.poisson(np.exp(f)).astype(float), np.array([[0.2], [3.0]]), np.array([[2.0], [7.0]])
+    if name == "probit":
+        return X, (f > 0).astype(float), np.array([[0.2], [3.0]]), np.array([[1.0], [0.0]])
+    return X, f + 0.05 * rng.standard_normal(f.shape), np.array([[0.37], [3.0]]), np.array([[0.5], [0.1]])
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["EPGP", "SEPGP"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_predict_log_density_equals_adaptive_quadrature(name, sparse):
+    likelihood, density = CASES[name]
+    X, Y, Xs, Ys = _data(name)
+    kernel = gpflow.kernels.SquaredExponential(lengthscales=0.3)
+    if sparse:
+        m = SEPGP(kernel, likelihood, X[::3].copy(), num_data=len(X))
+        m.run_ep((X, Y))
+    else:
+        m = EPGP((X, Y), kernel, likelihood)
+        m.run_ep()
+    mean, var = (t.numpy()[:, 0] for t in m.predict_f(Xs))
+    ours = m.predict_log_density((Xs, Ys)).numpy()
+    assert ours.shape == (2,)
+    for i in range(2):
+        y = Ys[i, 0]
+        reference = _reference_log_density(lambda f: density(y, f), y, mean[i], np.sqrt(var[i]))
+        np.testing.assert_allclose(ours[i], reference, rtol=1e-8, atol=1e-8)
+
+
+def test_a_narrow_likelihood_under_a_wide_predictive_is_resolved_where_gauss_hermite_is_not():
+    likelihood, density = CASES["student_t_narrow"]
+    X, Y, Xs, Ys = _data("student_t_narrow")
+    m = EPGP((X, Y), gpflow.kernels.SquaredExponential(lengthscales=0.3), likelihood)
+    m.run_ep()
+    mean, var = m.predict_f(Xs)
+    assert np.sqrt(var[1, 0]) > 10 * 0.05  # the second test point is far from the data: a wide predictive
+    reference = _reference_log_density(lambda f: density(0.1, f), 0.1, mean[1, 0].numpy(), np.sqrt(var[1, 0]))
+    gauss_hermite = likelihood.predict_log_density(Xs, mean, var, Ys).numpy()[1]
+    assert abs(gauss_hermite - reference) > 1.0  # GPflow's default rule: nats off
+    np.testing.assert_allclose(m.predict_log_density((Xs, Ys)).numpy()[1], reference, rtol=1e-8)
+
+
+def test_full_covariances_are_refused_as_gpflow_does():
+    X, Y, Xs, Ys = _data("probit")
+    m = EPGP((X, Y), gpflow.kernels.SquaredExponential(), Probit())
+    with pytest.raises(NotImplementedError):
+        m.predict_log_density((Xs, Ys), full_cov=True)
