@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from gpflow_ep.datasets import benchmark_dir
+from benchmarks.data import benchmark_dir
 
 # The fast subset that CI also runs against the oldest declared dependency versions (.ci/oldest):
 # every test in these modules is marked ``oldest_versions`` (select with ``pytest -m oldest_versions``).

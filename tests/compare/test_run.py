@@ -89,8 +89,8 @@ def test_run_compare_checks_before_training():
         run_compare(prior="flat")
     with pytest.raises(ValueError, match="models"):
         run_compare(models="epgpc,gpr")
-    with pytest.raises(ValueError, match="data_dir"):
-        run_compare(dataset="Pima", data_dir="/no/such/directory")
+    with pytest.raises(ValueError, match="dataset: unknown 'Pima'"):
+        run_compare(dataset="Pima")
 
 
 DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes"}
