@@ -30,11 +30,8 @@ differentiation (``tf.stop_gradient``), so gradients in m, v, σ and ν are thos
 :mod:`gpflow_ep.ep.quadrature` is used instead (a ``tf.cond`` on a).
 
 **Cost**: 181 probes and 128 nodes of a few exponentials per site, no evaluation of the likelihood
-(the generic rule makes ~1,900). Compiled (``tf.function``), ν = 4, α = 1, cavity means N(0, 9) and
-variances e^U(-4, 4), medians of 15 runs interleaved in one process on a shared 2-core machine under
-load ~7 from other jobs: 200 sites 2.8 ms against 16.6 ms for the generic rule (3.7 against 19.6 in
-a second run), 2,000 sites 23 ms against 129 ms; with the gradient in m, v and σ, 5.7 against
-19.9 ms and 35 against 170 ms. The two rules agree to 6e-13 in log Z and both derivatives there.
+(the generic rule makes ~1,900); timings against the generic rule are in the documentation's
+benchmark pages ("Cost of the engine's numerical rules").
 """
 
 import numpy as np
