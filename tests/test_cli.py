@@ -12,6 +12,7 @@ from gpflow_ep import __version__
 from gpflow_ep.cli import cli_wording, main
 
 
+@pytest.mark.slow
 def test_compare_json_has_a_record_per_model(tmp_path, capsys):
     status = main(
         [
