@@ -8,7 +8,7 @@ convergence by ``gpflow.optimizers.Scipy`` on its training loss.
 ====================  ==========  ===============================================================
 name                  task        model
 ====================  ==========  ===============================================================
-``epgpc``             binary      :class:`~gpflow_ep.models.EPGPC`, probit (EP; Minka 2001)
+``epgpc``             binary      :class:`~gpflow_ep.models.EPGPC`, probit (EP; :cite:t:`Minka2001`)
 ``pep``               binary      :class:`~gpflow_ep.models.PowerEP`, probit, α = 0.8
 ``rep``               binary      :class:`~gpflow_ep.models.RelaxedEP`, probit
 ``sepgpc``            binary      :class:`~gpflow_ep.models.SEPGPC`, probit, M inducing inputs
@@ -23,11 +23,11 @@ name                  task        model
 ``sepmgpc``           multiclass  :class:`~gpflow_ep.models.SEPMGPC`, scalable multi-class EP, M
                                   inducing inputs per class
 ``gpr``               regression  ``gpflow.models.GPR``
-``sgpr``              regression  ``gpflow.models.SGPR`` (Titsias)
+``sgpr``              regression  ``gpflow.models.SGPR`` (:cite:t:`Titsias2009`)
 ``dgpaep``            regression  :class:`~gpflow_ep.models.DGPAEP`, 2 layers [D, 2, 1]
 ``spikeslab``         regression  :class:`~gpflow_ep.models.SpikeSlabRegression` (linear, EP)
 ``epgp-t``            regression  :class:`~gpflow_ep.models.EPGP`, Student-t (ν = 4 learned), robust EP
-                                  (:func:`~gpflow_ep.ep.robust_settings`; Jylänki et al. 2011)
+                                  (:func:`~gpflow_ep.ep.robust_settings`; :cite:t:`Jylanki2011`)
 ``sepgp-t``           regression  :class:`~gpflow_ep.models.SEPGP`, the same, M inducing inputs (without the
                                   double-loop fallback, which needs the full GP's normaliser)
 ``svgp-t``            regression  ``gpflow.models.SVGP`` with the same Student-t likelihood

@@ -1,6 +1,6 @@
 r"""
-Provably convergent double-loop EP (PC-EP; Hernández-Lobato & Hernández-Lobato 2011, the
-Opper–Winther expectation-consistent energy with positivity constraints; their Sec. 3),
+Provably convergent double-loop EP (PC-EP; :cite:t:`HernandezLobato2011`, Sec. 3: the
+expectation-consistent energy of :cite:t:`OpperWinther2005` with positivity constraints),
 written for any model of the engine: a :class:`~gpflow_ep.ep.SiteAlgebra` with a
 ``log_normaliser`` and any :class:`~gpflow_ep.ep.SiteFactor`. Registered as the schedule
 ``"convergent"``.

@@ -6,7 +6,7 @@ For a cavity N(f; m, v) and a log-likelihood ℓ(f) = log p(y | f) at power α, 
     g(δ) = α ℓ(m + δ) - δ²/(2v) - ½ log 2πv,      Z = ∫ exp g(δ) dδ.
 
 EP needs log Z and the tilted mean and variance m + E[δ], Var[δ], i.e. ∂log Z/∂m = E[δ]/v and
-∂²log Z/∂m² = (Var[δ] - v)/v² (Rasmussen & Williams 2006, eqs. 3.58 and 3.74; Seeger 2005). Working
+∂²log Z/∂m² = (Var[δ] - v)/v² (:cite:t:`Rasmussen2006`, eqs. 3.58 and 3.74; :cite:t:`Seeger2005`). Working
 in the offset δ rather than f keeps Var[δ] - v free of the cancellation of m² at narrow cavities.
 
 Two rules are provided:

@@ -4,8 +4,8 @@ integral over the mixing precision instead of the kinked integral over f.
 
 With r = y - f, scale σ and ν degrees of freedom, p(y | f)^α = C^α (1 + r²/(νσ²))^(-a) with
 a = α(ν + 1)/2 and C = Γ((ν+1)/2) / (Γ(ν/2) √(νπ) σ), and (1 + u)^(-a) = Γ(a)⁻¹ ∫ λ^(a-1) e^(-λ(1+u)) dλ
-(the Gamma integral; at α = 1 this is the Student-t as a Gaussian scale mixture, Geweke 1993,
-Jylänki, Vanhatalo & Vehtari 2011, §2). Integrating the Gaussian in f first, with s(λ) = νσ²/(2λ)
+(the Gamma integral; at α = 1 this is the Student-t as a Gaussian scale mixture, :cite:t:`Geweke1993`;
+:cite:t:`Jylanki2011`, §2). Integrating the Gaussian in f first, with s(λ) = νσ²/(2λ)
 and d = y - m,
 
     Z(m, v) = C^α Γ(a)⁻¹ ∫ H(t) dt,   H(t) = exp(a t - eᵗ) √(s / (v + s)) exp(-d² / (2(v + s))),  λ = eᵗ,
@@ -16,9 +16,8 @@ under the normalised H,
     ∂log Z/∂m = E[d q],   ∂²log Z/∂m² = Var[d q] - E[q].
 
 H is analytic and decays exponentially on both sides (like e^(a t) as t → -∞, like exp(-eᵗ) as
-t → ∞), so the trapezoid rule in t converges geometrically (Trefethen & Weideman 2014, SIAM Rev.
-56(3), §5). The rule: log H is probed at t = -80, -79.5, …, 10 (no likelihood evaluations: a few
-exponentials); the window is the probes within 45 nats of the largest, widened by one probe on each
+t → ∞), so the trapezoid rule in t converges geometrically (:cite:t:`Trefethen2014`, §5). The rule:
+log H is probed at t = -80, -79.5, …, 10 (no likelihood evaluations: a few exponentials); the window is the probes within 45 nats of the largest, widened by one probe on each
 side; 128 equispaced trapezoid nodes span it. The window and nodes are held fixed under
 differentiation (``tf.stop_gradient``), so gradients in m, v, σ and ν are those of the quadrature sum.
 
