@@ -47,8 +47,9 @@ def spike_slab_problem(
 ):
     """
     One data set of the spike-and-slab paper's experiment (:cite:t:`HernandezLobato2011`, §4): w drawn
-    from the prior of their Eq. (1) (each w_i ~ N(0, v_s) with probability p_s, else 0), inputs "uniformly sampled from the unit hyper-sphere", read as its surface (``x_dist="surface"``,
-    our default) or the ball (``"ball"``), y = Xw + N(0, σ²) noise.
+    from the prior of their Eq. (1) (each w_i ~ N(0, v_s) with probability p_s, else 0), inputs
+    "uniformly sampled from the unit hyper-sphere", read as its surface (``x_dist="surface"``, our
+    default) or the ball (``"ball"``), y = Xw + N(0, σ²) noise.
 
     :return: (X_train [n, d], y_train [n, 1], X_test, y_test, w [d]).
     """

@@ -15,11 +15,12 @@ under the normalised H,
 
     ∂log Z/∂m = E[d q],   ∂²log Z/∂m² = Var[d q] - E[q].
 
-H is analytic and decays exponentially on both sides (like e^(a t) as t → -∞, like exp(-eᵗ) as
-t → ∞), so the trapezoid rule in t converges geometrically (:cite:t:`Trefethen2014`, §5). The rule:
-log H is probed at t = -80, -79.5, …, 10 (no likelihood evaluations: a few exponentials); the window is the probes within 45 nats of the largest, widened by one probe on each
-side; 128 equispaced trapezoid nodes span it. The window and nodes are held fixed under
-differentiation (``tf.stop_gradient``), so gradients in m, v, σ and ν are those of the quadrature sum.
+H is analytic and decays exponentially on both sides (like e^(a t) as t → -∞, like exp(-eᵗ) as t → ∞),
+so the trapezoid rule in t converges geometrically (:cite:t:`Trefethen2014`, §5). The rule: log H is
+probed at t = -80, -79.5, …, 10 (no likelihood evaluations: a few exponentials); the window is the
+probes within 45 nats of the largest, widened by one probe on each side; 128 equispaced trapezoid nodes
+span it. The window and nodes are held fixed under differentiation (``tf.stop_gradient``), so gradients
+in m, v, σ and ν are those of the quadrature sum.
 
 **Accuracy**: to the same 1e-8 relative in log Z and both derivatives as the generic adaptive rule
 (``tests/ep/test_tilted.py``, case ``student_t``; ``tests/likelihoods/test_gpflow_tilted.py`` for
