@@ -3,7 +3,7 @@ The ``gpflow-ep`` console script: TensorFlow's start-up log lines ("failed call 
 machine without a GPU, oneDNN and CUDA notices) look like errors to a user, so they are hidden
 while TensorFlow loads (``TF_CPP_MIN_LOG_LEVEL=3`` unless set, and stderr held back during the
 import; shown in full if the import fails). TensorFlow is loaded only for a command that trains
-(``compare``, ``bench NAME``): ``--help``, ``--version`` and the benchmark list do not load it.
+(``compare``): ``--help`` and ``--version`` do not load it.
 ``python -m gpflow_ep`` runs the same commands without hiding the log.
 """
 

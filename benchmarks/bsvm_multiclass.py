@@ -14,12 +14,14 @@ from gpflow.keras import tf_keras
 from scipy.cluster.vq import kmeans2
 from scipy.stats import rankdata
 
-from gpflow_ep.datasets import load_benchmark, sklearn_multiclass_split
+from gpflow_ep.compare import make_kernel, sparse_classifier
+from gpflow_ep.datasets import sklearn_multiclass_split
 from gpflow_ep.likelihoods import BinaryHinge
 from gpflow_ep.training import make_dataset, make_train_step
 
 from . import runner
 from .claims import Claim, claim_items, verdicts
+from .data import load_benchmark
 from .dgp_uci import train_interleaved
 from .minibatch import HINGE_BOUND, SVGP_LIKELIHOODS, TimedSteps
 from .report import markdown_header, markdown_section
@@ -46,10 +48,8 @@ def load(name: str, split: int, data_dir):
 
 
 def svgp(likelihood, Z, D: int, num_latent: int, n: int, seed: int) -> gpflow.models.SVGP:
-    """A whitened SVGP, SE-ARD kernel (lengthscales √D), q_mu ~ N(0, 0.01²)."""
-    kernel = gpflow.kernels.SquaredExponential(lengthscales=np.full(D, np.sqrt(D)))
-    Z = gpflow.inducing_variables.InducingPoints(Z.copy())
-    model = gpflow.models.SVGP(kernel, likelihood, Z, num_latent_gps=num_latent, num_data=n)
+    """:func:`gpflow_ep.compare.sparse_classifier`'s whitened SVGP, SE-ARD kernel (lengthscales √D), q_mu ~ N(0, 0.01²)."""
+    model = sparse_classifier("svgp", make_kernel(D), Z.copy(), n, num_latent, likelihood)
     model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=model.q_mu.shape))
     return model
 

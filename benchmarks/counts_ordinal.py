@@ -12,9 +12,8 @@ import tensorflow as tf
 from gpflow.likelihoods.utils import inv_probit
 from scipy.stats import norm
 
-from gpflow_ep.datasets import load_benchmark
-
 from . import robust_regression as rr
+from .data import load_benchmark
 
 NUM_QUALITY_CLASSES, LOWEST_QUALITY = 6, 3
 TEST_FRACTION = 0.1

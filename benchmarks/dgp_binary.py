@@ -8,9 +8,9 @@ Results: docs/benchmarks/dgp.md.
 from pathlib import Path
 from typing import Dict
 
-from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 
+from .data import load_benchmark
 from .dgp_uci import BATCH, summarise, train_interleaved, trainers
 from .models import evaluate
 from .report import markdown_header

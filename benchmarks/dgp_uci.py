@@ -14,12 +14,12 @@ import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.models import DGPAEP, SEPGPC
 from gpflow_ep.training import make_dataset, make_train_step
 
 from . import runner
 from .claims import Claim, claim_items, verdicts
+from .data import load_benchmark
 from .minibatch import TimedSteps
 from .report import machine_info, markdown_header, markdown_section, rerender_report
 from .stats import cell, markdown_table, mean_se, paired_differences

@@ -10,8 +10,7 @@ from typing import Dict, List
 import gpflow
 import tensorflow as tf
 
-from gpflow_ep.datasets import load_benchmark
-
+from .data import load_benchmark
 from .models import evaluate
 from .robust_regression import Comparison, Task, ep_cell, stat
 from .stats import mean_se

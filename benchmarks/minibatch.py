@@ -13,12 +13,11 @@ import gpflow
 import numpy as np
 from gpflow.keras import tf_keras
 
-from gpflow_ep.datasets import load_flights
-from gpflow_ep.likelihoods import MultiClassHinge, MultiClassStep, Probit
-from gpflow_ep.models import SEPGPC, SEPMGPC
+from gpflow_ep.compare import make_kernel, sparse_classifier
+from gpflow_ep.likelihoods import MultiClassHinge
 from gpflow_ep.training import make_dataset, make_train_step, paper_adadelta
 
-from .models import se_ard_kernel
+from .data import load_flights
 from .report import write_report
 from .stats import cell, markdown_table
 
@@ -62,20 +61,25 @@ SVGP_LIKELIHOODS = dict(
 )
 
 
+#: the benchmarks' method names → the library factory's (:func:`gpflow_ep.compare.sparse_classifier`)
+_FACTORY_NAMES = dict(SVGP="svgp", RobustMax="svgp", Softmax="svgp-softmax", hinge="bsvm", SEPMGPC="sepmgpc")
+
+
 def sparse_model(method: str, D: int, Z: np.ndarray, n: int, num_classes: int = 2, **ep_options):
     """
-    SE-ARD, inducing inputs Z: GPflow's whitened SVGP (``"SVGP"``: probit; C latent GPs with one of
-    :data:`SVGP_LIKELIHOODS`), SEPMGPC or SEPGPC (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`).
+    :func:`gpflow_ep.compare.sparse_classifier` with an SE-ARD kernel on inducing inputs Z: GPflow's whitened
+    SVGP (``"SVGP"``: probit; C latent GPs with one of :data:`SVGP_LIKELIHOODS`), SEPMGPC or SEPGPC
+    (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`).
     """
-    kernel, C = se_ard_kernel(D), num_classes
+    kernel, C = make_kernel(D), num_classes
     if method == "SVGP":
-        return gpflow.models.SVGP(kernel, Probit(), Z.copy(), num_data=n)
+        return sparse_classifier("svgp", kernel, Z.copy(), n)
     if method in SVGP_LIKELIHOODS:
-        return gpflow.models.SVGP(kernel, SVGP_LIKELIHOODS[method](C), Z.copy(), num_latent_gps=C, num_data=n)
+        return sparse_classifier(_FACTORY_NAMES[method], kernel, Z.copy(), n, C, SVGP_LIKELIHOODS[method](C))
     if method == "SEPMGPC":
-        return SEPMGPC(kernel, MultiClassStep(C), Z.copy(), num_data=n)
+        return sparse_classifier("sepmgpc", kernel, Z.copy(), n, C)
     options = {"damping": SEP_DAMPING, "minibatch_damping": MINIBATCH_DAMPING, **ep_options}
-    return SEPGPC(kernel, Probit(), Z.copy(), num_data=n, **options)
+    return sparse_classifier("sepgpc", kernel, Z.copy(), n, **options)
 
 
 class TimedSteps:

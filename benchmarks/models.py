@@ -10,14 +10,13 @@ import gpflow
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.compare import make_kernel as se_ard_kernel
 from gpflow_ep.likelihoods import NoisyStep
 from gpflow_ep.models import EPGPC, PowerEP, RelaxedEP
 from gpflow_ep.optimizers import EP
 
 from .stats import finite_or_none
 
-__all__ = ["se_ard_kernel", "fixed_noisy_step", "build_ep_model", "ep_fit", "ModelSlot", "evaluate"]  # re-exports
+__all__ = ["fixed_noisy_step", "build_ep_model", "ep_fit", "ModelSlot", "evaluate"]
 
 
 def fixed_noisy_step(eps: float) -> NoisyStep:

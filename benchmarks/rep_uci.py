@@ -13,11 +13,11 @@ from typing import Callable, Dict, List, Optional
 import gpflow
 import numpy as np
 
-from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
 
 from .claims import Claim, verdicts
+from .data import load_benchmark
 from .models import build_ep_model, fixed_noisy_step
 from .rep import EP_SPEC, cached, dash, fit, page, part_parser, pct, pep_spec, rep_spec, run_part, table, test_scores
 from .runner import parse_list, progress_logger

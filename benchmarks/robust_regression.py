@@ -16,13 +16,13 @@ import gpflow
 import numpy as np
 from gpflow.utilities import positive
 
-from gpflow_ep.compare.models import inducing_inputs
-from gpflow_ep.datasets import load_benchmark
+from gpflow_ep.compare import inducing_inputs, make_kernel
 from gpflow_ep.models import EPGP, EPGPC
 from gpflow_ep.optimizers import EP
 
 from . import runner
-from .models import ModelSlot, ep_fit, se_ard_kernel
+from .data import load_benchmark
+from .models import ModelSlot, ep_fit
 from .report import markdown_header
 from .stats import cell, finite_or_none, markdown_table, mean_se
 
@@ -176,7 +176,7 @@ class Comparison:
     columns: Sequence[Tuple[str, Callable[[Dict], str]]]
     caption: Callable[[Dict], str]
     config: Dict = field(default_factory=dict)
-    kernel: Callable = se_ard_kernel
+    kernel: Callable = make_kernel
     data_kind: Optional[str] = None
     ep_options: Dict = field(default_factory=lambda: dict(schedule="parallel", damping=0.5, max_sweeps=200, tol=1e-6))
 

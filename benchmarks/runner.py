@@ -18,8 +18,7 @@ import gpflow
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.datasets import available_benchmarks
-
+from .data import available_benchmarks
 from .report import RunClock, write_report
 
 

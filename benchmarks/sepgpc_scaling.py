@@ -10,8 +10,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from gpflow_ep.datasets import load_flights
-
+from .data import load_flights
 from .minibatch import SHARED_MACHINE_NOTE, MinibatchRunner, random_subset, sparse_model
 from .report import markdown_header, markdown_section, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger

@@ -14,11 +14,11 @@ from typing import Dict, List
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.datasets import load_benchmark
 from gpflow_ep.optimizers import SignAdaptive
 from gpflow_ep.training import make_dataset, make_train_step
 
 from .claims import Claim, claim_items, verdicts
+from .data import load_benchmark
 from .minibatch import MINIBATCH_NOTE, SEP_DAMPING, SHARED_MACHINE_NOTE, make_optimizer, random_subset, sparse_model
 from .models import ModelSlot, evaluate
 from .report import markdown_header, markdown_section, timed_report, write_json, write_report

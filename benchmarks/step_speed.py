@@ -11,12 +11,10 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.likelihoods import Probit
-from gpflow_ep.models import SEPGPC
+from gpflow_ep.compare import make_kernel, sparse_classifier
 from gpflow_ep.training import make_dataset, make_train_step
 
 from .minibatch import TimedSteps, interleaved_rounds, make_optimizer, random_subset, sparse_model
-from .models import se_ard_kernel
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
 from .stats import markdown_table
@@ -58,7 +56,7 @@ def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]):
         X, Y = data(n, D, C, seed=C)
         Z = random_subset(X, M, seed=1)
         if C == 2:  # SEPGPC with its default EP settings
-            sep, svgp = SEPGPC(se_ard_kernel(D), Probit(), Z.copy(), num_data=n), sparse_model("SVGP", D, Z, n)
+            sep, svgp = sparse_classifier("sepgpc", make_kernel(D), Z.copy(), n), sparse_model("SVGP", D, Z, n)
             pairs.append(("SEPGPC", "SVGP", GOALS["SEPGPC"]))
         else:
             sep, svgp = (sparse_model(m, D, Z, n, C) for m in ("SEPMGPC", "RobustMax"))

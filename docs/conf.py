@@ -26,7 +26,12 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "myst_nb",  # Markdown pages (MyST) and the executed tutorials (jupytext percent-format .py files)
+    "sphinxcontrib.bibtex",  # the papers, cited with :cite: (pages and docstrings) from refs.bib
 ]
+
+bibtex_bibfiles = ["refs.bib"]
+bibtex_reference_style = "author_year"
+bibtex_default_style = "plain"
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".py": "myst-nb"}
 nb_custom_formats = {".py": ["jupytext.reads", {"fmt": "py:percent"}]}

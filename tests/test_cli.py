@@ -1,4 +1,4 @@
-"""The gpflow-ep command line: compare's outputs, clean one-line errors, bench, version."""
+"""The gpflow-ep command line: compare's outputs, clean one-line errors, version."""
 
 import json
 import os
@@ -9,9 +9,10 @@ import sys
 import pytest
 
 from gpflow_ep import __version__
-from gpflow_ep.cli import BENCHMARKS, cli_wording, main
+from gpflow_ep.cli import cli_wording, main
 
 
+@pytest.mark.slow
 def test_compare_json_has_a_record_per_model(tmp_path, capsys):
     status = main(
         [
@@ -44,7 +45,6 @@ def test_compare_json_has_a_record_per_model(tmp_path, capsys):
         (["compare", "--models", "foo"], "'foo' is not a model of gpflow-ep compare"),
         (["compare", "--dataset", "NoSuchSet"], "dataset: unknown 'NoSuchSet'"),
         (["compare", "--csv", "missing.csv", "--target", "y"], "csv: no such file"),
-        (["bench", "no_such_benchmark"], "bench: unknown benchmark 'no_such_benchmark'; choose among"),
     ],
 )
 def test_user_errors_are_one_line_and_exit_2(capsys, argv, message):
@@ -70,14 +70,6 @@ def test_usage_errors_and_version(capsys):
     assert capsys.readouterr().out.strip() == f"gpflow-ep {__version__}"
 
 
-def test_bench_lists_the_benchmarks(capsys, monkeypatch, request):
-    monkeypatch.chdir(request.config.rootpath)
-    assert main(["bench"]) == 0
-    out = capsys.readouterr().out
-    listed = {line.split()[0] for line in out.splitlines()[1:]}
-    assert {"sepgpc_table1", "spike_slab_pcep"} <= listed and not listed & {"runner", "report", "stats", "claims"}
-
-
 def test_module_entry_point_help(monkeypatch, capsys):
     """``python -m gpflow_ep --help`` (run in-process: the package is already imported)."""
     monkeypatch.setattr(sys, "argv", ["gpflow_ep", "--help"])
@@ -85,7 +77,7 @@ def test_module_entry_point_help(monkeypatch, capsys):
         runpy.run_module("gpflow_ep", run_name="__main__")
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    assert "compare" in out and "bench" in out
+    assert "compare" in out and "bench" not in out
 
 
 @pytest.mark.parametrize(
@@ -94,12 +86,11 @@ def test_module_entry_point_help(monkeypatch, capsys):
         (["gpflow_ep", "--help"], "runpy.run_module('gpflow_ep', run_name='__main__')", 0),  # python -m gpflow_ep
         (["gpflow-ep", "--help"], "__import__('gpflow_ep_cli').main()", 0),  # the console script
         (["gpflow-ep", "compare", "--help"], "__import__('gpflow_ep_cli').main()", 0),
-        (["gpflow-ep", "bench"], "__import__('gpflow_ep_cli').main()", 0),
         (["gpflow-ep", "--version"], "__import__('gpflow_ep_cli').main()", 0),
         (["gpflow-ep", "compare", "--maxiter", "0"], "__import__('gpflow_ep_cli').main()", 2),
     ],
 )
-def test_help_and_listing_do_not_import_tensorflow(argv, call, status, request):
+def test_help_and_usage_errors_do_not_import_tensorflow(argv, call, status, request):
     """``--help`` took 9 s because it imported TensorFlow; only a command that trains may."""
     code = (
         f"import runpy, sys\nsys.argv = {argv!r}\ntry:\n    status = {call}\nexcept SystemExit as exit_:\n"
@@ -113,34 +104,8 @@ def test_help_and_listing_do_not_import_tensorflow(argv, call, status, request):
     assert done.stdout.strip().splitlines()[-1] == f"STATUS {status} HEAVY []", done.stderr
 
 
-def test_bench_describes_each_benchmark(capsys, monkeypatch, request):
-    """Every benchmark is listed with a one-line description (written for users: no internal references)."""
-    monkeypatch.chdir(request.config.rootpath)
-    assert main(["bench"]) == 0
-    lines = capsys.readouterr().out.splitlines()[1:]
-    names = [line.split()[0] for line in lines]
-    assert names == sorted(BENCHMARKS) and "sepgpc_table1" in names
-    for line, name in zip(lines, names):
-        description = line.strip()[len(name) :].strip()
-        assert description == BENCHMARKS[name] and "spec" not in description
-
-
-def test_compare_errors_use_the_command_lines_words(capsys, monkeypatch, tmp_path):
-    """A missing benchmark directory: the command line says --data-dir, the Python API data_dir=."""
-    from gpflow_ep.compare import load_task_data
-    from gpflow_ep.datasets import benchmark
-
-    monkeypatch.delenv(benchmark.ENV_VAR, raising=False)
-    monkeypatch.setattr(benchmark, "__file__", str(tmp_path / "a" / "b" / "c" / "benchmark.py"))
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")  # no ../shared/datasets either
-    with pytest.raises(ValueError, match="pass data_dir= or set"):
-        load_task_data("Pima")
-    assert main(["compare", "--dataset", "Pima"]) == 2
-    err = capsys.readouterr().err
-    assert "pass --data-dir or set $GPFLOW_EP_DATA" in err and "data_dir" not in err
-    assert main(["compare", "--dataset", "Pima", "--data-dir", str(tmp_path / "none")]) == 2
-    assert capsys.readouterr().err.startswith(f"gpflow-ep: error: --data-dir: '{tmp_path / 'none'}' is not a directory")
+def test_compare_errors_use_the_command_lines_words(capsys):
+    """The Python API names its arguments (max_train, target), the command line the options that set them."""
     assert main(["compare", "--max-train", "1"]) == 2
     assert capsys.readouterr().err == "gpflow-ep: error: --max-train must be at least 2; got 1\n"
     assert main(["compare", "--csv", "x.csv"]) == 2
@@ -148,11 +113,8 @@ def test_compare_errors_use_the_command_lines_words(capsys, monkeypatch, tmp_pat
 
 
 def test_cli_wording():
-    options = {"data_dir": "--data-dir", "max_train": "--max-train", "csv": "--csv", "dataset": "--dataset"}
+    options = {"max_train": "--max-train", "csv": "--csv", "dataset": "--dataset"}
     assert cli_wording("max_train must be at least 2", options) == "--max-train must be at least 2"
-    assert (
-        cli_wording("csv_file: x; pass data_dir= or set $DATA_DIR", options)
-        == "--csv: x; pass --data-dir or set $DATA_DIR"
-    )
-    text = "dataset: unknown 'x'; the benchmark dataset is not there"  # only the subject is an option
-    assert cli_wording(text, options) == "--dataset: unknown 'x'; the benchmark dataset is not there"
+    assert cli_wording("csv_file: x; pass max_train= or less", options) == "--csv: x; pass --max-train or less"
+    text = "dataset: unknown 'x'; the dataset is not there"  # only the subject is an option
+    assert cli_wording(text, options) == "--dataset: unknown 'x'; the dataset is not there"

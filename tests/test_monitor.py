@@ -127,6 +127,7 @@ def test_ep_damping_is_the_damping_in_force(tmp_path, data):
         assert not set(EP_RUN_TAGS) & written["_tags"]  # no run yet
 
 
+@pytest.mark.slow
 def test_relaxed_ep_writes_its_relaxation_histogram_and_spike_slab_its_evidence(tmp_path, data):
     (X, Y), _ = data
     relaxed = RelaxedEP((X, Y), gpflow.kernels.SquaredExponential(), Probit())

@@ -171,7 +171,10 @@ def _run(name, shrunk: bool):
     exec(compile(code, f"snippet:{name}", "exec"), namespace)
 
 
-@pytest.mark.parametrize("name", sorted(SETUPS))
+@pytest.mark.parametrize(
+    "name",  # the sepgpc snippet is slow (the swap snippet stays in the default run)
+    [pytest.param(n, marks=pytest.mark.slow) if n == "sepgpc" else n for n in sorted(SETUPS)],
+)
 def test_readme_snippet_runs_with_capped_training(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # snippets that write (TensorBoard runs) write here
     minimize = gpflow.optimizers.Scipy.minimize

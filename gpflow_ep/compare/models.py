@@ -8,7 +8,7 @@ convergence by ``gpflow.optimizers.Scipy`` on its training loss.
 ====================  ==========  ===============================================================
 name                  task        model
 ====================  ==========  ===============================================================
-``epgpc``             binary      :class:`~gpflow_ep.models.EPGPC`, probit (EP; Minka 2001)
+``epgpc``             binary      :class:`~gpflow_ep.models.EPGPC`, probit (EP; :cite:t:`Minka2001`)
 ``pep``               binary      :class:`~gpflow_ep.models.PowerEP`, probit, α = 0.8
 ``rep``               binary      :class:`~gpflow_ep.models.RelaxedEP`, probit
 ``sepgpc``            binary      :class:`~gpflow_ep.models.SEPGPC`, probit, M inducing inputs
@@ -23,11 +23,11 @@ name                  task        model
 ``sepmgpc``           multiclass  :class:`~gpflow_ep.models.SEPMGPC`, scalable multi-class EP, M
                                   inducing inputs per class
 ``gpr``               regression  ``gpflow.models.GPR``
-``sgpr``              regression  ``gpflow.models.SGPR`` (Titsias)
+``sgpr``              regression  ``gpflow.models.SGPR`` (:cite:t:`Titsias2009`)
 ``dgpaep``            regression  :class:`~gpflow_ep.models.DGPAEP`, 2 layers [D, 2, 1]
 ``spikeslab``         regression  :class:`~gpflow_ep.models.SpikeSlabRegression` (linear, EP)
 ``epgp-t``            regression  :class:`~gpflow_ep.models.EPGP`, Student-t (ν = 4 learned), robust EP
-                                  (:func:`~gpflow_ep.ep.robust_settings`; Jylänki et al. 2011)
+                                  (:func:`~gpflow_ep.ep.robust_settings`; :cite:t:`Jylanki2011`)
 ``sepgp-t``           regression  :class:`~gpflow_ep.models.SEPGP`, the same, M inducing inputs (without the
                                   double-loop fallback, which needs the full GP's normaliser)
 ``svgp-t``            regression  ``gpflow.models.SVGP`` with the same Student-t likelihood
@@ -46,7 +46,7 @@ the log marginal likelihood for GPR, the negative AEP energy for DGPAEP.
 """
 
 import math
-from typing import Callable, Dict, List, NamedTuple, Sequence, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Union
 
 import gpflow
 import numpy as np
@@ -68,6 +68,7 @@ __all__ = [
     "check_models",
     "make_kernel",
     "inducing_inputs",
+    "sparse_classifier",
     "build_model",
     "apply_prior",
     "objective",
@@ -101,6 +102,42 @@ def _external(model, data):
     return model, model.training_loss_closure(data, compile=False)
 
 
+#: the sparse classifiers of :func:`sparse_classifier`, by compare's name: (class, default likelihood)
+_SPARSE_CLASSIFIERS = {
+    "sepgpc": (SEPGPC, lambda C: Probit()),
+    "svgp": (gpflow.models.SVGP, lambda C: Probit() if C is None else gpflow.likelihoods.MultiClass(C)),
+    "svgp-softmax": (gpflow.models.SVGP, lambda C: gpflow.likelihoods.Softmax(C)),
+    "bsvm": (gpflow.models.SVGP, lambda C: MultiClassHinge(C)),
+    "sepmgpc": (SEPMGPC, lambda C: MultiClassStep(C)),
+}
+
+
+def sparse_classifier(
+    name: str,
+    kernel,
+    Z: np.ndarray,
+    num_data: Optional[int],
+    num_classes: Optional[int] = None,
+    likelihood=None,
+    **options,
+):
+    """
+    A sparse classifier on the inducing inputs ``Z``, untrained: ``"sepgpc"`` (:class:`~gpflow_ep.models.SEPGPC`,
+    probit), ``"svgp"`` (GPflow's whitened SVGP: probit with one latent GP when ``num_classes`` is ``None``,
+    else ``MultiClass`` robust-max with C latent GPs), ``"svgp-softmax"``, ``"bsvm"`` (SVGP with
+    ``MultiClassHinge``) or ``"sepmgpc"`` (:class:`~gpflow_ep.models.SEPMGPC`).
+
+    :param likelihood: replaces the default likelihood of ``name``.
+    :param options: the EP models' settings (e.g. ``damping``), passed to SEPGPC/SEPMGPC.
+    """
+    model_class, default_likelihood = _SPARSE_CLASSIFIERS[check_choice(name, "name", tuple(_SPARSE_CLASSIFIERS))]
+    likelihood = default_likelihood(num_classes) if likelihood is None else likelihood
+    if model_class is gpflow.models.SVGP:
+        latent = {} if num_classes is None else {"num_latent_gps": num_classes}
+        return gpflow.models.SVGP(kernel, likelihood, Z, num_data=num_data, **latent, **options)
+    return model_class(kernel, likelihood, Z, num_data=num_data, **options)
+
+
 def _binary(likelihood_class):
     def build(name):
         def builder(td: TaskData, num_inducing: int, seed: int):
@@ -115,9 +152,7 @@ def _binary(likelihood_class):
             if name == "vgp":
                 return _internal(gpflow.models.VGP(data, kernel, likelihood))
             Z = inducing_inputs(s.X_train, num_inducing, seed)
-            if name == "sepgpc":
-                return _external(SEPGPC(kernel, likelihood, Z, num_data=len(s.X_train)), data)
-            return _external(gpflow.models.SVGP(kernel, likelihood, Z, num_data=len(s.X_train)), data)
+            return _external(sparse_classifier(name, kernel, Z, len(s.X_train), likelihood=likelihood), data)
 
         return builder
 
@@ -128,20 +163,10 @@ def _multiclass(name):
     def builder(td: TaskData, num_inducing: int, seed: int):
         s, C = td.split, td.num_classes
         data, kernel = (s.X_train, td.labels(s.Y_train)), make_kernel(s.X_train.shape[1])
-        likelihood = {
-            "svgp": lambda: gpflow.likelihoods.MultiClass(C),
-            "vgp": lambda: gpflow.likelihoods.MultiClass(C),
-            "svgp-softmax": lambda: gpflow.likelihoods.Softmax(C),
-            "bsvm": lambda: MultiClassHinge(C),
-            "sepmgpc": lambda: MultiClassStep(C),
-        }[name]()
         if name == "vgp":
-            return _internal(gpflow.models.VGP(data, kernel, likelihood, num_latent_gps=C))
+            return _internal(gpflow.models.VGP(data, kernel, gpflow.likelihoods.MultiClass(C), num_latent_gps=C))
         Z = inducing_inputs(s.X_train, num_inducing, seed)
-        if name == "sepmgpc":
-            return _external(SEPMGPC(kernel, likelihood, Z, num_data=len(s.X_train)), data)
-        model = gpflow.models.SVGP(kernel, likelihood, Z, num_latent_gps=C, num_data=len(s.X_train))
-        return _external(model, data)
+        return _external(sparse_classifier(name, kernel, Z, len(s.X_train), C), data)
 
     return builder
 

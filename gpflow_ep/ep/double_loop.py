@@ -1,6 +1,6 @@
 r"""
-Provably convergent double-loop EP (PC-EP; Hernández-Lobato & Hernández-Lobato 2011, the
-Opper–Winther expectation-consistent energy with positivity constraints; their Sec. 3),
+Provably convergent double-loop EP (PC-EP; :cite:t:`HernandezLobato2011`, Sec. 3: the
+expectation-consistent energy of :cite:t:`OpperWinther2005` with positivity constraints),
 written for any model of the engine: a :class:`~gpflow_ep.ep.SiteAlgebra` with a
 ``log_normaliser`` and any :class:`~gpflow_ep.ep.SiteFactor`. Registered as the schedule
 ``"convergent"``.
@@ -33,22 +33,13 @@ an EP fixed point, which :class:`DoubleLoopResult` reports.
 converges, but gives no rate and no stopping rule. The energy can approach its limit only as some
 marginal precisions v₂ᵢ grow without bound (weights the data pin at zero, whose tilted variance
 shrinks at every outer step), so the fall of E per outer step decays like a power of the step, not
-geometrically. Measured on ``spike_slab_problem(0, n_train=100, d=200)`` with the generating
-hyper-parameters (σ = 0.005, v_s = 1, p_s = 0.2): E fell by 6–9 nats per step over the first 20
-outer steps, q's means moved by less than 1e-4 per step from step 44 on, yet E still fell by 0.33
-(step 44), 0.0078 (step 120) and 0.00083 (step 246) per step, roughly as step⁻³, with 39 of 200 site
-precisions at ε and the largest v₂ growing by ~1.2·10⁴ per step. The default rule (a fall below
-1e-9·|E| ≈ 1.6e-7 three times) would need ~4000 outer steps there (extrapolated), each a full
-L-BFGS-B solve (63 iterations on average): hence a run that stops at ``max_sweeps`` with an
-:class:`~gpflow_ep.ep.EPConvergenceWarning` although its q has long settled. It runs eagerly
-(scipy inside), so call it outside ``tf.function``; only α = 1.
-
-Measured on a Student-t EPGP (100 points, ν = 1; on a shared 2-core machine): one evaluation of the
-inner objective and its gradient (a scipy → TensorFlow round trip with the tilted quadrature) takes
-~28 ms, the eager tilted moments of the outer step ~1.7 s, and each inner solve runs L-BFGS-B to
-gtol 1e-10 with ftol 0; a run of five outer steps was cut off by a 5-minute limit. Robust EP's fallback therefore
-uses the compiled double loop of :mod:`gpflow_ep.ep.power_double_loop` (any α, negative site
-precisions allowed, one factorisation and one tilted evaluation per inner step) instead.
+geometrically, and a run can stop at ``max_sweeps`` with an :class:`~gpflow_ep.ep.EPConvergenceWarning`
+although its q has long settled (a run log is in the documentation's benchmark pages, "Cost of the
+engine's numerical rules"). It runs eagerly (scipy inside: each inner evaluation is a scipy →
+TensorFlow round trip, each outer step eager tilted moments), so call it outside ``tf.function``;
+only α = 1. Robust EP's fallback uses the compiled double loop of :mod:`gpflow_ep.ep.power_double_loop`
+(any α, negative site precisions allowed, one factorisation and one tilted evaluation per inner
+step) instead.
 
 A run can be long (each outer step is a full L-BFGS-B solve): with ``progress=None`` (default) it
 shows its outer iteration, energy and last energy decrease on stderr when stderr is a terminal

@@ -4,8 +4,8 @@ integral over the mixing precision instead of the kinked integral over f.
 
 With r = y - f, scale σ and ν degrees of freedom, p(y | f)^α = C^α (1 + r²/(νσ²))^(-a) with
 a = α(ν + 1)/2 and C = Γ((ν+1)/2) / (Γ(ν/2) √(νπ) σ), and (1 + u)^(-a) = Γ(a)⁻¹ ∫ λ^(a-1) e^(-λ(1+u)) dλ
-(the Gamma integral; at α = 1 this is the Student-t as a Gaussian scale mixture, Geweke 1993,
-Jylänki, Vanhatalo & Vehtari 2011, §2). Integrating the Gaussian in f first, with s(λ) = νσ²/(2λ)
+(the Gamma integral; at α = 1 this is the Student-t as a Gaussian scale mixture, :cite:t:`Geweke1993`;
+:cite:t:`Jylanki2011`, §2). Integrating the Gaussian in f first, with s(λ) = νσ²/(2λ)
 and d = y - m,
 
     Z(m, v) = C^α Γ(a)⁻¹ ∫ H(t) dt,   H(t) = exp(a t - eᵗ) √(s / (v + s)) exp(-d² / (2(v + s))),  λ = eᵗ,
@@ -15,12 +15,12 @@ under the normalised H,
 
     ∂log Z/∂m = E[d q],   ∂²log Z/∂m² = Var[d q] - E[q].
 
-H is analytic and decays exponentially on both sides (like e^(a t) as t → -∞, like exp(-eᵗ) as
-t → ∞), so the trapezoid rule in t converges geometrically (Trefethen & Weideman 2014, SIAM Rev.
-56(3), §5). The rule: log H is probed at t = -80, -79.5, …, 10 (no likelihood evaluations: a few
-exponentials); the window is the probes within 45 nats of the largest, widened by one probe on each
-side; 128 equispaced trapezoid nodes span it. The window and nodes are held fixed under
-differentiation (``tf.stop_gradient``), so gradients in m, v, σ and ν are those of the quadrature sum.
+H is analytic and decays exponentially on both sides (like e^(a t) as t → -∞, like exp(-eᵗ) as t → ∞),
+so the trapezoid rule in t converges geometrically (:cite:t:`Trefethen2014`, §5). The rule: log H is
+probed at t = -80, -79.5, …, 10 (no likelihood evaluations: a few exponentials); the window is the
+probes within 45 nats of the largest, widened by one probe on each side; 128 equispaced trapezoid nodes
+span it. The window and nodes are held fixed under differentiation (``tf.stop_gradient``), so gradients
+in m, v, σ and ν are those of the quadrature sum.
 
 **Accuracy**: to the same 1e-8 relative in log Z and both derivatives as the generic adaptive rule
 (``tests/ep/test_tilted.py``, case ``student_t``; ``tests/likelihoods/test_gpflow_tilted.py`` for
@@ -30,11 +30,8 @@ differentiation (``tf.stop_gradient``), so gradients in m, v, σ and ν are thos
 :mod:`gpflow_ep.ep.quadrature` is used instead (a ``tf.cond`` on a).
 
 **Cost**: 181 probes and 128 nodes of a few exponentials per site, no evaluation of the likelihood
-(the generic rule makes ~1,900). Compiled (``tf.function``), ν = 4, α = 1, cavity means N(0, 9) and
-variances e^U(-4, 4), medians of 15 runs interleaved in one process on a shared 2-core machine under
-load ~7 from other jobs: 200 sites 2.8 ms against 16.6 ms for the generic rule (3.7 against 19.6 in
-a second run), 2,000 sites 23 ms against 129 ms; with the gradient in m, v and σ, 5.7 against
-19.9 ms and 35 against 170 ms. The two rules agree to 6e-13 in log Z and both derivatives there.
+(the generic rule makes ~1,900); timings against the generic rule are in the documentation's
+benchmark pages ("Cost of the engine's numerical rules").
 """
 
 import numpy as np

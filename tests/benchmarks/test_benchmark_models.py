@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from benchmarks import models
+from gpflow_ep.compare import make_kernel
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
@@ -14,7 +15,7 @@ def test_model_slot_equals_a_fresh_model():
     """Reusing a model on a second data set (reset + reload) gives the fresh model's EP fixed point."""
     X1, Y1 = two_dimensional(30, seed=1)
     X2, Y2 = two_dimensional(30, seed=2)
-    slot = models.ModelSlot(EPGPC((X1, Y1), models.se_ard_kernel(2), Probit()), X1, Y1)
+    slot = models.ModelSlot(EPGPC((X1, Y1), make_kernel(2), Probit()), X1, Y1)
     slot.model.kernel.variance.assign(3.0)  # a change that load must undo
     slot.model.run_ep()
     model = slot.load(X2, Y2, {"kernel.lengthscales": [1.0, 2.0]})

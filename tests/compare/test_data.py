@@ -40,29 +40,6 @@ def test_unknown_dataset_lists_what_exists():
         load_task_data("NoSuchSet")
 
 
-def test_an_unknown_dataset_without_a_benchmark_directory_says_so(monkeypatch):
-    from gpflow_ep.compare import data
-
-    def no_directory(kind, data_dir=None):
-        raise ValueError("data_dir: no benchmark data directory found")
-
-    monkeypatch.setattr(data, "available_benchmarks", no_directory)
-    with pytest.raises(
-        ValueError, match=r"dataset: unknown 'NoSuchSet'; scikit-learn's bundled breast_cancer.*no benchmark"
-    ):
-        load_task_data("NoSuchSet")
-    with pytest.raises(ValueError, match="data_dir: no benchmark"):  # an explicit directory: its own error
-        load_task_data("NoSuchSet", data_dir="/no/such/dir")
-
-
-def test_a_benchmark_set_is_found_in_its_kind():
-    try:
-        td = load_task_data("Pima")
-    except ValueError as error:
-        pytest.skip(f"no benchmark directory: {error}")
-    assert td.task == "binary" and td.source == "benchmark"
-
-
 def test_csv_tasks_are_inferred_and_labels_mapped(tmp_path):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2))

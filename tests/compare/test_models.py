@@ -25,7 +25,18 @@ def task_data(count_csv):
     return data
 
 
-@pytest.mark.parametrize("task, name", [(t, n) for t, specs in MODELS.items() for n in specs])
+#: the slowest models to build, left to ``pytest -m slow`` (the other catalogue models stay)
+SLOW_MODELS = {("binary", "rep"), ("regression", "epgp-t")}
+
+
+@pytest.mark.parametrize(
+    "task, name",
+    [
+        pytest.param(t, n, marks=[pytest.mark.slow] if (t, n) in SLOW_MODELS else [])
+        for t, specs in MODELS.items()
+        for n in specs
+    ],
+)
 def test_every_model_builds_and_its_loss_is_finite(task_data, task, name):
     td = task_data[task]
     model, loss = build_model(name, td, num_inducing=10, seed=0)

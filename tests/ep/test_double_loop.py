@@ -82,6 +82,7 @@ def test_energy_lower_bound(paper_model, rng):
         assert energy >= bound
 
 
+@pytest.mark.slow
 def test_convergent_schedule_on_a_gp_classifier_reaches_the_ep_fixed_point():
     """The double loop is the engine's, not the spike-and-slab model's: on EPGPC with the (log-
     concave) probit no bound binds and it reaches the parallel schedule's fixed point (log Z to 1e-6)."""

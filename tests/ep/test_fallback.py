@@ -16,6 +16,7 @@ from gpflow_ep.ep import EPConvergenceWarning, cavity_distribution, robust_setti
 TOL = 1e-7
 
 
+@pytest.mark.slow
 def test_fallback_not_used_where_parallel_ep_converges():
     """Parallel EP converges: the "robust" run is the parallel run, to round-off (1e-12 of the sites' scale)."""
     data = neal_outlier_data()
@@ -73,6 +74,7 @@ def fallen_back():
     return model, run
 
 
+@pytest.mark.slow
 def test_fallback_reaches_a_power_ep_fixed_point(fallen_back):
     """
     The double loop stops when q, the tilted distributions p̂_v (cavities v - αθ) and N(v) agree to tol
@@ -96,6 +98,7 @@ def test_fallback_reaches_a_power_ep_fixed_point(fallen_back):
     assert abs(-energies[-1] - lml) <= model.num_data * TOL * max(1.0, abs(lml))
 
 
+@pytest.mark.slow
 def test_evidence_gradient_after_fallback_matches_finite_differences(
     fallen_back, assert_gradients_match_finite_differences
 ):

@@ -37,6 +37,7 @@ def _check_learning(model, losses, converged, fell_back, start):
     assert np.isfinite(df) and df != 2.0  # ν was learned
 
 
+@pytest.mark.slow
 def test_learning_with_scipy_converges_where_plain_parallel_ep_does_not():
     """
     gpflow.optimizers.Scipy on the nested (compiled) training loss, learning the kernel, the Student-t
@@ -63,6 +64,7 @@ def test_learning_with_scipy_converges_where_plain_parallel_ep_does_not():
     _check_learning(model, losses, converged, fell_back, start)
 
 
+@pytest.mark.slow
 def test_learning_with_adam_converges_where_plain_parallel_ep_does_not():
     """Adam on the compiled nested training loss: as with Scipy (the data are the same)."""
     model = student_t_epgp(neal_outlier_data(), **robust_settings(**PLAIN))

@@ -93,8 +93,14 @@ def test_minibatch_refresh_relaxes_sites_and_keeps_the_relaxed_fixed_point(data)
     assert np.all(stiff.sites.relaxation.numpy() == 0.0)
 
 
-@pytest.mark.parametrize("power", [0.5, 0.8])
-@pytest.mark.parametrize("lik", list(LIKELIHOODS))
+@pytest.mark.parametrize(
+    "lik, power",
+    [
+        pytest.param(lik, power, marks=[pytest.mark.slow] if (lik, power) == ("probit", 0.5) else [])
+        for power in (0.5, 0.8)
+        for lik in LIKELIHOODS
+    ],
+)
 def test_sparse_power_ep_with_inducing_points_at_the_data_is_full_power_ep(data, lik, power):
     """Z = X (jitter 1e-12): SEPGPC(power=α) = EPGPC(power=α) in log Z and predictions (1e-6)."""
     X, _ = data

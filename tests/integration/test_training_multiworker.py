@@ -120,6 +120,7 @@ def test_two_workers_match_one_process(tmp_path, reference):
             assert_same_run(reference[model], report[model])
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_reported_and_training_resumes_from_the_checkpoint(tmp_path, reference):
     checkpoints = tmp_path / "checkpoints"
     # worker 1 dies after step 5; checkpoints every 2 steps: the last one is step 4

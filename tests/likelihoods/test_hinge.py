@@ -173,6 +173,7 @@ def test_prediction_and_variation_ratio():
     np.testing.assert_allclose(log_density, norm.logcdf([0.5, 20.0, 0.0]), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_svgp_with_the_hinge_learns_a_classifier():
     """The likelihood plugs into plain gpflow.models.SVGP; a few hundred Adam steps separate two blobs."""
     from gpflow_ep.datasets import two_dimensional

@@ -270,6 +270,7 @@ def _step_data(n, seed):
     return X, (X > 0).astype(float) + 0.05 * r.standard_normal((n, 1))
 
 
+@pytest.mark.slow
 def test_deep_gp_fits_a_step_better_than_one_layer():
     """
     On the step toy (300 points, M = 20, Adam 0.02, batch 50, 60 epochs) the

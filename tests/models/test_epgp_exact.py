@@ -53,7 +53,7 @@ def _exact_two_point_posterior(pdf, K, y):
     return np.log(Z), means, second - means**2
 
 
-@pytest.mark.parametrize("name", sorted(LIKELIHOODS))
+@pytest.mark.parametrize("name", ["laplace", pytest.param("student_t", marks=pytest.mark.slow)])
 def test_two_point_ep_is_exact_in_the_limit_of_independent_points(name):
     """
     EP is exact when the points are independent a priori, and its error vanishes at least to third
@@ -188,7 +188,12 @@ def _classification_data(n=20):
     [
         ("logistic", _classification_data, lambda: gpflow.likelihoods.Bernoulli(invlink=tf.sigmoid)),
         ("laplace", lambda: _neal_data(20, seed=3), lambda: Laplace(scale=0.3)),
-        ("student_t", lambda: _neal_data(20, seed=3), lambda: gpflow.likelihoods.StudentT(scale=0.3, df=4.0)),
+        pytest.param(
+            "student_t",
+            lambda: _neal_data(20, seed=3),
+            lambda: gpflow.likelihoods.StudentT(scale=0.3, df=4.0),
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_evidence_gradient_equals_finite_differences_at_kernel_variance_25(name, data, likelihood):

@@ -56,6 +56,7 @@ def test_robust_ep_converges_where_plain_parallel_ep_does_not(outlier_data):
     assert np.isfinite(robust.log_marginal_likelihood())
 
 
+@pytest.mark.slow
 def test_robust_ep_converges_during_hyperparameter_learning_including_nu(outlier_data):
     """Scipy on the nested loss from the same start: EP converges at every accepted step; ν is learned."""
     model = _model(outlier_data, **robust_settings())

@@ -84,7 +84,14 @@ def _quad_tilted(log_t, m, v):
     return mean, mom[2] / mom[0] - mean**2
 
 
-@pytest.mark.parametrize("lik", [Probit(), NoisyStep(0.1), BinaryHinge()], ids=["probit", "noisy_step", "hinge"])
+@pytest.mark.parametrize(
+    "lik",
+    [
+        pytest.param(Probit(), id="probit"),
+        pytest.param(NoisyStep(0.1), id="noisy_step"),
+        pytest.param(BinaryHinge(), id="hinge", marks=pytest.mark.slow),
+    ],
+)
 def test_ep_fixed_point_identities(classification_data, lik):
     """
     At convergence every site's cavity × likelihood has the moments of q's marginal (Minka 2001,

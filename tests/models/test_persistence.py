@@ -67,7 +67,12 @@ def test_checkpoint_restores_predictions_bit_for_bit(data, name, tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
-@pytest.mark.parametrize("name", MODELS)
+def _slow(*names):
+    """MODELS, those of ``names`` marked slow (SEPGPC's cases stay in the default run)."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n in names else n for n in MODELS]
+
+
+@pytest.mark.parametrize("name", _slow("SEPMGPC", "EPGPC", "DGPAEP"))
 def test_fit_resumes_from_its_checkpoint_where_it_stopped(data, name, tmp_path):
     """Interrupted after 7 of 12 steps (checkpoints at 3, 6 and 7), resumed in a fresh process state."""
     X, Y, _ = data
@@ -81,7 +86,7 @@ def test_fit_resumes_from_its_checkpoint_where_it_stopped(data, name, tmp_path):
     assert_same_state(uninterrupted, resumed)
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", _slow("SEPMGPC", "EPGPC", "DGPAEP"))
 def test_two_seeded_fits_are_identical(data, name):
     X, Y, _ = data
     a, first = train(name, X, Y, 5, seed=3)
@@ -93,7 +98,7 @@ def test_two_seeded_fits_are_identical(data, name):
         assert other.losses != first.losses
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", _slow("SEPMGPC"))
 def test_deepcopy_freeze_and_saved_model_export(data, name, tmp_path):
     X, Y, Xs = data
     model, _ = train(name, X, Y, 4)

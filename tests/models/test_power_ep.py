@@ -82,6 +82,7 @@ def test_dual_predictor_equals_site_predictor_at_an_ep_fixed_point(data):
     np.testing.assert_allclose(means[0], means[1], atol=1e-8)
 
 
+@pytest.mark.slow
 def test_probit_power_ep_through_quadrature_and_nested_training():
     """Probit at α ≠ 1 has no closed form: the Gauss–Hermite path, trained by Scipy."""
     X, Y = two_dimensional(40, seed=3)

