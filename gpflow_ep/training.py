@@ -126,7 +126,7 @@ class WorkerFailedError(RuntimeError):
     """Under a multi-worker strategy, another worker stopped answering (it died, hung or lost its network)."""
 
 
-#: what a collective operation raises when a peer worker is gone (found by killing one of two local workers)
+#: what a collective operation raises when a peer worker is gone (died, hung or lost its network)
 _PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError)
 
 

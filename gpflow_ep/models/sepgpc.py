@@ -464,7 +464,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         if settings.cavity == "full" and settings.power != 1.0:
             raise ValueError(
                 "cavity: the minibatch objective F_M is derived for the fractional cavity; with cavity='full' and "
-                "power < 1 its gradient does not match the evidence's (measured), so minibatch training refuses it. "
+                "power < 1 its gradient is not the evidence's, so minibatch training refuses it. "
                 "Use cavity='fractional' or batch EP (run_ep / nested training)."
             )
 
