@@ -19,7 +19,8 @@ class EPDiagnostics(tf.Module):
       them; of the last one ``converged``, ``sweeps``, ``max_change`` (the schedule's convergence
       measure at its last sweep), ``num_skipped`` (site updates skipped for an improper cavity or
       tilted distribution, summed over the run) and ``num_rejected`` (updates undone because q
-      became improper).
+      became improper); over all of them ``runs_not_converged``, the runs (eager or inside a compiled
+      training loss) that stopped without converging since the model was built or :meth:`reset`.
     * **Minibatch refreshes** (``SEPGPC``'s minibatch loss, :func:`~gpflow_ep.training.fit`):
       ``refreshes`` counts them; of the last one ``refresh_skipped``, ``refresh_rejected`` (1 when the
       whole refresh was not applied because q would have been improper or a value was not finite)
@@ -41,6 +42,7 @@ class EPDiagnostics(tf.Module):
         self.max_change = variable(default_float(), "max_change")
         self.num_skipped = variable(tf.int32, "num_skipped")
         self.num_rejected = variable(tf.int32, "num_rejected")
+        self.runs_not_converged = variable(tf.int64, "runs_not_converged")
         self.refreshes = variable(tf.int64, "refreshes")
         self.refresh_skipped = variable(tf.int32, "refresh_skipped")
         self.refresh_rejected = variable(tf.int32, "refresh_rejected")
@@ -58,6 +60,17 @@ class EPDiagnostics(tf.Module):
         self.max_change.assign(run.max_change)
         self.num_skipped.assign(run.num_skipped)
         self.num_rejected.assign(run.num_rejected)
+        self.runs_not_converged.assign_add(1 - tf.cast(run.converged, tf.int64))
+
+    def reset(self) -> None:
+        """Every count and value back to 0 (e.g. before a new training run); re-arms the non-convergence warning."""
+        for name in self.FIELDS:
+            variable = getattr(self, name)
+            variable.assign(tf.zeros_like(variable))
+        self.warned_not_converged = False
+
+    #: whether a non-convergence inside a compiled loss was already reported (once until :meth:`reset`)
+    warned_not_converged = False
 
     def record_evidence(self, log_marginal_likelihood) -> None:
         """Store the evidence of one more evaluation of the model's training objective."""
@@ -75,7 +88,7 @@ class EPDiagnostics(tf.Module):
 
     #: the recorded quantities in the order they are reported, by group: the group's count first
     GROUPS = {
-        "runs": ("runs", "converged", "sweeps", "max_change", "num_skipped", "num_rejected"),
+        "runs": ("runs", "converged", "sweeps", "max_change", "num_skipped", "num_rejected", "runs_not_converged"),
         "refreshes": (
             "refreshes",
             "refresh_skipped",
@@ -116,7 +129,8 @@ class EPDiagnostics(tf.Module):
         if d["runs"]:
             parts.append(
                 f"full EP runs={d['runs']}, last run: converged={d['converged']}, sweeps={d['sweeps']}, "
-                f"max_change={d['max_change']:.3g}, skipped {d['num_skipped']} updates, rejected {d['num_rejected']}"
+                f"max_change={d['max_change']:.3g}, skipped {d['num_skipped']} updates, rejected {d['num_rejected']}; "
+                f"runs not converged: {d['runs_not_converged']}"
             )
         else:
             parts.append("no full EP run")

@@ -30,7 +30,7 @@ from ..ep import (
     run_ep,
     tilted_moments,
 )
-from ..ep.convergence import warn_if_not_converged
+from ..ep.convergence import EPConvergenceWarning, warn_if_not_converged
 from ..validation import check_prediction_inputs, model_input_dim, require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
 
@@ -108,6 +108,7 @@ class EPModel:
 
     def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
         """Store what the model keeps of a full EP run besides the sites (``problem.state``); nothing by default."""
+        del run, problem
 
     def check_settings(self, settings: EPSettings) -> EPSettings:
         """The settings, or a ``ValueError`` naming the option this model cannot run (default: the schedule exists)."""
@@ -201,10 +202,43 @@ class EPModel:
         return run
 
     def _run(self, settings: EPSettings, where: str, *site_data, **schedule_options) -> EPRun:
-        """A stored EP run (:meth:`_execute`), warning when called eagerly and it did not converge."""
+        """
+        A stored EP run (:meth:`_execute`) that says when it did not converge: called eagerly, an
+        ``EPConvergenceWarning`` every time; inside a compiled function (a training loss under
+        ``Scipy().minimize`` or ``fit``), from the graph at run time, once until
+        ``ep_diagnostics.reset()`` (``ep_diagnostics.runs_not_converged`` counts every such run).
+        """
         run = self._execute(settings, True, *site_data, **schedule_options)
-        warn_if_not_converged(run, settings, f"{type(self).__name__}{where}", stacklevel=5)
+        where = f"{type(self).__name__}{where}"
+        if tf.executing_eagerly():
+            warn_if_not_converged(run, settings, where, stacklevel=5)
+        else:
+            self._warn_at_run_time(run, settings, where)
         return run
+
+    def _warn_at_run_time(self, run: EPRun, settings: EPSettings, where: str) -> None:
+        """Put a warning of a non-converged run into the compiled graph (a ``tf.py_function`` run at each call)."""
+        diagnostics = self.ep_diagnostics
+        scalars = ("converged", "sweeps", "max_change", "num_skipped", "num_rejected", "skipped_last_sweep")
+
+        def warn(*values):
+            outcome = dict(zip(scalars, values))
+            if bool(outcome["converged"].numpy()) or diagnostics.warned_not_converged:
+                return tf.constant(False)
+            diagnostics.warned_not_converged = True
+            record = EPRun(**{field: outcome.get(field) for field in EPRun._fields})
+            message = get_schedule(settings.schedule).non_convergence_message(record, settings, where)
+            count = int(diagnostics.runs_not_converged.numpy())
+            warnings.warn(
+                f"{message} ({count} run(s) inside the compiled training loss did not converge so far; "
+                "model.ep_diagnostics.runs_not_converged counts them, and this warning comes once until "
+                "model.ep_diagnostics.reset())",
+                EPConvergenceWarning,
+                stacklevel=2,
+            )
+            return tf.constant(True)
+
+        tf.py_function(warn, [getattr(run, name) for name in scalars], tf.bool)
 
     def fixed_point_sites(self, *site_data) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """

@@ -30,8 +30,9 @@ one q before q is rebuilt, and ρ = 0.99 with minibatches, "since q is reconstru
 minibatch and less damping is needed". A refresh of a fraction f = |B|/n of the sites moves q's
 natural parameters by ρ Σ_{i∈B}(site_i^new - site_i^old), about ρ·f of a parallel sweep's change,
 so a refresh of (nearly) all sites at ρ = 0.99 is the nearly undamped parallel EP the paper damps,
-and it can oscillate, as undamped parallel EP does. The refresh therefore uses ρ_eff = min(``minibatch_damping``, ρ_batch / f), ρ_batch the
-batch-EP damping (``EPSettings.damping``): ρ_eff·f never exceeds what a batch-EP sweep uses.
+and it can oscillate, as undamped parallel EP does. The refresh therefore uses
+ρ_eff = min(``minibatch_damping``, ρ_batch / f), ρ_batch the batch-EP damping (``EPSettings.damping``):
+ρ_eff·f never exceeds what a batch-EP sweep uses.
 Minibatches with f ≤ ρ_batch / ``minibatch_damping`` keep ``minibatch_damping`` unchanged. Damping
 does not move EP's fixed points (ibid.). Under ``tf.distribute`` f counts the sites of all replicas.
 """

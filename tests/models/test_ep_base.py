@@ -1,5 +1,6 @@
 """
-What every EP model gets from ``EPModel``: accurate predictive densities.
+What every EP model gets from ``EPModel``: accurate predictive densities, and a non-converged EP run
+inside a compiled training loss that is reported, not silent.
 
 ``predict_log_density`` is log ∫ p(y | f) N(f; μ*, σ*²) df, checked against SciPy's adaptive quadrature
 (``scipy.integrate.quad`` to 1e-12 relative, split at y where the likelihood peaks or has a kink) to 1e-8
@@ -10,10 +11,11 @@ than the predictive, where GPflow's 20-point Gauss–Hermite rule is nats off.
 import gpflow
 import numpy as np
 import pytest
+import tensorflow as tf
 from scipy import integrate, stats
 
 from gpflow_ep.likelihoods import Laplace, Probit
-from gpflow_ep.models import EPGP, SEPGP
+from gpflow_ep.models import EPGP, EPGPC, SEPGP
 
 
 def _reference_log_density(density, y, mean, sd):
@@ -61,7 +63,7 @@ def test_predict_log_density_equals_adaptive_quadrature(name, sparse):
     assert ours.shape == (2,)
     for i in range(2):
         y = Ys[i, 0]
-        reference = _reference_log_density(lambda f: density(y, f), y, mean[i], np.sqrt(var[i]))
+        reference = _reference_log_density(lambda f, y=y: density(y, f), y, mean[i], np.sqrt(var[i]))
         np.testing.assert_allclose(ours[i], reference, rtol=1e-8, atol=1e-8)
 
 
@@ -83,3 +85,21 @@ def test_full_covariances_are_refused_as_gpflow_does():
     m = EPGP((X, Y), gpflow.kernels.SquaredExponential(), Probit())
     with pytest.raises(NotImplementedError):
         m.predict_log_density((Xs, Ys), full_cov=True)
+
+
+def test_non_convergence_inside_a_compiled_training_loss_warns_once_and_is_counted():
+    """Under Scipy's compiled loss EP cannot warn from Python at trace time; it warns from the graph."""
+    from gpflow_ep.ep import EPConvergenceWarning
+
+    X, Y, _, _ = _data("probit")
+    m = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), max_sweeps=2, tol=1e-14)
+    with pytest.warns(EPConvergenceWarning, match=r"nested training loss\) did not converge in 2 sweeps") as record:
+        gpflow.optimizers.Scipy().minimize(m.training_loss, m.trainable_variables, options=dict(maxiter=3))
+    assert len([w for w in record if issubclass(w.category, EPConvergenceWarning)]) == 1
+    runs = int(m.ep_diagnostics.runs.numpy())
+    assert runs >= 2 and int(m.ep_diagnostics.runs_not_converged.numpy()) == runs
+    m.ep_diagnostics.reset()
+    assert int(m.ep_diagnostics.runs_not_converged.numpy()) == 0
+    loss = tf.function(m.training_loss)
+    with pytest.warns(EPConvergenceWarning, match="once until"):
+        loss()
