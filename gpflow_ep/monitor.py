@@ -69,6 +69,7 @@ EP_RUN_TAGS = {
     "ep/max_change": "max_change",
     "ep/skipped": "num_skipped",
     "ep/rejected": "num_rejected",
+    "ep/runs_not_converged": "runs_not_converged",
 }
 #: the scalar tags of minibatch refreshes, written once a model had one, and their diagnostics
 EP_REFRESH_TAGS = {
