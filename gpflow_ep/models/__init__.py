@@ -9,7 +9,7 @@ from .minibatch import MinibatchEPModel, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgp import SEPGP
-from .sepgpc import SEPGPC, SEPPosterior
+from .sepgpc import SEPGPC
 from .sepmgpc import SEPMGPC
 from .spike_slab import SpikeSlabRegression, exact_spike_slab_posterior
 from .spike_slab_factor import SpikeSlabFactor
@@ -27,7 +27,6 @@ __all__ = [
     "exact_spike_slab_posterior",
     "SpikeSlabFactor",
     "EPPosterior",
-    "SEPPosterior",
     "EPSettings",
     "EPModel",
     "CheckedExternalDataTrainingLossMixin",
