@@ -326,11 +326,13 @@ def _inducing_inputs(inducing_variable, name: str, kernel=None):
     """(name, shape of Z, columns Z must have or None for X's) of every set of inducing inputs."""
     if isinstance(inducing_variable, MultioutputInducingVariables):
         members = list(_distinct(inducing_variable.inducing_variables))
-        return [
+        parts = [
             part
             for i, iv in members
             for part in _inducing_inputs(iv, name if len(members) == 1 else f"{name}.inducing_variables[{i}]", kernel)
         ]
+        same = len({p[1:] for p in parts}) == 1 and len(parts) == len(members)
+        return [(name, *parts[0][1:])] if same else parts  # one shape for all (e.g. one array copied per output)
     Z = getattr(inducing_variable, "Z", None)
     if Z is None or len(Z.shape) != 2:
         return []

@@ -207,9 +207,14 @@ def class_inducing_variable(inducing_variable, num_classes: int) -> InducingVari
     if isinstance(inducing_variable, InducingPoints):
         inducing_variable = SharedIndependentInducingVariables(inducing_variable)
     elif isinstance(inducing_variable, (list, tuple)):
-        inducing_variable = SeparateIndependentInducingVariables(
-            [z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variable]
-        )
+        parts = [z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variable]
+        for c, part in enumerate(parts):  # GPflow's check of equal columns is not a ValueError
+            if part.Z.shape[-1] != parts[0].Z.shape[-1]:
+                raise ValueError(
+                    f"inducing_variable[{c}]: Z (inducing points) has {part.Z.shape[-1]} columns but "
+                    f"inducing_variable[0] has {parts[0].Z.shape[-1]}"
+                )
+        inducing_variable = SeparateIndependentInducingVariables(parts)
     elif not isinstance(inducing_variable, InducingVariables):
         Z = check_inputs(inducing_variable, "inducing_variable")
         inducing_variable = SeparateIndependentInducingVariables([InducingPoints(np.array(Z)) for _ in range(C)])
