@@ -16,7 +16,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = ("datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers")
+_SUBPACKAGES = ("datasets", "dgp", "ep", "kernels", "likelihoods", "models", "optimizers", "posteriors")
 #: models also exported at the top level (``gpflow_ep.EPGP``), imported on first use
 _MODELS = ("EPGP", "SEPGP")
 

@@ -10,7 +10,6 @@ from gpflow.kernels import ArcCosine, Combination, Kernel, Linear, MultioutputKe
 from gpflow.likelihoods import Bernoulli, Likelihood, MultiClass, Softmax
 
 from .ep.checks import check_choice, check_positive_int, check_range  # noqa: F401  (re-exported for the models)
-from .kernels.class_independent import ClassIndependent, ClassInducingPoints
 from .kernels.deep_kernel import DeepKernel, FeatureInducingPoints
 
 _BINARY_LIKELIHOODS = {Bernoulli}
@@ -226,22 +225,18 @@ def check_kernel_inputs(kernel: Kernel, input_dim: int, name: str = "kernel", so
     its ``active_dims`` (a slice or a list) lie within them, and every ARD parameter (``lengthscales``,
     a ``Linear`` kernel's ``variance``, ``weight_variances``, a ``Periodic`` ``period``) is a scalar,
     has one entry, or one entry per column the kernel picks. Sums, products and change-points are
-    checked kernel by kernel; a :class:`~gpflow_ep.kernels.ClassIndependent` kernel's kernels and a
-    multi-output kernel's latent kernels against the same columns; a
+    checked kernel by kernel; a multi-output kernel's latent kernels against the same columns; a
     :class:`~gpflow_ep.kernels.DeepKernel`'s base kernel against the network's features when their
     number is known (a built ``tf_keras`` model), else not at all. Other kernels: ``active_dims`` only.
 
     :raises ValueError: naming the (sub-)kernel, e.g. "kernel: lengthscales has 3 entries but X has
         2 columns", "kernel.kernels[1]: active_dims [5] out of range for X with 2 columns".
     """
-    if isinstance(kernel, (ClassIndependent, MultioutputKernel)):  # each function's kernel sees the same x
-        children = kernel.kernels if isinstance(kernel, ClassIndependent) else kernel.latent_kernels
+    if isinstance(kernel, MultioutputKernel):  # each function's kernel sees the same x
+        children = kernel.latent_kernels
         shared = len({id(k) for k in children}) == 1
-        for i, k in _distinct(children):  # a ClassIndependent kernel's i-th is SEPMGPC's kernel[i]
-            part = (
-                name if shared else f"{name}[{i}]" if isinstance(kernel, ClassIndependent) else f"{name}.kernels[{i}]"
-            )
-            _check_kernel(k, input_dim, part, source)
+        for i, k in _distinct(children):
+            _check_kernel(k, input_dim, name if shared else f"{name}.kernels[{i}]", source)
         return
     _check_kernel(kernel, input_dim, name, source)
 
@@ -308,16 +303,15 @@ def _distinct(items):
 
 def _inducing_inputs(inducing_variable, name: str, kernel=None):
     """(name, shape of Z, columns Z must have or None for X's) of every set of inducing inputs."""
-    if isinstance(inducing_variable, ClassInducingPoints):
-        parts = [(f"{name}[{c}]", tuple(ip.Z.shape), None) for c, ip in enumerate(inducing_variable.inducing_points)]
-        return [(name, *parts[0][1:])] if len({p[1] for p in parts}) == 1 else parts  # one array copied per class
     if isinstance(inducing_variable, MultioutputInducingVariables):
         members = list(_distinct(inducing_variable.inducing_variables))
-        return [
+        parts = [
             part
             for i, iv in members
             for part in _inducing_inputs(iv, name if len(members) == 1 else f"{name}.inducing_variables[{i}]", kernel)
         ]
+        same = len({p[1:] for p in parts}) == 1 and len(parts) == len(members)
+        return [(name, *parts[0][1:])] if same else parts  # one shape for all (e.g. one array copied per output)
     Z = getattr(inducing_variable, "Z", None)
     if Z is None or len(Z.shape) != 2:
         return []
@@ -355,8 +349,7 @@ def check_inducing_inputs(
 ) -> None:
     """
     Check that inducing inputs have ``input_dim`` columns, those of ``source`` (and at least one
-    row): GPflow's ``InducingPoints`` Z, each class's Z of a :class:`~gpflow_ep.kernels.ClassInducingPoints`,
-    each member of GPflow's multi-output inducing variables; a
+    row): GPflow's ``InducingPoints`` Z, each member of GPflow's multi-output inducing variables; a
     :class:`~gpflow_ep.kernels.FeatureInducingPoints` against ``kernel``'s network features when
     their number is known.
 

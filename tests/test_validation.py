@@ -14,7 +14,7 @@ import tensorflow as tf
 from gpflow.keras import tf_keras
 
 from gpflow_ep.dgp import AEPLayer, TiedFactor
-from gpflow_ep.kernels import ClassIndependent, DeepKernel, FeatureInducingPoints
+from gpflow_ep.kernels import DeepKernel, FeatureInducingPoints
 from gpflow_ep.likelihoods import BinaryHinge, MultiClassHinge, MultiClassStep, NoisyStep, Probit
 from gpflow_ep.models import DGPAEP, EPGPC, SEPGPC, SEPMGPC, PowerEP, RelaxedEP
 from gpflow_ep.training import fit, make_dataset
@@ -364,11 +364,13 @@ def test_sepmgpc_names_the_class_whose_kernel_or_z_does_not_fit(data):
     X, _ = data
     y = class_labels(X)
     model = SEPMGPC([SE(), SE(lengthscales=[1.0, 1.0, 1.0]), SE()], MultiClassStep(3), X[:6].copy(), num_data=N)
-    with pytest.raises(ValueError, match=r"kernel\[1\]: lengthscales has 3 entries but data\[0\] \(X\) has 2 columns"):
+    with pytest.raises(ValueError, match=r"kernel\.kernels\[1\]: lengthscales has 3 entries but data\[0\] \(X\) has 2"):
         model.training_loss((X, y))
     Zs = [X[:6].copy(), X[:6].copy(), np.hstack([X[:6], X[:6, :1]])]
-    model = SEPMGPC(SE(), MultiClassStep(3), Zs, num_data=N)
-    with pytest.raises(ValueError, match=r"inducing_variable\[2\]: Z \(inducing points\) has 3 columns but"):
+    with pytest.raises(ValueError, match=r"inducing_variable\[2\]: Z \(inducing points\) has 3 columns"):
+        SEPMGPC(SE(), MultiClassStep(3), Zs, num_data=N)
+    model = SEPMGPC(SE(), MultiClassStep(3), [X[:6, :1].copy()] * 3, num_data=N)
+    with pytest.raises(ValueError, match=r"inducing_variable: Z \(inducing points\) has 1 columns but data"):
         model.training_loss((X, y))
     accepted = SEPMGPC(
         [SE(), SE(lengthscales=[1.0, 2.0]), SE(active_dims=[1])], MultiClassStep(3), X[:6].copy(), num_data=N
@@ -440,8 +442,14 @@ def test_a_deep_kernel_is_checked_on_x_and_its_features(data):
             lambda: SE() + SE() * Matern32(lengthscales=[1.0] * 3),
             r"kernel\.kernels\[1\]\.kernels\[1\]: lengthscales has 3",
         ),  # nested
-        (lambda: ClassIndependent([SE(), SE(lengthscales=[1.0] * 3)]), r"kernel\[1\]: lengthscales has 3 entries"),
-        (lambda: ClassIndependent([SE(active_dims=[2])] * 2), r"kernel: active_dims \[2\] out of range"),  # one shared
+        (
+            lambda: gpflow.kernels.SeparateIndependent([SE(), SE(lengthscales=[1.0] * 3)]),
+            r"kernel\.kernels\[1\]: lengthscales has 3 entries",
+        ),
+        (
+            lambda: gpflow.kernels.SharedIndependent(SE(active_dims=[2]), output_dim=2),
+            r"kernel: active_dims \[2\] out of range",
+        ),  # one shared
         (lambda: DeepKernel(SE(lengthscales=[1.0] * 3), lambda X: X), None),  # features of unknown width: not checked
         (lambda: gpflow.kernels.Periodic(SE(active_dims=[1]), period=[2.0]) + gpflow.kernels.Linear([1.0, 2.0]), None),
         (lambda: SE(active_dims=slice(-2, None), lengthscales=[1.0, 2.0]) + gpflow.kernels.White(), None),

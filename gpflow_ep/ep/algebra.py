@@ -75,7 +75,7 @@ def centred_natural_mean(precision: tf.Tensor, natural_mean: tf.Tensor, offset) 
 
 
 @check_shapes(
-    "A: [batch..., M, N]",
+    "A: [broadcast batch..., M, N]",
     "precision: [batch..., N, 1]",
     "natural_mean: [batch..., N, 1]",
     "return[0]: [batch..., M, M]",
@@ -85,7 +85,7 @@ def project_sites(A: tf.Tensor, precision: tf.Tensor, natural_mean: tf.Tensor):
     r"""
     (Λ, η) = (A T Aᵀ, A ν), T = diag(τ): the natural parameters that sites exp(ν_i h_i - ½τ_i h_i²)
     on the projections h = Aᵀx add to a Gaussian in x (one site per column of A; leading
-    dimensions are independent blocks).
+    dimensions are independent blocks, and one block of A may serve them all).
     """
     return tf.matmul(A * tf.linalg.matrix_transpose(precision), A, transpose_b=True), A @ natural_mean
 

@@ -24,7 +24,9 @@ Every matrix may carry leading batch dimensions: C independent blocks v = (v^1, 
 class in :class:`~gpflow_ep.models.SEPMGPC`), Λ [C, M, M], A [C, M, P] with one column per (block,
 point) *pair*. Several sites may act on one pair (their natural parameters add up on it, the
 ``site_pair`` map of :class:`WhitenedAlgebra`); the marginals are then computed once per pair, so a
-step costs O(C m² P) whatever the number of sites.
+step costs O(C m² P) whatever the number of sites. When the blocks share their prior (one kernel
+and one set of inducing inputs for all classes), A is one block [1, M, P] that broadcasts against
+the C blocks of q: L⁻¹K_uf is computed once, not C times.
 """
 
 from typing import NamedTuple, Optional
@@ -68,7 +70,7 @@ class WhitenedGaussian:
         self.half_mean = tf.linalg.triangular_solve(self.cholesky, eta)
 
     @staticmethod
-    @check_shapes("A: [batch..., M, N]", "precision: [batch..., N, 1]", "natural_mean: [batch..., N, 1]")
+    @check_shapes("A: [broadcast batch..., M, N]", "precision: [batch..., N, 1]", "natural_mean: [batch..., N, 1]")
     def from_sites(A, precision, natural_mean) -> "WhitenedGaussian":
         """Λ = A T Aᵀ, η = A ν from [..., M, N] projections and [..., N, 1] sites (one per column)."""
         return WhitenedGaussian(*project_sites(A, precision, natural_mean))
@@ -89,13 +91,13 @@ class WhitenedGaussian:
         return tf.linalg.triangular_solve(self.cholesky, half, adjoint=True)
 
     @check_shapes(
-        "A: [batch..., M, N]",
+        "A: [broadcast batch..., M, N]",
         "return.mean: [batch..., N, 1]",
         "return.var: [batch..., N, 1]",
         "return.half: [batch..., M, N]",
     )
     def projections(self, A) -> Projections:
-        """Mean, variance and half-solve of the projections h = Aᵀv under q."""
+        """Mean, variance and half-solve of the projections h = Aᵀv under q (A may be one block shared by all)."""
         W = self.half_solve(A)
         return Projections(
             tf.matmul(W, self.half_mean, transpose_a=True), tf.reduce_sum(tf.square(W), axis=-2)[..., None], W
@@ -166,9 +168,12 @@ class SitePairs:
 
 
 def blocked(pair_values, A):
-    """Pair rows [C·P, k] as [C, P, k] for projections A [C, M, P] (unchanged when A is [M, P])."""
-    shape = tf.shape(A)
-    return tf.reshape(pair_values, tf.concat([shape[:-2], shape[-1:], tf.shape(pair_values)[-1:]], axis=0))
+    """
+    Pair rows [C·P, k] as [C, P, k] for projections A [C, M, P] or one block [1, M, P] shared by
+    the C blocks (unchanged when A is [M, P]).
+    """
+    shape = [tf.shape(A)[-1], tf.shape(pair_values)[-1]]
+    return tf.reshape(pair_values, shape if A.shape.rank == 2 else [-1] + shape)
 
 
 def flat(values):
@@ -222,7 +227,10 @@ class WhitenedAlgebra(SiteAlgebra):
 
     def prior_marginals(self, precision) -> SiteMarginals:
         """q(v) = N(0, I): h_i ~ N(m_i, ‖a_i‖²)."""
-        var = self.pairs.gather(flat(tf.reduce_sum(tf.square(self.A), axis=-2)[..., None]))
+        var = tf.reduce_sum(tf.square(self.A), axis=-2)[..., None]  # [(B), P, 1]
+        if not self.pairs.plain:  # one shared block stands for all C: one row per pair
+            var = tf.tile(var, [self.pairs.num_pairs // tf.shape(var)[-2] // tf.shape(var)[0], 1, 1])
+        var = self.pairs.gather(flat(var))
         return SiteMarginals(self.prior_mean, var, tf.constant(True))
 
     def prior_joint(self, precision) -> JointPosterior:

@@ -9,7 +9,7 @@ from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
 from .power_ep import PowerEP
 from .relaxed_ep import RelaxedEP
 from .sepgp import SEPGP
-from .sepgpc import SEPGPC, SEPPosterior
+from .sepgpc import SEPGPC
 from .sepmgpc import SEPMGPC
 from .spike_slab import SpikeSlabRegression, exact_spike_slab_posterior
 from .spike_slab_factor import SpikeSlabFactor
@@ -26,7 +26,6 @@ __all__ = [
     "SpikeSlabRegression",
     "exact_spike_slab_posterior",
     "SpikeSlabFactor",
-    "SEPPosterior",
     "EPSettings",
     "EPModel",
     "SiteProblem",

@@ -47,7 +47,6 @@ from typing import Optional, Tuple, Union
 import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
-from gpflow import covariances
 from gpflow.base import InputData, MeanAndVariance
 from gpflow.config import default_float, default_jitter
 from gpflow.kernels import Kernel
@@ -55,11 +54,20 @@ from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
 from gpflow.models import GPModel
 from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
+from gpflow.posteriors import PrecomputeCacheType
 
+from ..covariances import block_Kff, block_Kuf, block_Kuu
 from ..ep import EPRun, EPSettings, LikelihoodFactor, SitePairs, WhitenedAlgebra, get_schedule
 from ..likelihoods.targets import check_targets
-from ..validation import check_inducing_variable, check_positive_int, check_training_data
-from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, EPPosteriorBase, SiteProblem, check_ep_likelihood
+from ..posteriors import SparseEPPosterior
+from ..validation import (
+    check_inducing_variable,
+    check_positive_int,
+    check_prediction_inputs,
+    check_training_data,
+    model_input_dim,
+)
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem, check_ep_likelihood
 from .ep_state import ep_state_attribute
 from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
 from .sparse_sites import (
@@ -111,7 +119,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         #: one site per point here; a model whose points have several sites (SEPMGPC) says how many
         self.num_sites = self._num_sites(num_data)
         self.jitter = default_jitter() if jitter is None else float(jitter)
-        C, M = self.num_blocks, self.inducing_variable.num_inducing // self.num_blocks
+        C, M = self.num_blocks, int(self.inducing_variable.num_inducing)
         hyperparameters = int(self._hyperparameter_values().shape[0])
         self._init_ep(self.num_sites, settings, state=SparseEPState(self.num_sites, hyperparameters, C, num_data, M))
 
@@ -203,16 +211,16 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
     # ---------------------------------------------------------------- prior blocks (the model's hooks)
 
     def block_Kuu(self) -> tf.Tensor:
-        """K_uu of every block (with jitter), [C, M, M]."""
-        return covariances.Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)[None]
+        """K_uu of every block (with jitter), [C, M, M], or [1, M, M] when shared (:mod:`gpflow_ep.covariances`)."""
+        return block_Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)
 
     def block_Kuf(self, X) -> tf.Tensor:
-        """K_uf of every block at the points X, [C, M, P]."""
-        return covariances.Kuf(self.inducing_variable, self.kernel, X)[None]
+        """K_uf of every block at the points X, [C, M, P] (or [1, M, P] shared)."""
+        return block_Kuf(self.inducing_variable, self.kernel, X)
 
     def block_Kff(self, X, full_cov: bool) -> tf.Tensor:
-        """The prior covariance of every block's f at X, [C, P, P], or its diagonal [C, P]."""
-        return self.kernel(X, full_cov=full_cov)[None]
+        """The prior covariance of every block's f at X, [C, P, P], or its diagonal [C, P] (or one block shared)."""
+        return block_Kff(self.kernel, X, full_cov)
 
     def block_mean(self, X) -> tf.Tensor:
         """The prior mean of every block's f at X, [C, P]."""
@@ -223,7 +231,7 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         return PriorBlocks(self.block_Kuu(), self.block_Kuf(X), self.block_Kff(X, full_cov=False), self.block_mean(X))
 
     def cholesky_Kuu(self) -> tf.Tensor:
-        """L = chol(K_uu) of every block, [C, M, M]."""
+        """L = chol(K_uu) of every block, [C, M, M] (or [1, M, M] shared)."""
         return tf.linalg.cholesky(self.block_Kuu())
 
     def _algebra(self, A, prior_mean, pairs: SitePairs) -> WhitenedAlgebra:
@@ -331,14 +339,29 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         cov = L @ self.ep_state.whitened(L).covariance() @ tf.linalg.matrix_transpose(L)
         return tf.linalg.cholesky(0.5 * (cov + tf.linalg.matrix_transpose(cov)))
 
-    def posterior(self) -> "SEPPosterior":
-        """q(f) from the stored q(u), factorised once for repeated predictions (like ``SVGP.posterior()``)."""
-        return SEPPosterior(self)
+    def posterior(self, precompute_cache: PrecomputeCacheType = PrecomputeCacheType.TENSOR) -> SparseEPPosterior:
+        """
+        q(f) from the stored q(u) as a GPflow posterior (:class:`~gpflow_ep.posteriors.SparseEPPosterior`,
+        built from the kernel, inducing variable, Λ_u, η_u and mean function), like ``SVGP.posterior()``:
+        ``precompute_cache`` is GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE);
+        ``update_cache()`` after a change of the hyper-parameters, Z or the EP state predicts anew.
+        """
+        return SparseEPPosterior(
+            self.kernel,
+            self.inducing_variable,
+            self.ep_state.posterior_precision,
+            self.ep_state.posterior_shift,
+            self.mean_function,
+            jitter=self.jitter,
+            precompute_cache=precompute_cache,
+        )
 
     @inherit_check_shapes
     def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
-        """q(f*) = ∫ p(f* | u) q(u) du from the stored q(u) (the whitened SVGP predictive)."""
-        return self.posterior().predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
+        """q(f*) = ∫ p(f* | u) q(u) du from the stored q(u): ``posterior(NOCACHE).fused_predict_f``, as in SVGP."""
+        Xnew = check_prediction_inputs(Xnew, model_input_dim(self))
+        posterior = self.posterior(PrecomputeCacheType.NOCACHE)
+        return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
     # ---------------------------------------------------------------- minibatches (the paper's Sec. 2.3)
 
@@ -451,7 +474,8 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
             stop = min(start + chunk_size, N)
             Kuf = self.block_Kuf(sites.X[start:stop])
             solved = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)
-            U = tf.linalg.matrix_transpose(solved)  # υ = K_uu⁻¹k of every block, [C, P, M]
+            U = tf.linalg.matrix_transpose(solved)  # υ = K_uu⁻¹k of every block, [C, P, M] (or one shared)
+            U = tf.broadcast_to(U, [C, stop - start, M])
             Lambda += tf.matmul(U * pair_tau[:, start:stop, None], U, transpose_a=True)
             eta += tf.matmul(U, pair_shift[:, start:stop, None], transpose_a=True)
             rows = (tf.range(C)[:, None] * N + tf.range(start, stop)[None, :])[..., None]
@@ -467,22 +491,3 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
                 "power < 1 its gradient is not the evidence's, so minibatch training refuses it. "
                 "Use cavity='fractional' or batch EP (run_ep / nested training)."
             )
-
-
-class SEPPosterior(EPPosteriorBase):
-    """q(f) of a :class:`SEPGPC`: chol(K_uu) and q(v) factorised once."""
-
-    def __init__(self, model: SEPGPC):
-        super().__init__(model)
-        self.cholesky = model.cholesky_Kuu()
-        self.q = model.ep_state.whitened(self.cholesky)
-
-    def predict_blocks(self, Xnew, full_cov: bool):
-        """q(f*) - m of every block: means [C, N], covariances [C, N, N] or variances [C, N]."""
-        model = self.model
-        A_star = tf.linalg.triangular_solve(self.cholesky, model.block_Kuf(Xnew))
-        return self.q.predict(A_star, model.block_Kff(Xnew, full_cov), full_cov=full_cov)
-
-    def _predict_latent(self, Xnew, full_cov: bool):
-        mean, cov = self.predict_blocks(Xnew, full_cov)
-        return mean[0], cov[0]

@@ -19,9 +19,14 @@ share the pair (y_i, i) (one direction υ^{y_i}_i), each k-site has the pair (k,
 sums the sites' natural parameters on their pairs and works per class (:class:`~gpflow_ep.ep.SitePairs`),
 so a step on a minibatch of b points costs O(C m² b) like an SVGP with C latent functions, and
 the stored directions are one per pair, [C n, M]. A point's 2(C - 1) sites are updated together
-or not at all (so the sites of a pair always share its direction). The kernels and inducing inputs are held as the
-:class:`~gpflow_ep.kernels.ClassIndependent` kernel and :class:`~gpflow_ep.kernels.ClassInducingPoints`
-(the C functions as one GP on class-augmented inputs), whose per-class blocks the algebra uses.
+or not at all (so the sites of a pair always share its direction).
+
+Kernels and inducing inputs are GPflow's multi-output objects, through GPflow's ``Kuu``/``Kuf``
+dispatch as in GPflow's multi-class SVGP (:mod:`gpflow_ep.covariances`): a ``SharedIndependent`` or
+``SeparateIndependent`` kernel with ``SharedIndependentInducingVariables`` or
+``SeparateIndependentInducingVariables``. With a shared kernel and shared inducing inputs the
+classes have one prior block: K_uu is factorised once and L⁻¹K_uf computed once per step, and
+only q(u^c) is per class.
 
 The evidence is SEPGPC's EP energy over all sites; its minibatch surrogate and gradient are SEPGPC's
 (the scale N/b is the same for points and their sites). Prediction: p(y* = k) by Gauss–Hermite
@@ -32,16 +37,19 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
-from check_shapes import inherit_check_shapes
-from gpflow.base import InputData, MeanAndVariance
 from gpflow.config import default_float
-from gpflow.kernels import Kernel
+from gpflow.inducing_variables import (
+    InducingPoints,
+    InducingVariables,
+    SeparateIndependentInducingVariables,
+    SharedIndependentInducingVariables,
+)
+from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
 from ..ep import EPSettings, SitePairs, get_schedule
-from ..kernels.class_independent import ClassIndependent, ClassInducingPoints
 from ..likelihoods.labels import class_labels_to_index
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
-from ..validation import check_inputs, check_prediction_inputs
+from ..validation import check_inputs
 from .sepgpc import SEPGPC
 from .sparse_sites import SiteBatch
 
@@ -53,11 +61,15 @@ class SEPMGPC(SEPGPC):
     Scalable multi-class EP (module docstring), a drop-in for ``gpflow.models.SVGP`` with
     ``MultiClass``/``Softmax``: integer labels [N, 1], ``predict_y`` gives class probabilities [N, C].
 
-    :param kernel: one GPflow kernel shared by all classes, or a sequence of C kernels.
+    :param kernel: GPflow's ``SharedIndependent`` (one kernel, shared hyper-parameters) or
+        ``SeparateIndependent`` (C kernels) with output_dim C; or, equivalently, one plain GPflow
+        kernel (shared by all classes) or a sequence of C kernels.
     :param likelihood: a :class:`~gpflow_ep.likelihoods.MultiClassStep` (C classes, latent noise σ²).
-    :param inducing_variable: an [M, D] array of inducing inputs (each class gets its own trainable
-        copy), a sequence of C [M, D] arrays, or a :class:`~gpflow_ep.kernels.ClassInducingPoints`
-        (the same M for every class: the algebra works on [C, M, M] batches).
+    :param inducing_variable: GPflow's ``SharedIndependentInducingVariables`` (one set of inducing
+        inputs for all classes: with a ``SharedIndependent`` kernel, one K_uu per step) or
+        ``SeparateIndependentInducingVariables`` (C sets, each with the same M); or an [M, D] array
+        (each class gets its own trainable copy, as ``SeparateIndependentInducingVariables``), a
+        sequence of C [M, D] arrays, or one ``InducingPoints`` (shared by all classes).
     :param num_data: N, the number of training points (each has 2(C - 1) sites: ``num_sites``).
     :param ep_options: EP options (:class:`~gpflow_ep.ep.EPSettings`); the paired sites need
         ``power=1``, no relaxation and the parallel schedule. Batch EP defaults to ``damping=0.5``:
@@ -84,23 +96,9 @@ class SEPMGPC(SEPGPC):
                 f"likelihood must be a gpflow_ep.likelihoods.MultiClassStep; got {type(likelihood).__name__}"
             )
         C = likelihood.num_classes
-        kernels = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel] * C
-        if len(kernels) != C:
-            raise ValueError(f"kernel: give one kernel or {C} (one per class); got {len(kernels)}")
-        if not isinstance(inducing_variable, ClassInducingPoints):
-            if isinstance(inducing_variable, (list, tuple)):
-                inducing_variable = ClassInducingPoints(inducing_variable)
-            else:
-                inducing_variable = ClassInducingPoints(check_inputs(inducing_variable, "inducing_variable"), C)
-        if inducing_variable.num_classes != C:
-            raise ValueError(f"inducing_variable has {inducing_variable.num_classes} classes; the likelihood {C}")
-        sizes = {int(ip.num_inducing) for ip in inducing_variable.inducing_points}
-        if len(sizes) != 1:
-            raise ValueError(f"inducing_variable: every class needs the same number of inducing inputs; got {sizes}")
+        kernel, inducing_variable = class_kernel(kernel, C), class_inducing_variable(inducing_variable, C)
         ep_options.setdefault("damping", 0.5)
-        super().__init__(
-            ClassIndependent(kernels), likelihood, inducing_variable, num_data, jitter=jitter, **ep_options
-        )
+        super().__init__(kernel, likelihood, inducing_variable, num_data, jitter=jitter, **ep_options)
 
     def check_likelihood(self, likelihood) -> None:
         """Checked in ``__init__``: a :class:`~gpflow_ep.likelihoods.MultiClassStep` (its paired sites)."""
@@ -116,8 +114,8 @@ class SEPMGPC(SEPGPC):
 
     @property
     def input_dim(self) -> int:
-        """D, the columns of X (the inducing inputs carry a class column besides)."""
-        return self.inducing_variable.inducing_points[0].Z.shape[-1]
+        """D, the columns of X (those of the inducing inputs)."""
+        return int(self.inducing_variable.inducing_variables[0].Z.shape[-1])
 
     def _num_sites(self, num_data: int) -> int:
         return 2 * num_data * (self.likelihood.num_classes - 1)
@@ -141,38 +139,8 @@ class SEPMGPC(SEPGPC):
 
     # ---------------------------------------------------------------- per-class blocks
 
-    def _per_kernel(self, compute):
-        """
-        ``compute(kernel, Z)`` for each distinct kernel object and the inducing inputs of the
-        classes it serves, stacked [g, M, D] (one call per kernel, not per class), as [C, ...] in
-        class order.
-        """
-        parts, order = [], []
-        for kernel, members in self.kernel.groups():
-            parts.append(compute(kernel, tf.stack([self.inducing_variable.inducing_points[c].Z for c in members])))
-            order += members
-        stacked = tf.concat(parts, axis=0)
-        return stacked if order == sorted(order) else tf.gather(stacked, np.argsort(order))
-
-    def block_Kuu(self):
-        M = self.site_directions.shape[-1]
-        jitter = self.jitter * tf.eye(M, dtype=default_float())
-        return self._per_kernel(lambda k, Z: tf.vectorized_map(lambda z: k(z) + jitter, Z))
-
-    def block_Kuf(self, X):
-        def kuf(k, Z):  # one kernel matrix between all the classes' inducing inputs and X
-            g, M = tf.shape(Z)[0], tf.shape(Z)[1]
-            return tf.reshape(k(tf.reshape(Z, [g * M, -1]), X), [g, M, -1])
-
-        return self._per_kernel(kuf)
-
-    def block_Kff(self, X, full_cov: bool):
-        def kff(k, Z):  # the same for every class of a kernel
-            return tf.repeat(k(X, full_cov=full_cov)[None], tf.shape(Z)[0], axis=0)
-
-        return self._per_kernel(kff)
-
     def block_mean(self, X):
+        """The prior mean of every class's f at X, [C, P] (one mean function shared by the classes)."""
         return tf.tile(tf.transpose(self.mean_function(X)), [self.num_classes, 1])
 
     # ---------------------------------------------------------------- points → sites
@@ -201,13 +169,68 @@ class SEPMGPC(SEPGPC):
         pair_rows = tf.reshape(tf.range(C)[:, None] * self.num_data + index[None, :], [-1])
         return SiteBatch(X, site_Y, pairs, tf.concat([first, first + self.num_data * C1], axis=0), pair_rows)
 
-    # ---------------------------------------------------------------- prediction
 
-    @inherit_check_shapes
-    def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
-        """The C latent marginals q(f^c(x*)) from the stored q(u): means and variances, each [N, C]."""
-        if full_cov or full_output_cov:
-            raise ValueError("full_cov: SEPMGPC predicts independent marginals per class; no full covariances")
-        Xnew = check_prediction_inputs(Xnew, self.input_dim)
-        mean, var = self.posterior().predict_blocks(Xnew, full_cov=False)
-        return tf.transpose(mean) + self.mean_function(Xnew), tf.transpose(var)
+def class_kernel(kernel: Union[Kernel, Sequence[Kernel]], num_classes: int) -> MultioutputKernel:
+    """
+    The C classes' kernel as GPflow's multi-output kernel: ``SharedIndependent`` or
+    ``SeparateIndependent`` as given (output_dim C), one plain kernel as ``SharedIndependent``
+    (shared hyper-parameters), a sequence of C kernels as ``SeparateIndependent``.
+    """
+    C = num_classes
+    if isinstance(kernel, (list, tuple)):
+        if len(kernel) != C or not all(isinstance(k, Kernel) for k in kernel):
+            raise ValueError(f"kernel: give one kernel or {C} (one per class); got {len(kernel)}")
+        return SeparateIndependent(list(kernel))
+    if isinstance(kernel, SharedIndependent):
+        if kernel.output_dim != C:
+            raise ValueError(
+                f"kernel: SharedIndependent has output_dim {kernel.output_dim}; the likelihood {C} classes"
+            )
+        return kernel
+    if isinstance(kernel, SeparateIndependent):
+        if len(kernel.kernels) != C:
+            raise ValueError(f"kernel: SeparateIndependent has {len(kernel.kernels)} kernels; give one per class ({C})")
+        return kernel
+    if isinstance(kernel, MultioutputKernel) or not isinstance(kernel, Kernel):
+        raise ValueError(
+            "kernel: give a GPflow kernel, a sequence of one per class, or a SharedIndependent / SeparateIndependent "
+            f"kernel; got {type(kernel).__name__}"
+        )
+    return SharedIndependent(kernel, output_dim=C)
+
+
+def class_inducing_variable(inducing_variable, num_classes: int) -> InducingVariables:
+    """
+    The C classes' inducing inputs as GPflow's multi-output inducing variables:
+    ``SharedIndependentInducingVariables`` / ``SeparateIndependentInducingVariables`` as given (C
+    sets of the same size M), one ``InducingPoints`` shared by all classes, an [M, D] array as C
+    trainable copies and a sequence of C arrays (or ``InducingPoints``) as separate inducing inputs.
+    """
+    C = num_classes
+    if isinstance(inducing_variable, InducingPoints):
+        inducing_variable = SharedIndependentInducingVariables(inducing_variable)
+    elif isinstance(inducing_variable, (list, tuple)):
+        parts = [z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variable]
+        for c, part in enumerate(parts):  # GPflow's check of equal columns is not a ValueError
+            if part.Z.shape[-1] != parts[0].Z.shape[-1]:
+                raise ValueError(
+                    f"inducing_variable[{c}]: Z (inducing points) has {part.Z.shape[-1]} columns but "
+                    f"inducing_variable[0] has {parts[0].Z.shape[-1]}"
+                )
+        inducing_variable = SeparateIndependentInducingVariables(parts)
+    elif not isinstance(inducing_variable, InducingVariables):
+        Z = check_inputs(inducing_variable, "inducing_variable")
+        inducing_variable = SeparateIndependentInducingVariables([InducingPoints(np.array(Z)) for _ in range(C)])
+    if isinstance(inducing_variable, SeparateIndependentInducingVariables):
+        parts = inducing_variable.inducing_variable_list
+        if len(parts) != C:
+            raise ValueError(f"inducing_variable has {len(parts)} sets of inducing inputs; the likelihood {C} classes")
+        sizes = {int(iv.num_inducing) for iv in parts}
+        if len(sizes) != 1:
+            raise ValueError(f"inducing_variable: every class needs the same number of inducing inputs; got {sizes}")
+    elif not isinstance(inducing_variable, SharedIndependentInducingVariables):
+        raise ValueError(
+            "inducing_variable: give an [M, D] array, C arrays, InducingPoints or GPflow's Shared- or "
+            f"SeparateIndependentInducingVariables; got {type(inducing_variable).__name__}"
+        )
+    return inducing_variable

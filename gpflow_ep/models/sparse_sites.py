@@ -156,12 +156,12 @@ def unless_same(same, value, compute):
 
 
 @check_shapes(
-    "blocks.Kuu: [C, M, M]",
-    "blocks.Kuf: [C, M, P]",
-    "blocks.Kff_diag: [C, P]",
+    "blocks.Kuu: [broadcast C, M, M]",
+    "blocks.Kuf: [broadcast C, M, P]",
+    "blocks.Kff_diag: [broadcast C, P]",
     "blocks.mean: [C, P]",
-    "return.L: [C, M, M]",
-    "return.A: [C, M, P]",
+    "return.L: [broadcast C, M, M]",
+    "return.A: [broadcast C, M, P]",
     "return.s: [CP, 1]",
     "return.mean: [CP, 1]",
 )
@@ -169,17 +169,24 @@ def whitened_prior(blocks: PriorBlocks) -> WhitenedPrior:
     """
     Per (block, point) pair: L = chol(K_uu), A = L⁻¹K_uf, the FITC variances
     s = diag K_ff - ‖a‖² ≥ 0 (the paper's Sec. 2.1) and the prior means m, block-major pair rows.
+    Blocks that share K_uu and K_uf ([1, M, M], [1, M, P]) are factorised and solved once; L and A
+    stay one block (the algebra broadcasts them against the C blocks of q), s and m have C.
     """
     L = tf.linalg.cholesky(blocks.Kuu)
     A = tf.linalg.triangular_solve(L, blocks.Kuf)
     s = tf.maximum(blocks.Kff_diag - tf.reduce_sum(tf.square(A), axis=-2), 0.0)
+    s = tf.broadcast_to(s, tf.shape(blocks.mean))
     return WhitenedPrior(L, A, tf.reshape(s, [-1, 1]), tf.reshape(blocks.mean, [-1, 1]))
 
 
-@check_shapes("L: [C, M, M]", "A: [C, M, P]", "return: [CP, M]")
-def directions(L, A):
-    """υ = L⁻ᵀa = K_uu⁻¹k of every pair, as rows [C·P, M] (block-major)."""
-    return flat(tf.linalg.matrix_transpose(tf.linalg.triangular_solve(L, A, adjoint=True)))
+@check_shapes("L: [broadcast C, M, M]", "A: [broadcast C, M, P]", "return: [CP, M]")
+def directions(L, A, num_blocks):
+    """
+    υ = L⁻ᵀa = K_uu⁻¹k of every pair, as rows [C·P, M] (block-major) for ``num_blocks`` = C;
+    computed once when the blocks share L and A.
+    """
+    U = tf.linalg.matrix_transpose(tf.linalg.triangular_solve(L, A, adjoint=True))  # [B, P, M]
+    return flat(tf.broadcast_to(U, tf.concat([[num_blocks], tf.shape(U)[1:]], axis=0)))
 
 
 def refresh_damping(settings: EPSettings, num_refreshed, num_sites: int) -> tf.Tensor:
@@ -251,7 +258,7 @@ def propose_refresh(
     tau_d, nu_d = accept_proposal(tau_o, nu_o, proposal, tf.cast(damping, tau_o.dtype))
     pairs = frame.pairs
     pair_ok = pairs.all(ok)
-    U_new = tf.where(pair_ok, directions(frame.L, frame.A_new), frame.U_old)
+    U_new = tf.where(pair_ok, directions(frame.L, frame.A_new, tf.shape(frame.prior.mean)[0]), frame.U_old)
     site_mean = pairs.gather(frame.prior_mean)
     weights = [pairs.sum(t) for t in (tau_d, -tau_o)]
     shifts = [pairs.sum(t) for t in (nu_d - tau_d * site_mean, -(nu_o - tau_o * site_mean))]
@@ -296,7 +303,9 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, factor, scale, po
     the last from d(υ) = K_uu⁻¹(dk - dK_uu υ), ds_i = υ_iᵀdK_uuυ_i - 2υ_iᵀdk_i and
     d(-½log|K| - ½tr K⁻¹S) = ½tr[(K⁻¹SK⁻¹ - K⁻¹)dK]. Every term is linear in the sites' g_m, g_v
     given their pair's vectors, so the sites' contributions are summed on their pairs and each
-    block's matrices are formed once, in O(C m² P). Sites whose cavity is improper contribute 0.
+    block's matrices are formed once, in O(C m² P). When the C blocks share one prior block (L
+    [1, M, M]), ∂F/∂K_uu and ∂F/∂K_uf are the sums of the blocks' (linear in H and R), formed before
+    the solves with L, and -½ log|K_uu| counts C times. Sites whose cavity is improper contribute 0.
     """
     cav, new, old, cross = cavities
     pairs = frame.pairs
@@ -323,12 +332,16 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, factor, scale, po
     B_inv = q.covariance()
     H = 0.5 * (B_inv - eye_like(B_inv) + mu_v * tf.linalg.matrix_transpose(mu_v))
     H -= tf.matmul(R - A * G_v, A, transpose_b=True)
+    dKuf = R - 2.0 * A * G_v
+    if L.shape[0] == 1:  # a prior block shared by the C blocks: its gradient is the sum of theirs
+        H, dKuf = tf.reduce_sum(H, axis=0, keepdims=True), tf.reduce_sum(dKuf, axis=0, keepdims=True)
     half = tf.linalg.triangular_solve(L, H, adjoint=True)  # L⁻ᵀH
     dF_dKuu = tf.linalg.matrix_transpose(tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True))
-    dF_dKuf = tf.linalg.triangular_solve(L, R - 2.0 * A * G_v, adjoint=True)
+    dF_dKuf = tf.linalg.triangular_solve(L, dKuf, adjoint=True)
+    num_blocks = tf.cast(tf.shape(mu_v)[0] // tf.shape(L)[0], L.dtype)  # the C blocks of a shared log|K_uu|
 
     value = (
-        -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
+        -num_blocks * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
         - 0.5 * (tf.reduce_sum(tf.linalg.trace(B_inv)) + tf.reduce_sum(tf.square(mu_v)))
         + scale * tf.reduce_sum(log_z)
     )
@@ -415,7 +428,7 @@ class SparseEPState(EPState):
         eta_v = A @ blocked(pair_shift, A)
         half = tf.linalg.triangular_solve(L, Lambda_v, adjoint=True)  # L⁻ᵀΛ_v
         values = (
-            directions(L, A),
+            directions(L, A, tf.shape(Lambda_v)[0]),
             tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True),
             tf.linalg.triangular_solve(L, eta_v, adjoint=True),
         )
