@@ -103,3 +103,26 @@ def test_non_convergence_inside_a_compiled_training_loss_warns_once_and_is_count
     loss = tf.function(m.training_loss)
     with pytest.warns(EPConvergenceWarning, match="once until"):
         loss()
+
+
+def test_a_sparse_copy_of_the_parameters_alone_warns_and_a_copy_with_the_ep_state_predicts_as_the_trained():
+    X, Y, Xs, _ = _data("probit")
+    Z = X[::3].copy()
+    trained = SEPGP(gpflow.kernels.SquaredExponential(lengthscales=0.3), Probit(), Z, num_data=len(X))
+    trained.run_ep((X, Y))
+    copy = SEPGP(gpflow.kernels.SquaredExponential(), Probit(), Z, num_data=len(X))
+    gpflow.utilities.multiple_assign(copy, gpflow.utilities.parameter_dict(trained))
+    with pytest.warns(UserWarning, match="never fitted"):
+        copy.predict_f(Xs)
+    gpflow.utilities.multiple_assign(copy.ep_state, gpflow.utilities.parameter_dict(trained.ep_state))
+    for a, b in zip(copy.predict_f(Xs), trained.predict_f(Xs)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_nested_sparse_model_warns_when_its_sites_were_fitted_for_other_hyper_parameters():
+    X, Y, Xs, _ = _data("probit")
+    m = SEPGP(gpflow.kernels.SquaredExponential(), Probit(), X[::3].copy(), num_data=len(X))
+    m.run_ep((X, Y))
+    m.kernel.variance.assign(2.0)
+    with pytest.warns(UserWarning, match="fitted for other hyper-parameters"):
+        m.predict_f(Xs)
