@@ -14,8 +14,8 @@ import pytest
 import tensorflow as tf
 from scipy import integrate, stats
 
-from gpflow_ep.likelihoods import Laplace, Probit
-from gpflow_ep.models import EPGP, EPGPC, SEPGP
+from gpflow_ep.likelihoods import Laplace, MultiClassStep, Probit
+from gpflow_ep.models import EPGP, EPGPC, SEPGP, SEPGPC, PowerEP
 
 
 def _reference_log_density(density, y, mean, sd):
@@ -126,3 +126,20 @@ def test_a_nested_sparse_model_warns_when_its_sites_were_fitted_for_other_hyper_
     m.kernel.variance.assign(2.0)
     with pytest.warns(UserWarning, match="fitted for other hyper-parameters"):
         m.predict_f(Xs)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda X, Y, k: EPGPC((X, Y), k, MultiClassStep(3)),
+        lambda X, Y, k: SEPGPC(k, gpflow.likelihoods.Softmax(2), X[:3].copy(), num_data=len(X)),
+        lambda X, Y, k: SEPGP(k, gpflow.likelihoods.MultiClass(3), X[:3].copy(), num_data=len(X)),
+        lambda X, Y, k: PowerEP((X, Y), k, gpflow.likelihoods.Softmax(2)),
+    ],
+    ids=["EPGPC+MultiClassStep", "SEPGPC+Softmax", "SEPGP+RobustMax", "PowerEP+Softmax"],
+)
+def test_a_likelihood_without_ep_moments_is_refused_when_the_model_is_built(build):
+    """Not at the first loss: the construction names the likelihood and says what to use."""
+    X, Y, _, _ = _data("probit")
+    with pytest.raises(ValueError, match=r"^likelihood: EP has no site moments for"):
+        build(X, Y, gpflow.kernels.SquaredExponential())
