@@ -210,7 +210,7 @@ class EPModel:
         run = self._execute(settings, True, *site_data, **schedule_options)
         where = f"{type(self).__name__}{where}"
         if tf.executing_eagerly():
-            warn_if_not_converged(run, settings, where, stacklevel=5)
+            warn_if_not_converged(run, settings, where, stacklevel=4)
         else:
             self._warn_at_run_time(run, settings, where)
         return run
