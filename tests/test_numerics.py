@@ -17,6 +17,17 @@ def test_values_equal_scipy_to_float64_precision():
     np.testing.assert_allclose(log_ndtr(tf.constant(X)).numpy(), special.log_ndtr(X), rtol=1e-13, atol=0)
 
 
+def test_without_the_series_branch_values_and_gradients_equal_scipy():
+    """When no element is below -20 the series is not computed; the erfc branches alone are exact."""
+    x = tf.constant(X[X >= -20.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = log_ndtr(x)
+    np.testing.assert_allclose(value.numpy(), special.log_ndtr(x.numpy()), rtol=1e-13, atol=0)
+    expected = np.sqrt(2.0 / np.pi) / special.erfcx(-x.numpy() / np.sqrt(2.0))
+    np.testing.assert_allclose(tape.gradient(value, x).numpy(), expected, rtol=1e-12, atol=0)
+
+
 def test_gradient_is_the_inverse_mills_ratio_and_finite_everywhere():
     x = tf.constant(np.concatenate([X, [-1e150, 1e150, 40.0, 60.0]]))
     with tf.GradientTape() as tape:
