@@ -77,6 +77,7 @@ from .sparse_sites import (
     SparseEPState,
     WhitenedPrior,
     batch_cavities,
+    evidence_estimate,
     propose_refresh,
     refresh_damping,
     sites_in_sync,
@@ -448,6 +449,29 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         dtype = frame.L.dtype
         scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype) / settings.power  # n/(α|M|)
         return surrogate_objective(frame, cavities, self._site_factor(frame.sites, frame.s), scale, settings.power)
+
+    @check_shapes("return: []")
+    def minibatch_log_marginal_likelihood(self, batch) -> tf.Tensor:
+        """
+        An unbiased estimate of log Z_EP, the evidence :meth:`log_marginal_likelihood` gives on all
+        the data, from ``batch = (X, Y, index)`` or its :class:`~gpflow_ep.models.sparse_sites.Frame`
+        at the stored sites (:func:`~gpflow_ep.models.sparse_sites.evidence_estimate`): the global
+        term g(q) - g(prior) exact from the stored q(u), plus n/|M| times the batch sites' energy
+        terms at their cavities. Its mean over uniformly drawn batches is the evidence of the stored
+        state (at an EP fixed point with fresh directions, ``log_marginal_likelihood(data)``), and
+        with the full batch it is that value. It is the number to read (what ``fit`` and
+        ``MinibatchEP().loss_closure`` report); it carries no gradient: train on
+        :meth:`minibatch_objective`.
+        """
+        frame = self._frame(batch)
+        settings = self.ep_settings
+        index = frame.sites.index
+        rows = self.ep_state.site_rows(index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        dtype = frame.L.dtype
+        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype)  # n/|M|
+        factor = self._site_factor(frame.sites, frame.s)
+        return tf.stop_gradient(evidence_estimate(frame, cavities, factor, rows[0], rows[1], settings, scale))
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """

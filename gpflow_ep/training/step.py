@@ -94,7 +94,9 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
     """
     A compiled step ``step(batch) -> StepResult(loss, skipped, applied)``: for a minibatch-EP model
     the site refresh (:class:`~gpflow_ep.optimizers.MinibatchEP`) and the gradient step on -F_M at
-    the refreshed q, sharing the batch's frame; for any other model the gradient step. One step for
+    the refreshed q, sharing the batch's frame, the loss reported being the minibatch estimate of
+    -log Z_EP - log p(θ) (:meth:`~gpflow_ep.optimizers.MinibatchEP.refreshed_loss`); for any other
+    model the gradient step on its training loss. One step for
     one device or several: it runs in the replicas of ``strategy`` (default: TensorFlow's default
     strategy, one device), ``batch`` then being a distributed batch. A step whose loss or new
     parameters are not finite is undone (parameters and optimiser state restored; a refresh never
@@ -115,9 +117,8 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
     def replica_step(batch):
         skipped = tf.constant(0)
         with tf.GradientTape() as tape:
-            if minibatch_ep is not None:  # site refresh, then F_M at the refreshed q (one frame)
-                objective, skipped = minibatch_ep.refreshed_objective(model, batch)
-                loss = -(objective + model.log_prior_density())
+            if minibatch_ep is not None:  # site refresh, then the loss at the refreshed q (one frame)
+                loss, skipped = minibatch_ep.refreshed_loss(model, batch)
             else:
                 loss = gradient_loss(model, batch)
             loss = loss / replicas  # the optimiser sums the replicas' gradients
