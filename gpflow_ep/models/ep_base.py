@@ -13,7 +13,6 @@ from typing import Any, NamedTuple, Optional, Tuple
 
 import gpflow
 import tensorflow as tf
-from check_shapes import check_shapes
 from gpflow.config import default_float
 from gpflow.likelihoods import Likelihood
 from gpflow.models import ExternalDataTrainingLossMixin
@@ -31,7 +30,7 @@ from ..ep import (
     tilted_moments,
 )
 from ..ep.convergence import EPConvergenceWarning, warn_if_not_converged
-from ..validation import check_prediction_inputs, model_input_dim, require_float64
+from ..validation import require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
 
 
@@ -82,7 +81,7 @@ class EPModel:
         self.ep_settings = self.check_settings(settings)
         state = EPState(num_sites, int(self._hyperparameter_values().shape[0])) if state is None else state
         self._ep_state = OutOfSummary(state=state)
-        self._warned_unfitted = False
+        self._warned_stale = False
 
     @property
     def ep_state(self) -> EPState:
@@ -211,7 +210,7 @@ class EPModel:
         run = self._execute(settings, True, *site_data, **schedule_options)
         where = f"{type(self).__name__}{where}"
         if tf.executing_eagerly():
-            warn_if_not_converged(run, settings, where, stacklevel=5)
+            warn_if_not_converged(run, settings, where, stacklevel=4)
         else:
             self._warn_at_run_time(run, settings, where)
         return run
@@ -294,23 +293,31 @@ class EPModel:
         Y = tf.cast(Y, mean.dtype)
         return tilted_moments(self.likelihood, tf.convert_to_tensor(X, mean.dtype), Y, mean, var, 1.0).log_z[:, 0]
 
-    def warn_if_unfitted(self) -> None:
+    def warn_if_stale(self) -> None:
         """
-        Warn once (eagerly) when predicting from an EP state that no EP run or refresh has written:
-        a copy of a trained model's parameters alone (``multiple_assign(new, parameter_dict(old))``)
-        predicts from the prior.
+        Warn once (eagerly) when a model predicts from EP state that is not EP's: never fitted (no EP
+        run, training loss or minibatch refresh wrote it — a copy of a trained model's parameters
+        alone, ``multiple_assign(new, parameter_dict(old))``, predicts from the prior), or, in
+        ``ep_mode="nested"``, fitted for other hyper-parameters than the current ones (a model that
+        holds its data computes the fixed point instead and does not call this in nested mode).
         """
-        if self._warned_unfitted or not tf.executing_eagerly() or bool(self.ep_state_is_fitted()):
+        if self._warned_stale or not tf.executing_eagerly():
             return
-        self._warned_unfitted = True
-        warnings.warn(
-            f"{type(self).__name__}: predicting from an EP state that was never fitted (no run_ep, training loss or "
-            "minibatch refresh wrote it), i.e. from the prior. Fit the model, or copy a trained model's EP state "
-            "with its parameters: gpflow.utilities.multiple_assign(model.ep_state, "
-            "gpflow.utilities.parameter_dict(trained.ep_state)).",
-            UserWarning,
-            stacklevel=3,
-        )
+        if not bool(self.ep_state_is_fitted()):
+            problem = (
+                "an EP state that was never fitted (no run_ep, training loss or minibatch refresh wrote it), "
+                "i.e. from the prior. Fit the model, or copy a trained model's EP state with its parameters: "
+                "gpflow.utilities.multiple_assign(model.ep_state, gpflow.utilities.parameter_dict(trained.ep_state))."
+            )
+        elif self.ep_settings.ep_mode == "nested" and not bool(self.ep_state_is_current()):
+            problem = (
+                "EP sites fitted for other hyper-parameters than the current ones (ep_mode='nested'): call "
+                "run_ep(...) to bring them to EP's fixed point for these."
+            )
+        else:
+            return
+        self._warned_stale = True
+        warnings.warn(f"{type(self).__name__}: predicting from {problem}", UserWarning, stacklevel=3)
 
 
 def _has_scalar_moments(likelihood: Likelihood) -> bool:
@@ -372,29 +379,3 @@ class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
             return loss(batch)
 
         return closure
-
-
-class EPPosteriorBase(abc.ABC):
-    """
-    q(f*) of an EP model with its factorisation done once (the analogue of GPflow's ``posterior()``
-    objects): subclasses give the latent predictive without the mean function.
-    """
-
-    def __init__(self, model):
-        self.model = model
-
-    @abc.abstractmethod
-    def _predict_latent(self, Xnew: tf.Tensor, full_cov: bool):
-        """(mean [N], covariance [N, N] or variance [N]) of f*(Xnew) - m(Xnew)."""
-
-    @check_shapes(
-        "Xnew: [N, D]",
-        "return[0]: [N, 1]",
-        "return[1]: [N, 1] if (not full_cov)",
-        "return[1]: [1, N, N] if full_cov",
-    )
-    def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
-        Xnew = check_prediction_inputs(Xnew, model_input_dim(self.model))
-        mean, cov = self._predict_latent(Xnew, full_cov)
-        mean = mean[:, None] + self.model.mean_function(Xnew)
-        return mean, (cov[None] if full_cov else cov[:, None])

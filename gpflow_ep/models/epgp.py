@@ -156,7 +156,7 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         :param precompute_cache: GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE).
         """
         if self.ep_settings.ep_mode == "alternated":  # nested mode computes the fixed point when it must
-            self.warn_if_unfitted()
+            self.warn_if_stale()
         if self.ep_settings.ep_mode == "alternated" or bool(self.ep_state_is_current()):
             sites = (self.sites.precision, self.sites.natural_mean, self.sites.dual)
         else:
@@ -187,6 +187,6 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         """
         Xnew = check_prediction_inputs(Xnew, self.data[0].shape[-1])
         if self.ep_settings.ep_mode == "alternated":
-            self.warn_if_unfitted()
+            self.warn_if_stale()
         posterior = self._posterior_at(self.current_sites(), None)
         return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)

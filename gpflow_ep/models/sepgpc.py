@@ -363,7 +363,9 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         built from the kernel, inducing variable, Λ_u, η_u and mean function), like ``SVGP.posterior()``:
         ``precompute_cache`` is GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE);
         ``update_cache()`` after a change of the hyper-parameters, Z or the EP state predicts anew.
+        Warns once when the EP state is stale (:meth:`~gpflow_ep.models.ep_base.EPModel.warn_if_stale`).
         """
+        self.warn_if_stale()
         return SparseEPPosterior(
             self.kernel,
             self.inducing_variable,

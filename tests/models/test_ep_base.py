@@ -14,8 +14,8 @@ import pytest
 import tensorflow as tf
 from scipy import integrate, stats
 
-from gpflow_ep.likelihoods import Laplace, Probit
-from gpflow_ep.models import EPGP, EPGPC, SEPGP
+from gpflow_ep.likelihoods import Laplace, MultiClassStep, Probit
+from gpflow_ep.models import EPGP, EPGPC, SEPGP, SEPGPC, PowerEP
 
 
 def _reference_log_density(density, y, mean, sd):
@@ -103,3 +103,43 @@ def test_non_convergence_inside_a_compiled_training_loss_warns_once_and_is_count
     loss = tf.function(m.training_loss)
     with pytest.warns(EPConvergenceWarning, match="once until"):
         loss()
+
+
+def test_a_sparse_copy_of_the_parameters_alone_warns_and_a_copy_with_the_ep_state_predicts_as_the_trained():
+    X, Y, Xs, _ = _data("probit")
+    Z = X[::3].copy()
+    trained = SEPGP(gpflow.kernels.SquaredExponential(lengthscales=0.3), Probit(), Z, num_data=len(X))
+    trained.run_ep((X, Y))
+    copy = SEPGP(gpflow.kernels.SquaredExponential(), Probit(), Z, num_data=len(X))
+    gpflow.utilities.multiple_assign(copy, gpflow.utilities.parameter_dict(trained))
+    with pytest.warns(UserWarning, match="never fitted"):
+        copy.predict_f(Xs)
+    gpflow.utilities.multiple_assign(copy.ep_state, gpflow.utilities.parameter_dict(trained.ep_state))
+    for a, b in zip(copy.predict_f(Xs), trained.predict_f(Xs)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_nested_sparse_model_warns_when_its_sites_were_fitted_for_other_hyper_parameters():
+    X, Y, Xs, _ = _data("probit")
+    m = SEPGP(gpflow.kernels.SquaredExponential(), Probit(), X[::3].copy(), num_data=len(X))
+    m.run_ep((X, Y))
+    m.kernel.variance.assign(2.0)
+    with pytest.warns(UserWarning, match="fitted for other hyper-parameters"):
+        m.predict_f(Xs)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda X, Y, k: EPGPC((X, Y), k, MultiClassStep(3)),
+        lambda X, Y, k: SEPGPC(k, gpflow.likelihoods.Softmax(2), X[:3].copy(), num_data=len(X)),
+        lambda X, Y, k: SEPGP(k, gpflow.likelihoods.MultiClass(3), X[:3].copy(), num_data=len(X)),
+        lambda X, Y, k: PowerEP((X, Y), k, gpflow.likelihoods.Softmax(2)),
+    ],
+    ids=["EPGPC+MultiClassStep", "SEPGPC+Softmax", "SEPGP+RobustMax", "PowerEP+Softmax"],
+)
+def test_a_likelihood_without_ep_moments_is_refused_when_the_model_is_built(build):
+    """Not at the first loss: the construction names the likelihood and says what to use."""
+    X, Y, _, _ = _data("probit")
+    with pytest.raises(ValueError, match=r"^likelihood: EP has no site moments for"):
+        build(X, Y, gpflow.kernels.SquaredExponential())

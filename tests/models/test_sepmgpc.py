@@ -201,6 +201,9 @@ class StackedSEPMGPC(SEPGPC):
     def _num_sites(self, num_data):
         return 2 * num_data * (self.C - 1)
 
+    def check_likelihood(self, likelihood):  # its factor is SEPMGPC's paired one (below), not the likelihood's
+        pass
+
     def _factor(self, X, Y, extra_var=None):
         return DifferenceFactor(self.likelihood.noise_variance, extra_var, self.C - 1)
 

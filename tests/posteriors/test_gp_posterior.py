@@ -13,7 +13,6 @@ import warnings
 import gpflow
 import numpy as np
 import pytest
-import tensorflow as tf
 from gpflow.posteriors import PrecomputeCacheType
 
 from gpflow_ep.datasets import noisy_mixture
@@ -145,17 +144,11 @@ def test_the_dual_predictor_caches_the_dual_weights(data):
         _close(predict(Xnew)[0].numpy()[:, 0], expected, 1e-12)
 
 
-def test_the_variable_cache_exports_with_saved_model(data, tmp_path):
+def test_the_variable_cache_exports_with_saved_model(data, exported):
     """GPflow's "faster predictions" recipe: a module holding the compiled predict_f of a VARIABLE-cache posterior."""
     m = _fitted("EPGPC", data)
-    module = tf.Module()
-    module.posterior = m.posterior(PrecomputeCacheType.VARIABLE)
-    module.predict_f = tf.function(
-        module.posterior.predict_f, input_signature=[tf.TensorSpec(shape=[None, 2], dtype=tf.float64)]
-    )
-    tf.saved_model.save(module, str(tmp_path))
-    loaded = tf.saved_model.load(str(tmp_path))
     Xnew = data[0][:4] * 0.5
+    loaded = exported(m, 2)
     for a, b in zip(loaded.predict_f(Xnew), m.predict_f(Xnew)):
         _close(a, b, 1e-9)
 

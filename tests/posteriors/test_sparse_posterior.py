@@ -14,7 +14,6 @@ inverses (Σ_u = (K_uu⁻¹ + Λ_u)⁻¹), whose round-off is cond² larger: 1e-
 import gpflow
 import numpy as np
 import pytest
-import tensorflow as tf
 from gpflow.inducing_variables import InducingPoints, SeparateIndependentInducingVariables
 from gpflow.kernels import SeparateIndependent, SharedIndependent
 from gpflow.posteriors import PrecomputeCacheType
@@ -117,17 +116,11 @@ def test_update_cache_after_a_change_equals_a_fresh_posterior(change, cache):
     assert not np.allclose(fresh[1], before[1], rtol=1e-3)  # the change mattered
 
 
-def test_variable_cache_exports_with_saved_model(fitted, tmp_path):
+def test_variable_cache_exports_with_saved_model(fitted, exported):
     """GPflow's "faster predictions" recipe: a tf.Module holding predict_f compiled; save, load, predict."""
     _, m = fitted
     Xnew = _data("SEPGPC")[0][:5]
-    module = tf.Module()
-    module.posterior = m.posterior(PrecomputeCacheType.VARIABLE)
-    module.predict_f = tf.function(
-        module.posterior.predict_f, input_signature=[tf.TensorSpec(shape=[None, 2], dtype=tf.float64)]
-    )
-    tf.saved_model.save(module, str(tmp_path))
-    loaded = tf.saved_model.load(str(tmp_path))
+    loaded = exported(m, 2)
     _assert_same(loaded.predict_f(Xnew), m.predict_f(Xnew))
 
 
