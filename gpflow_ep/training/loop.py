@@ -49,7 +49,7 @@ def fit(
     callbacks: Sequence[Callback] = (),
 ) -> FitResult:
     """
-    Train ``model`` on ``data`` (module docstring: what a step does for each kind of model).
+    Train ``model`` on ``data`` (:mod:`gpflow_ep.training`: what a step does for each kind of model).
 
     :param data: arrays ``(X, Y)`` (minibatches are drawn with indices) or a ``tf.data.Dataset``
         of ``(X, Y, index)`` batches (``(X, Y)`` for models without minibatch EP).

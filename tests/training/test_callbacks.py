@@ -173,3 +173,21 @@ def test_fit_calls_a_users_callbacks_in_order_and_refuses_other_objects(data):
     for bad in (recorder, [print], "callback"):
         with pytest.raises(ValueError, match="^callbacks must be"):
             fit(model, (X, Y), batch_size=100, iterations=1, callbacks=bad)
+
+
+def test_the_monitoring_guides_callback_runs(data, tmp_path, monkeypatch):
+    """docs/guide/monitoring.md's own callback, as written (one epoch): it writes the loss of every step."""
+    import re
+    from pathlib import Path
+
+    from gpflow_ep.models import SEPGPC
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "guide" / "monitoring.md"
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", page.read_text(), re.S) if "class LossToTensorBoard" in b]
+    (X, Y), _ = data
+    model = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:10].copy(), num_data=len(X))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.replace("epochs=10", "epochs=1"), str(page), "exec"), dict(model=model, X=X, Y=Y))
+    events = [str(p) for p in (tmp_path / "runs" / "loss").rglob("events.out.tfevents*")]
+    steps = [e.step for path in events for e in tf.compat.v1.train.summary_iterator(path) if e.summary.value]
+    assert steps == [1, 2]  # 400 points in batches of 200
