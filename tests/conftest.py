@@ -22,14 +22,16 @@ OLDEST_VERSIONS_MODULES = (
     "models/test_sepgpc.py",
     "optimizers/test_ep_optimizer.py",
     "test_cli.py",
-    "test_training.py",
+    "training/test_fit.py",
+    "training/test_step.py",
+    "training/test_training_data.py",
     "test_validation.py",
 )
 # ... except their slowest tests (a two-device subprocess, long training loops)
 OLDEST_VERSIONS_EXCLUDED = (
     "models/test_sepgpc.py::test_inner_updates_raise_the_evidence_like_outer_updates",
-    "test_training.py::test_mirrored_strategy_on_two_devices_matches_one_device",
-    "test_training.py::test_sepgpc_in_a_plain_gpflow_loop",
+    "training/test_step.py::test_mirrored_strategy_on_two_devices_matches_one_device",
+    "training/test_fit.py::test_sepgpc_in_a_plain_gpflow_loop",
 )
 
 

@@ -37,7 +37,7 @@ from .factors import SiteFactor
 from .settings import EPSettings
 from .sites import cavity_distribution
 
-__all__ = ["EPEnergy", "site_energy_terms", "ep_log_marginal_likelihood"]
+__all__ = ["EPEnergy", "cavity_log_normaliser_gap", "site_energy_terms", "ep_log_marginal_likelihood"]
 
 
 class EPEnergy(NamedTuple):
@@ -46,6 +46,30 @@ class EPEnergy(NamedTuple):
     log_marginal_likelihood: tf.Tensor  # []
     num_left_out: tf.Tensor  # [] int32: sites whose cavity was improper (they contribute 0)
     proper: tf.Tensor  # [] bool: q is proper
+
+
+@check_shapes(
+    "marginal_mean: [N, 1]",
+    "marginal_var: [N, 1]",
+    "precision: [N, 1]",
+    "natural_mean: [N, 1]",
+    "return: [N, 1]",
+)
+def cavity_log_normaliser_gap(marginal_mean, marginal_var, precision, natural_mean, removed_fraction: float):
+    r"""
+    g(q^{\i}) - g(q_i) of every site (module docstring: the division-free form, β = ``removed_fraction``),
+    from the site's 1-D marginal N(μ_i, σ_i²) under q and its (τ_i, ν_i); meaningless (and finite)
+    where the cavity is improper (d_i ≤ 0), which the caller masks.
+    """
+    beta = removed_fraction
+    d = 1.0 - beta * precision * marginal_var
+    safe_d = tf.where((d > 0.0) & tf.math.is_finite(d), d, tf.ones_like(d))
+    quad = (
+        beta * precision * tf.square(marginal_mean)
+        - 2.0 * beta * natural_mean * marginal_mean
+        + beta**2 * tf.square(natural_mean) * marginal_var
+    )
+    return 0.5 * (-tf.math.log(safe_d) + quad / safe_d)
 
 
 @check_shapes(
@@ -66,14 +90,7 @@ def site_energy_terms(
     power, beta = settings.power, settings.removed_fraction
     cav = cavity_distribution(marginal_mean, marginal_var, precision, natural_mean, beta)
     log_z = factor.tilted(cav.mean + offset, cav.var, power).log_z
-    d = 1.0 - beta * precision * marginal_var
-    safe_d = tf.where(cav.valid, d, tf.ones_like(d))
-    quad = (
-        beta * precision * tf.square(marginal_mean)
-        - 2.0 * beta * natural_mean * marginal_mean
-        + beta**2 * tf.square(natural_mean) * marginal_var
-    )
-    terms = (log_z + 0.5 * (-tf.math.log(safe_d) + quad / safe_d)) / power
+    terms = (log_z + cavity_log_normaliser_gap(marginal_mean, marginal_var, precision, natural_mean, beta)) / power
     valid = factor.joint_validity(cav.valid & tf.math.is_finite(terms))
     return tf.where(valid, terms, tf.zeros_like(terms)), valid
 

@@ -86,3 +86,7 @@ class MinibatchEPModel(abc.ABC):
     @abc.abstractmethod
     def minibatch_objective(self, batch) -> tf.Tensor:
         """The objective of the gradient step at the stored q (its gradient estimates the evidence's); pure."""
+
+    @abc.abstractmethod
+    def minibatch_log_marginal_likelihood(self, batch) -> tf.Tensor:
+        """An unbiased minibatch estimate of the evidence log Z_EP at the stored q, to report (no gradient); pure."""

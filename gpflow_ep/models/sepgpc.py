@@ -33,7 +33,9 @@ refresh is an optimiser step, :class:`gpflow_ep.optimizers.MinibatchEP`, as GPfl
 ``NaturalGradient`` with Adam; :func:`gpflow_ep.training.fit` and
 ``MinibatchEP().loss_closure(model, batches)`` (a plain GPflow loop) do both.
 ``training_loss((X, Y, index))`` is -F_M at the stored state (no refresh); F_M's *value* is not
-an evidence; use :meth:`log_marginal_likelihood` on the full data for that.
+an evidence: what ``fit`` and ``loss_closure`` report is :meth:`minibatch_log_marginal_likelihood`,
+an unbiased minibatch estimate of log Z_EP, and :meth:`log_marginal_likelihood` on the full data
+is the exact value.
 
 **Blocks and pairs.** The algebra carries a leading dimension of C independent blocks of u and
 lets several sites act on one (block, point) pair (:class:`~gpflow_ep.ep.SitePairs`). Here C = 1
@@ -77,6 +79,7 @@ from .sparse_sites import (
     SparseEPState,
     WhitenedPrior,
     batch_cavities,
+    evidence_estimate,
     propose_refresh,
     refresh_damping,
     sites_in_sync,
@@ -86,7 +89,7 @@ from .sparse_sites import (
 
 
 class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossMixin):
-    """
+    r"""
     Sparse EP with inducing points, a drop-in for ``gpflow.models.SVGP``.
 
     :param kernel: any GPflow kernel.
@@ -97,6 +100,21 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
     :param jitter: added to K_uu (default ``gpflow.config.default_jitter()``).
     :param ep_options: the options of :class:`~gpflow_ep.ep.EPSettings` (the SEP paper uses
         ``damping=0.5`` for batch EP and ``minibatch_damping=0.99``, the default).
+
+    **Two minibatch quantities.** A minibatch M of |M| of the n sites gives the gradient and the
+    value to read separately. The gradient step follows F_M (:meth:`minibatch_objective`, the
+    paper's eq. 6), whose gradient estimates the evidence's without bias at a fixed point but whose
+    value moves with log|K_uu| and is no evidence. The value reported by
+    :func:`gpflow_ep.training.fit` and ``MinibatchEP().loss_closure`` is
+    :meth:`minibatch_log_marginal_likelihood`,
+
+        log Ẑ_M = [g(q) - g(prior)] + (n/|M|) Σ_{i∈M} (1/α)[log Z_i + g(q^{\i}) - g(q_i)],
+
+    the EP energy (eqs. 26–29) with its global term exact from q(u) and its per-site terms estimated
+    from the batch: unbiased for log Z_EP of the stored sites over uniformly drawn batches, equal to
+    :meth:`log_marginal_likelihood` with the full batch at an EP fixed point, with standard deviation
+    n √((1 - |M|/n) S²/|M|) (S² the variance of the per-site terms), so it reads on the scale of the
+    full data, next to SVGP's -ELBO.
     """
 
     def __init__(
@@ -450,6 +468,29 @@ class SEPGPC(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLoss
         dtype = frame.L.dtype
         scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype) / settings.power  # n/(α|M|)
         return surrogate_objective(frame, cavities, self._site_factor(frame.sites, frame.s), scale, settings.power)
+
+    @check_shapes("return: []")
+    def minibatch_log_marginal_likelihood(self, batch) -> tf.Tensor:
+        """
+        An unbiased estimate of log Z_EP, the evidence :meth:`log_marginal_likelihood` gives on all
+        the data, from ``batch = (X, Y, index)`` or its :class:`~gpflow_ep.models.sparse_sites.Frame`
+        at the stored sites (:func:`~gpflow_ep.models.sparse_sites.evidence_estimate`): the global
+        term g(q) - g(prior) exact from the stored q(u), plus n/|M| times the batch sites' energy
+        terms at their cavities. Its mean over uniformly drawn batches is the evidence of the stored
+        state (at an EP fixed point with fresh directions, ``log_marginal_likelihood(data)``), and
+        with the full batch it is that value. It is the number to read (what ``fit`` and
+        ``MinibatchEP().loss_closure`` report); it carries no gradient: train on
+        :meth:`minibatch_objective`.
+        """
+        frame = self._frame(batch)
+        settings = self.ep_settings
+        index = frame.sites.index
+        rows = self.ep_state.site_rows(index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        dtype = frame.L.dtype
+        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype)  # n/|M|
+        factor = self._site_factor(frame.sites, frame.s)
+        return tf.stop_gradient(evidence_estimate(frame, cavities, factor, rows[0], rows[1], settings, scale))
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """

@@ -15,7 +15,9 @@ functions of a minibatch step, which take tensors, never a model:
   q(u) it makes and the pairs' new directions, as a :class:`~gpflow_ep.models.SiteRefresh`
   (nothing written); :meth:`SparseEPState.apply_refresh` writes one (or refuses it);
 * :func:`surrogate_objective` — the minibatch objective F_M (the paper's eq. 6 with the data term
-  scaled by n/(α|M|)) with its exact gradient.
+  scaled by n/(α|M|)) with its exact gradient;
+* :func:`evidence_estimate` — an unbiased minibatch estimate of log Z_EP (the value to report: F_M's
+  value is not an evidence).
 
 Site layout. The algebra carries a leading dimension of C independent blocks of u (K_uu [C, M, M],
 q(v) per block) and lets several sites act on one (block, point) *pair*
@@ -54,6 +56,7 @@ from ..ep import (
     flat,
     propose_sites,
 )
+from ..ep.energy import cavity_log_normaliser_gap
 from ..ep.whitened import Projections, eye_like
 from .ep_state import EPState
 from .minibatch import SiteRefresh
@@ -66,6 +69,7 @@ __all__ = [
     "SparseEPState",
     "WhitenedPrior",
     "batch_cavities",
+    "evidence_estimate",
     "propose_refresh",
     "refresh_damping",
     "sites_in_sync",
@@ -352,6 +356,56 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, factor, scale, po
         (G_m[..., 0, :], frame.prior.mean),
     ]
     return value + tf.add_n([tf.reduce_sum(g * (t - tf.stop_gradient(t))) for g, t in live])
+
+
+def evidence_estimate(
+    frame: Frame, cavities: BatchCavities, factor, precision, natural_mean, settings: EPSettings, scale
+):
+    r"""
+    An unbiased minibatch estimate of the EP evidence at ``frame``'s q, on the scale of the full data.
+    The power-EP energy (:mod:`gpflow_ep.ep.energy`; the paper's eqs. 26–29) is a global term plus
+    one term per site,
+
+        log Z_EP = [g(q) - g(prior)] + Σ_{i=1}^{n} T_i,     T_i = (1/α)[log Z_i + g(q^{\i}) - g(q_i)],
+
+    and the estimate keeps the global term exact — it needs only q(u), which sums every site
+    (g(q) - g(prior) = -Σ_j log(L_B)_jj + ½‖c‖², :class:`~gpflow_ep.ep.WhitenedGaussian`, summed over
+    the blocks) — and estimates the sum by the batch's terms scaled by ``scale`` = n/|M| (sites):
+
+        log Ẑ_M = [g(q) - g(prior)] + (n/|M|) Σ_{i∈M} T_i.
+
+    For a batch M drawn uniformly without replacement (each of ``make_dataset``'s batches is),
+    E_M[(n/|M|) Σ_{i∈M} T_i] = Σ_i T_i, so E_M[log Ẑ_M] = log Z_EP of the stored state; with M all
+    sites it is that value. Its variance is the sampling variance of the T_i, (n²/|M|)(1 - |M|/n)
+    Var_i(T_i): it falls with the batch size and vanishes at the full batch. Each T_i is taken at the
+    site's cavity as F_M takes it: log Z_i at the cavity of its old contribution (on υ_o) evaluated
+    on the fresh υ_n = K_uu⁻¹k_i (``cavities``), and g(q^{\i}) - g(q_i) from the site's marginal on
+    υ_o, where its natural parameters act (:func:`~gpflow_ep.ep.energy.cavity_log_normaliser_gap`,
+    centred on the prior mean as q(u) is). When every batch site is on its fresh direction — after
+    a full EP run (``run_ep``) at the current hyper-parameters, or with the full batch after a
+    refresh — T_i is the term of ``ep_log_marginal_likelihood`` and log Ẑ_M, with the full batch,
+    equals the model's ``log_marginal_likelihood``. Sites whose cavity is improper contribute 0, as
+    in the energy; an improper q has no evidence (-∞).
+
+    :param precision, natural_mean: the batch sites' τ and ν, [S, 1].
+    :param scale: n/|M|, the number of sites over the batch's.
+    """
+    cav, _, old, _ = cavities
+    pairs = frame.pairs
+    valid = factor.joint_validity(cav.valid)
+    mean = tf.where(valid, cav.mean, tf.zeros_like(cav.mean))
+    var = tf.where(valid, cav.var, tf.ones_like(cav.var))
+    log_z = factor.tilted(mean, var, settings.power).log_z
+    centred = natural_mean - precision * pairs.gather(frame.prior_mean)  # q(u) holds the sites of f - m(X)
+    gap = cavity_log_normaliser_gap(
+        pairs.gather(flat(old.mean)), pairs.gather(flat(old.var)), precision, centred, settings.removed_fraction
+    )
+    terms = (log_z + gap) / settings.power
+    valid = factor.joint_validity(valid & tf.math.is_finite(terms))
+    site_terms = tf.reduce_sum(tf.where(valid, terms, tf.zeros_like(terms)))
+    q = frame.q
+    estimate = q.log_normaliser_ratio + tf.cast(scale, site_terms.dtype) * site_terms
+    return tf.where(q.proper, estimate, tf.constant(-np.inf, estimate.dtype))
 
 
 class SparseEPState(EPState):

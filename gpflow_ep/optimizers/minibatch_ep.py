@@ -14,6 +14,21 @@ of one. A merged refresh with a non-finite value, or whose q would be improper, 
 (every update of the batch counts as skipped). The replica then evaluates F_M on the same frame at
 the refreshed q: the batch's cavities are computed once at the stored q (for the refresh) and once
 at the refreshed q (for F_M), and the kernel matrices and chol(K_uu) once per step.
+
+**The loss's value and its gradient.** F_M's gradient is the right one (an unbiased estimate of
+the evidence's at a fixed point), but its value is not an evidence: it depends on the inducing
+inputs' conditioning and reads far below zero for binary labels. :meth:`MinibatchEP.refreshed_loss`
+(the loss of ``fit``'s step and of :meth:`MinibatchEP.loss_closure`) therefore returns
+
+    loss = reported + (surrogate - stop_gradient(surrogate)),
+    reported = stop_gradient(-(log Ẑ_M + log p(θ))),     surrogate = -(F_M + log p(θ)),
+
+whose value is ``reported`` exactly (x - x = 0 in floating point) — log Ẑ_M the unbiased minibatch
+estimate of log Z_EP on the scale of the full data
+(:meth:`~gpflow_ep.models.SEPGPC.minibatch_log_marginal_likelihood`), comparable with SVGP's
+-ELBO — and whose gradient is the surrogate's: ``optimizer.minimize(loss_closure)`` differentiates
+what the closure returns, so training is unchanged. A non-finite value of either part makes the
+loss non-finite (so ``fit``'s finite guard still sees a bad F_M).
 """
 
 from typing import Callable, Tuple
@@ -55,10 +70,11 @@ class MinibatchEP:
     minibatches (``gpflow_ep.training.make_dataset``)::
 
         minibatch_ep = gpflow_ep.optimizers.MinibatchEP()
-        loss = minibatch_ep.loss_closure(model, batches)  # each call: next batch, refresh its sites, -F_M
+        loss = minibatch_ep.loss_closure(model, batches)  # each call: next batch, refresh its sites, the loss
         adam = tf_keras.optimizers.Adam(0.01)
+        step = tf.function(lambda: adam.minimize(loss, model.trainable_variables))
         for _ in range(1000):
-            adam.minimize(loss, model.trainable_variables)
+            step()
 
     or, in two explicit steps per batch (the frame is then built twice)::
 
@@ -91,18 +107,36 @@ class MinibatchEP:
         skipped, frame = self._refresh(model, frame)
         return model.minibatch_objective(frame), skipped
 
+    def refreshed_loss(self, model, batch) -> Tuple[tf.Tensor, tf.Tensor]:
+        """
+        One step's loss: refresh the batch's sites, then at the refreshed q (one frame) the loss
+        whose value is the minibatch estimate of -log Z_EP - log p(θ) and whose gradient is that of
+        -(F_M + log p(θ)) (module docstring); returns (loss, number of skipped site updates).
+        """
+        _check_model(model)
+        model.check_minibatch_objective()  # before anything is written
+        skipped, frame = self._refresh(model, model.minibatch_frame(batch))
+        log_prior = model.log_prior_density()
+        surrogate = -(model.minibatch_objective(frame) + log_prior)
+        reported = tf.stop_gradient(-(model.minibatch_log_marginal_likelihood(frame) + log_prior))
+        return reported + (surrogate - tf.stop_gradient(surrogate)), skipped
+
     def loss_closure(self, model, data, *, compile: bool = True) -> Callable[[], tf.Tensor]:
         """
         A closure for ``optimizer.minimize``: each call takes the next batch of ``data`` (an
         iterator of ``(X, Y, index)`` batches; or one such batch, used every time), refreshes its
-        sites and returns the loss -(F_M + log prior density) at the refreshed q. Compiled with
-        ``tf.function`` unless ``compile=False``; batches are validated eagerly as they are drawn.
+        sites and returns the loss at the refreshed q (:meth:`refreshed_loss`): its value is the
+        minibatch estimate of -log Z_EP - log p(θ) on the full data's scale, its gradient that of
+        -(F_M + log p(θ)). Compiled with ``tf.function`` unless ``compile=False``. Batches are
+        validated (labels, shapes, NaN, site indices) as they are drawn when the closure is called
+        eagerly; inside a compiled step (``tf.function(lambda: optimizer.minimize(loss, ...))``) only
+        the repeated-index check remains, so validate the data once beforehand:
+        ``model.validate_training_data((X, Y))`` (``make_dataset`` checks X and Y's shape).
         """
         _check_model(model)
 
         def loss(batch):
-            objective, _ = self.refreshed_objective(model, batch)
-            return -(objective + model.log_prior_density())
+            return self.refreshed_loss(model, batch)[0]
 
         if isinstance(data, (tuple, list)):
             model.validate_training_data(tuple(data))

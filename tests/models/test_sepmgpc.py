@@ -3,7 +3,7 @@ SEPMGPC (scalable multi-class EP): the paired factor's tilted moments against 2-
 GPflow's multi-output kernels and inducing variables, probabilities that sum to 1, the minibatch
 fixed point = the batch fixed point, the gradient at convergence = finite differences of the
 re-converged evidence, C = 2 against SEPGPC, and the API (labels, refused options, fit). Two
-devices = one: tests/test_training.py.
+devices = one: tests/training/test_step.py.
 """
 
 import gpflow

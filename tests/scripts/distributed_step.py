@@ -1,5 +1,5 @@
 """
-Run by tests/test_training.py in a subprocess: TensorFlow must see 2 logical CPU devices before it
+Run by tests/training/test_step.py in a subprocess: TensorFlow must see 2 logical CPU devices before it
 initialises. Prints one JSON line per model named on the command line (one process for all:
 TensorFlow's start-up is paid once): the largest differences between two training steps under
 MirroredStrategy over 2 devices and the same steps on one device (losses, parameter updates, all

@@ -1,0 +1,130 @@
+"""
+The data pipeline of :func:`~gpflow_ep.training.fit`: minibatches ``(X, Y, index)`` of arrays
+(:func:`make_dataset`), and the checks of training data against the model that trains on it, made
+eagerly, before anything is compiled (``ValueError`` naming ``data`` or ``batch_size``).
+"""
+
+import warnings
+from typing import NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+from gpflow.config import default_float
+
+from ..models import CheckedExternalDataTrainingLossMixin
+from ..validation import check_inputs, check_positive_int, check_training_data
+from .kinds import holds_data, uses_minibatch_ep
+
+__all__ = ["Batches", "check_batch", "check_data_meets_model", "check_dataset", "make_dataset", "training_batches"]
+
+
+def make_dataset(
+    data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True, drop_remainder: bool = False
+) -> tf.data.Dataset:
+    """
+    ``tf.data.Dataset`` of minibatches ``(X, Y, index)`` from arrays ``(X, Y)`` (X in GPflow's default float, Y too
+    unless it holds integers, which are kept for GPflow's ``Softmax``); the index tells a
+    minibatch-EP model which sites the rows belong to (other models ignore it). Every epoch is a
+    fresh permutation cut into batches of ``batch_size``; its last batch holds the remaining
+    n mod ``batch_size`` rows (as ``tf.data`` and Keras; a ``batch_size`` larger than n gives one
+    batch of all n), unless ``drop_remainder``, which drops them (every batch then has the same
+    shape). Batches are cut within an epoch, so no batch holds the same site twice.
+
+    The arrays are checked here (X finite [N, D], Y [N, P]); labels are the model's to check
+    (``model.validate_training_data``, or :func:`~gpflow_ep.training.fit`, which checks them).
+    """
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise ValueError("data must be arrays (X, Y)")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    X, Y = check_inputs(data[0], "data[0] (X)"), np.asarray(data[1])
+    if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        raise ValueError(f"data[1] (Y) must have shape [{X.shape[0]}, P] like data[0] (X); got {Y.shape}")
+    if not np.issubdtype(Y.dtype, np.integer):  # integer class labels stay integers (GPflow's Softmax needs them)
+        Y = Y.astype(default_float())
+    index = np.arange(X.shape[0], dtype=np.int32)
+    ds = tf.data.Dataset.from_tensor_slices((X, Y, index))
+    if shuffle:
+        ds = ds.shuffle(X.shape[0], seed=seed, reshuffle_each_iteration=True)
+    # batch within an epoch, then repeat: a batch never holds the same site twice (a minibatch
+    # site refresh would remove that site's old contribution twice)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    return ds.repeat() if repeat else ds
+
+
+def check_data_meets_model(model, X: np.ndarray, Y: np.ndarray, batch_size: Optional[int]) -> None:
+    """
+    ``fit``'s array data against the model: a model that holds its data trains on those (so other
+    ``data`` or a ``batch_size`` would be ignored: refused), and a minibatch-EP model has one site per
+    point of ``num_data``.
+    """
+    if holds_data(model):
+        held = [np.asarray(t) for t in model.data]
+        if any(a.shape != b.shape or not np.array_equal(a, b.astype(a.dtype)) for a, b in zip(held, (X, Y))):
+            raise ValueError(
+                f"data: {type(model).__name__} holds its training data and trains on it; fit was given other data. "
+                "Pass the model's own data (model.data), or build a model on the new data."
+            )
+        if batch_size is not None and batch_size < X.shape[0]:
+            raise ValueError(
+                f"batch_size: {type(model).__name__} holds its data and every step uses all of it (EP needs every "
+                "site); leave batch_size out, or use a sparse model (SEPGPC/SEPGP) for minibatches"
+            )
+    if uses_minibatch_ep(model) and X.shape[0] != model.num_data:
+        raise ValueError(
+            f"data: {X.shape[0]} points, but the model was built with num_data={model.num_data} (one EP site per "
+            "point): build it with num_data=len(X)"
+        )
+
+
+def check_dataset(model, dataset: tf.data.Dataset) -> None:
+    """A user's ``tf.data.Dataset``: batches of (X, Y) or (X, Y, index); minibatch EP needs the index."""
+    spec = dataset.element_spec
+    if not isinstance(spec, tuple) or len(spec) not in (2, 3):
+        raise ValueError(f"data: a Dataset must yield (X, Y) or (X, Y, index) batches; got elements {spec}")
+    if uses_minibatch_ep(model) and len(spec) != 3:
+        raise ValueError(
+            f"data: {type(model).__name__} refreshes the sites of each minibatch and needs (X, Y, index) batches "
+            "with the rows' site indices; give arrays (X, Y) or a Dataset from gpflow_ep.training.make_dataset"
+        )
+
+
+def check_batch(model, batch) -> None:
+    """Eager validation of a batch from a user's Dataset (labels, shapes, NaN), named as ``data``."""
+    if isinstance(model, CheckedExternalDataTrainingLossMixin):  # the model's own checks (site indices too)
+        model.validate_training_data(tuple(batch) if uses_minibatch_ep(model) else tuple(batch[:2]))
+    else:
+        check_training_data(model, tuple(batch[:2]), "data batch")
+
+
+class Batches(NamedTuple):
+    """What :func:`fit` iterates over: the batches, the steps of an epoch (None for a user's Dataset)."""
+
+    dataset: tf.data.Dataset
+    steps_per_epoch: Optional[int]
+    user_dataset: bool  # a user's Dataset: its batches are checked as they are drawn
+
+
+def training_batches(model, data, batch_size: Optional[int], *, seed: int, whole_batches: bool) -> Batches:
+    """
+    ``fit``'s batches of ``data``: a user's ``tf.data.Dataset`` as given (checked), or arrays
+    ``(X, Y)`` checked against the model and cut by :func:`make_dataset` (all the data when
+    ``batch_size`` is None; shuffled when batches are smaller than the data). ``whole_batches``
+    (under a ``tf.distribute`` strategy) drops each epoch's remainder, with a warning saying so.
+    """
+    if isinstance(data, tf.data.Dataset):
+        check_dataset(model, data)
+        return Batches(data, None, True)
+    X, Y = check_training_data(model, data)
+    n = X.shape[0]
+    check_data_meets_model(model, X, Y, batch_size)
+    batch_size = n if batch_size is None else min(check_positive_int(batch_size, "batch_size"), n)
+    if whole_batches and n % batch_size:
+        warnings.warn(
+            f"fit: with strategy= every batch is whole, so each epoch ({n // batch_size} x {batch_size} points) "
+            f"leaves out {n % batch_size} of the {n} points (a different random set each epoch); choose a "
+            f"batch_size that divides {n} to use every point",
+            UserWarning,
+            stacklevel=3,
+        )
+    dataset = make_dataset((X, Y), batch_size, seed=seed, shuffle=batch_size < n, drop_remainder=whole_batches)
+    return Batches(dataset, n // batch_size if whole_batches else -(-n // batch_size), False)
