@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from gpflow_ep.likelihoods import NoisyStep
-from gpflow_ep.models import EPGPC, PowerEP, RelaxedEP
+from gpflow_ep.models import EPGP, EPGPC, PowerEP, RelaxedEP
 from gpflow_ep.optimizers import EP
 
 from .stats import finite_or_none
@@ -116,7 +116,7 @@ def evaluate(model, X, Y, *, dual: bool = False, chunk: Optional[int] = None) ->
     X, Y = np.asarray(X, float), np.asarray(Y, float)
     n = X.shape[0]
     chunk = max(int(chunk or n), 1)
-    ep_model = isinstance(model, EPGPC)
+    ep_model = isinstance(model, EPGP)
     predict_f = model.posterior().predict_f if ep_model else model.predict_f
     previous = getattr(model, "predict_with", None)
     out, mean_finite, finite = {}, True, True

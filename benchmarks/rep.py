@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from gpflow_ep.models import EPGPC
+from gpflow_ep.models import EPGP
 
 from .claims import claim_items
 from .models import ModelSlot, build_ep_model, ep_fit, evaluate, fixed_noisy_step
@@ -66,7 +66,7 @@ def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=E
 
 def test_scores(model, X, Y, chunk: Optional[int] = None) -> Dict:
     """Test error and NLPD (EP models: also with Minka's α predictor) of :func:`~benchmarks.models.evaluate`."""
-    ev = evaluate(model, X, Y, dual=isinstance(model, EPGPC), chunk=chunk)
+    ev = evaluate(model, X, Y, dual=isinstance(model, EPGP), chunk=chunk)
     out = dict(test_error=ev["error"] if ev["mean_finite"] else None, test_nlpd=finite_or_none(ev["nlpd"]))
     out["predictions_finite"] = ev["finite"]
     if "error_dual" in ev:

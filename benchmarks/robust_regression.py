@@ -17,7 +17,7 @@ import numpy as np
 from gpflow.utilities import positive
 
 from gpflow_ep.compare import inducing_inputs, make_kernel
-from gpflow_ep.models import EPGP, EPGPC
+from gpflow_ep.models import EPGP
 from gpflow_ep.optimizers import EP
 
 from . import runner
@@ -71,7 +71,7 @@ def student_t(scale: float = STUDENT_T_SCALE, df: float = STUDENT_T_DF) -> gpflo
 
 def predictive_metrics(model, X, Y, y_mean: float = 0.0, y_sd: float = 1.0) -> Dict:
     """MLPD of Y (standardised) in the original units (log p(y) = log p(y_std) − log sd), MAE and RMSE there."""
-    predict_f = model.posterior().predict_f if isinstance(model, EPGPC) else model.predict_f
+    predict_f = model.posterior().predict_f if isinstance(model, EPGP) else model.predict_f
     mu, var = predict_f(X)
     lpd = model.likelihood.predict_log_density(X, mu, var, Y).numpy()
     err = (model.likelihood.predict_mean_and_var(X, mu, var)[0].numpy() - Y) * y_sd
@@ -253,7 +253,7 @@ class Comparison:
                     values["inducing_variable.Z"] = inducing_inputs(task.X, args.num_inducing, seed=split)
                 model = slots[key].load(task.X, task.Y, values)
                 results[m] = train(slots[key], args.maxiter)
-                if isinstance(model, EPGPC):
+                if isinstance(model, EPGP):
                     results[m]["ep"] = finish_ep(model)
                 results[m].update(task.metrics(model))
             log(f"{name} split {split}: " + ", ".join(f"{m} {v['train_time_s']:.1f} s" for m, v in results.items()))

@@ -309,9 +309,9 @@ def apply_prior(model, prior: str, input_dim: int) -> None:
 def objective(model, td: TaskData) -> float:
     """The model's objective at its current parameters (module docstring)."""
     data = (td.split.X_train, td.labels(td.split.Y_train))
-    if isinstance(model, SEPGPC):
+    if isinstance(model, SEPGP):
         return float(model.log_marginal_likelihood(data))
-    if isinstance(model, (EPGPC, SpikeSlabRegression, gpflow.models.GPR)):
+    if isinstance(model, (EPGP, SpikeSlabRegression, gpflow.models.GPR)):
         return float(model.log_marginal_likelihood())
     if isinstance(model, (gpflow.models.VGP, gpflow.models.SGPR)):
         return float(model.elbo())

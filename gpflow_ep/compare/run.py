@@ -22,7 +22,7 @@ import scipy.optimize
 import tensorflow as tf
 
 from ..evaluation import held_out_metrics
-from ..models import SEPGPC
+from ..models import SEPGP
 from ..monitor import EPDiagnosticsToTensorBoard, HeldOutToTensorBoard
 from ..progress import ProgressBar
 from .data import TaskData
@@ -44,7 +44,7 @@ class _Callback:
             self.writer = tf.summary.create_file_writer(run_dir)
             test = (td.split.X_test, td.labels(td.split.Y_test))
             if hasattr(model, "ep_diagnostics"):
-                data = (td.split.X_train, td.split.Y_train) if isinstance(model, SEPGPC) else None
+                data = (td.split.X_train, td.split.Y_train) if isinstance(model, SEPGP) else None
                 self.tasks.append(EPDiagnosticsToTensorBoard(run_dir, model, data=data, histograms=True))
             self.tasks.append(HeldOutToTensorBoard(run_dir, model, test, "test", td.task))
 
@@ -94,7 +94,7 @@ def _to_fixed_point(model, td: TaskData) -> Optional[bool]:
     """Bring an EP model's sites to the fixed point of its final hyper-parameters; converged?"""
     if not hasattr(model, "ep_diagnostics") or not hasattr(model, "run_ep"):
         return None
-    run = model.run_ep((td.split.X_train, td.split.Y_train)) if isinstance(model, SEPGPC) else model.run_ep()
+    run = model.run_ep((td.split.X_train, td.split.Y_train)) if isinstance(model, SEPGP) else model.run_ep()
     return bool(run.converged)
 
 

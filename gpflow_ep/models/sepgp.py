@@ -1,26 +1,540 @@
 r"""
-SEPGP: sparse EP with inducing points for any scalar likelihood (regression, robust regression,
-counts, ordinal data, classification).
+SEPGP: scalable sparse EP with inducing points for any scalar likelihood (Hernández-Lobato &
+Hernández-Lobato 2016, "Scalable Gaussian process classification via expectation propagation",
+AISTATS) — the implementation of :class:`~gpflow_ep.models.SEPGPC` (the paper's classifier, under its
+name) and of :class:`~gpflow_ep.models.SEPMGPC` (C blocks of u).
 
-The model is that of :class:`~gpflow_ep.models.SEPGPC` (Hernández-Lobato & Hernández-Lobato 2016):
-inducing values u = f(Z) with FITC conditionals p(f_i | u) = N(υ_iᵀu, s_i), one scalar Gaussian site
-per point in h_i = υ_iᵀu, the FITC variance s_i added to the cavity of the likelihood's tilted
-moments, evidence log Z_q (their eq. 4) in full batch, or minibatch site refreshes with the unbiased
-surrogate gradient. Y is checked against the likelihood's support
-(:func:`~gpflow_ep.likelihoods.check_targets`) wherever data enter eagerly, and the model predicts as
-GPflow's ``SVGP`` does (``predict_y``, ``predict_log_density`` through the likelihood). SEPGP is the
-name a regression user looks for; it holds no logic of its own.
+Inducing values u = f(Z) keep their FITC conditionals p(f_i | u) = N(υ_iᵀu, s_i),
+s_i = K_ii - k_iᵀK_uu⁻¹k_i (the paper's Sec. 2.1), and are *not* marginalised, so every likelihood
+term ϕ_i(u) = ∫ p(y_i | f) N(f; υ_iᵀu, s_i) df depends on u through one projection. Its EP site is
+one scalar Gaussian in h_i = υ_iᵀu (eq. 2): O(n) site memory, O(nm²) per sweep. In whitened
+coordinates v = L⁻¹u the projections are a_i = L⁻¹k_i and q(v) is
+:class:`~gpflow_ep.ep.WhitenedGaussian`. The site update is the engine's, with the FITC variance
+s_i added to the cavity inside the likelihood's tilted moments (App. A.2: the probit's
+b_i = 1 + s_i + σ²_{\i}).
+
+The evidence log Z_q (the paper's eq. 29, with ½ on its quadratic terms and -½ log(1 - ν̃σ²)) is
+the engine's EP energy; ``training_loss((X, Y))`` is -log Z_q with the sites held fixed, whose
+gradient equals the paper's eq. (4) at an EP fixed point. ``ep_mode="nested"`` (default) runs EP
+to convergence inside the loss — the batch "FITC-EP"/GFITC training of the paper, driven by
+``gpflow.optimizers.Scipy``; at convergence SEP equals GFITC (Naish-Guzman & Holden 2008).
+
+The model keeps q(u) as natural parameters in u-space (``posterior_precision`` Λ_u,
+``posterior_shift`` η_u), so it predicts without the training data, like ``gpflow.models.SVGP``.
+Its EP state — the sites, the direction each site was last updated with and q(u) — is one module,
+``model.ep_state`` (:class:`~gpflow_ep.models.sparse_sites.SparseEPState`), and the algebra of a
+minibatch step is the pure functions of :mod:`gpflow_ep.models.sparse_sites`. The model itself
+gives the prior blocks (:meth:`block_Kuu`, :meth:`block_Kuf`, :meth:`block_Kff`,
+:meth:`block_mean`) and its sites' layout.
+
+**Minibatches** (the paper's Sec. 2.3): a step on ``(X, Y, index)`` refreshes the batch's sites —
+one damped EP update each from the stored q, which reaches the batch fixed point at fixed
+hyper-parameters — then takes a gradient step on the surrogate F_M at the refreshed q (the data
+term scaled by n/(α|M|); its gradient is an unbiased estimate of the paper's eq. (4)/(6)). The
+refresh is an optimiser step, :class:`gpflow_ep.optimizers.MinibatchEP`, as GPflow pairs
+``NaturalGradient`` with Adam; :func:`gpflow_ep.training.fit` and
+``MinibatchEP().loss_closure(model, batches)`` (a plain GPflow loop) do both.
+``training_loss((X, Y, index))`` is -F_M at the stored state (no refresh); F_M's *value* is not
+an evidence: what ``fit`` and ``loss_closure`` report is :meth:`minibatch_log_marginal_likelihood`,
+an unbiased minibatch estimate of log Z_EP, and :meth:`log_marginal_likelihood` on the full data
+is the exact value.
+
+**Blocks and pairs.** The algebra carries a leading dimension of C independent blocks of u and
+lets several sites act on one (block, point) pair (:class:`~gpflow_ep.ep.SitePairs`). Here C = 1
+and each site has its own pair; :class:`~gpflow_ep.models.SEPMGPC` has one block per class and
+2(C - 1) sites on C pairs per point, and overrides only the prior blocks and ``_site_data``.
 """
 
-from .sepgpc import SEPGPC
+import warnings
+from typing import Optional, Tuple, Union
 
-__all__ = ["SEPGP"]
+import numpy as np
+import tensorflow as tf
+from check_shapes import check_shapes, inherit_check_shapes
+from gpflow.base import InputData, MeanAndVariance
+from gpflow.config import default_float, default_jitter
+from gpflow.kernels import Kernel
+from gpflow.likelihoods import Likelihood
+from gpflow.mean_functions import MeanFunction
+from gpflow.models import GPModel
+from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
+from gpflow.posteriors import PrecomputeCacheType
+
+from ..covariances import block_Kff, block_Kuf, block_Kuu
+from ..ep import EPRun, EPSettings, LikelihoodFactor, SitePairs, WhitenedAlgebra, get_schedule
+from ..likelihoods.targets import check_targets
+from ..posteriors import SparseEPPosterior
+from ..validation import (
+    check_inducing_variable,
+    check_positive_int,
+    check_prediction_inputs,
+    check_training_data,
+    model_input_dim,
+)
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem, check_ep_likelihood
+from .ep_state import ep_state_attribute
+from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
+from .sparse_sites import (
+    Frame,
+    PriorBlocks,
+    SiteBatch,
+    SparseEPState,
+    WhitenedPrior,
+    batch_cavities,
+    evidence_estimate,
+    propose_refresh,
+    refresh_damping,
+    sites_in_sync,
+    surrogate_objective,
+    whitened_prior,
+)
 
 
-class SEPGP(SEPGPC):
+class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossMixin):
+    r"""
+    Sparse EP with inducing points for any scalar likelihood, a drop-in for ``gpflow.models.SVGP``.
+
+    :param kernel: any GPflow kernel.
+    :param likelihood: a scalar likelihood EP has moments for (``Probit`` in the paper; ``Gaussian``,
+        ``StudentT``, ``gpflow_ep.likelihoods.Laplace``, ``Poisson``, ``Ordinal``, ``Bernoulli``, ...);
+        Y is checked against its support wherever data enter eagerly.
+    :param inducing_variable: ``InducingPoints`` or an [M, D] array of inducing inputs Z.
+    :param num_data: n, the number of training points (one site each).
+    :param mean_function: GPflow mean function (default zero).
+    :param jitter: added to K_uu (default ``gpflow.config.default_jitter()``).
+    :param ep_options: the options of :class:`~gpflow_ep.ep.EPSettings` (the SEP paper uses
+        ``damping=0.5`` for batch EP and ``minibatch_damping=0.99``, the default).
+
+    **Two minibatch quantities.** A minibatch M of |M| of the n sites gives the gradient and the
+    value to read separately. The gradient step follows F_M (:meth:`minibatch_objective`, the
+    paper's eq. 6), whose gradient estimates the evidence's without bias at a fixed point but whose
+    value moves with log|K_uu| and is no evidence. The value reported by
+    :func:`gpflow_ep.training.fit` and ``MinibatchEP().loss_closure`` is
+    :meth:`minibatch_log_marginal_likelihood`,
+
+        log Ẑ_M = [g(q) - g(prior)] + (n/|M|) Σ_{i∈M} (1/α)[log Z_i + g(q^{\i}) - g(q_i)],
+
+    the EP energy (eqs. 26–29) with its global term exact from q(u) and its per-site terms estimated
+    from the batch: unbiased for log Z_EP of the stored sites over uniformly drawn batches, equal to
+    :meth:`log_marginal_likelihood` with the full batch at an EP fixed point, with standard deviation
+    n √((1 - |M|/n) S²/|M|) (S² the variance of the per-site terms), so it reads on the scale of the
+    full data, next to SVGP's -ELBO.
     """
-    Sparse EP for any scalar likelihood, a drop-in for ``gpflow.models.SVGP``: the model and
-    arguments of :class:`~gpflow_ep.models.SEPGPC` (``kernel``, ``likelihood`` — ``Gaussian``,
-    ``StudentT``, ``gpflow_ep.likelihoods.Laplace``, ``Poisson``, ``Ordinal``, ``Bernoulli``, ... —
-    ``inducing_variable``, ``num_data``, ``mean_function``, ``jitter``, EP options).
-    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        likelihood: Likelihood,
+        inducing_variable: InducingVariablesLike,
+        num_data: int,
+        mean_function: Optional[MeanFunction] = None,
+        *,
+        jitter: Optional[float] = None,
+        **ep_options,
+    ):
+        self.check_likelihood(likelihood)
+        num_data = check_positive_int(num_data, "num_data")
+        settings = self._check_schedule(EPSettings().updated(**ep_options))
+        super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
+        self.inducing_variable = inducingpoint_wrapper(check_inducing_variable(inducing_variable))
+        self.num_data = num_data
+        #: one site per point here; a model whose points have several sites (SEPMGPC) says how many
+        self.num_sites = self._num_sites(num_data)
+        self.jitter = default_jitter() if jitter is None else float(jitter)
+        C, M = self.num_blocks, int(self.inducing_variable.num_inducing)
+        hyperparameters = int(self._hyperparameter_values().shape[0])
+        self._init_ep(self.num_sites, settings, state=SparseEPState(self.num_sites, hyperparameters, C, num_data, M))
+
+    posterior_precision = ep_state_attribute("posterior_precision", "Λ_u, q(u)'s precision (EP state).")
+    posterior_shift = ep_state_attribute("posterior_shift", "η_u, q(u)'s precision times mean (EP state).")
+    site_directions = ep_state_attribute(
+        "site_directions", "υ = K_uu⁻¹k of each (block, point) pair's last update, row c·n + i (EP state)."
+    )
+
+    # ---------------------------------------------------------------- data
+
+    #: C, the independent blocks of u (one GP here; one per class in SEPMGPC)
+    num_blocks = 1
+
+    def _num_sites(self, num_data: int) -> int:
+        return num_data
+
+    def _check_full_data(self, data) -> "SiteBatch":
+        """Batch EP needs all n points, in the order of the sites, on every path (eager or compiled)."""
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise ValueError("data must be (X, Y) with all num_data points, or a minibatch (X, Y, index)")
+        if tf.executing_eagerly():
+            check_training_data(self, tuple(data))
+            check_targets(self.likelihood, data[1], "data[1] (Y)")
+        rows = tf.convert_to_tensor(data[0]).shape[0]
+        if rows != self.num_data:
+            got = "an unknown number of" if rows is None else str(rows)
+            raise ValueError(
+                f"data: batch EP (run_ep, log_marginal_likelihood, training_loss((X, Y))) needs all "
+                f"num_data={self.num_data} points in order; got {got} rows. For minibatches pass (X, Y, index) "
+                "batches (gpflow_ep.training.make_dataset gives them) or train with gpflow_ep.training.fit."
+            )
+        return self._site_data(*data)
+
+    def _check_minibatch(self, batch) -> "SiteBatch":
+        if not isinstance(batch, (tuple, list)) or len(batch) != 3:
+            raise ValueError("batch must be (X, Y, index) with the rows' indices")
+        X, Y, index = batch
+        if tf.executing_eagerly():
+            check_training_data(self, (X, Y), "batch")
+            check_targets(self.likelihood, Y, "batch[1] (Y)")
+            idx = np.asarray(index).reshape(-1)
+            if idx.shape[0] != np.shape(X)[0] or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError("batch[2] (index) must hold one integer index per row of X")
+            if idx.size and (idx.min() < 0 or idx.max() >= self.num_data):
+                raise ValueError(f"batch[2] (index) must lie in [0, num_data={self.num_data})")
+            if np.unique(idx).size != idx.size:
+                raise ValueError("batch[2] (index): a minibatch must not repeat a site index")
+        return self._site_data(X, Y, tf.reshape(index, [-1]))
+
+    def _site_data(self, X, Y, index=None) -> "SiteBatch":
+        """
+        Validated points (X, Y) as their sites see them (:class:`SiteBatch`); with the points'
+        ``index``, the sites' indices and the rows of their pairs. One site per point here, on
+        the point's only pair; SEPMGPC has several per point.
+        """
+        X, Y = tf.convert_to_tensor(X, default_float()), tf.cast(Y, default_float())
+        if index is None:
+            return SiteBatch(X, Y, SitePairs())
+        index = tf.cast(index, tf.int32)
+        return SiteBatch(X, Y, SitePairs(), index, index)
+
+    def validate_training_data(self, data) -> None:
+        """Eager validation of the data of ``training_loss`` (all n points, or a minibatch with indices)."""
+        if isinstance(data, (tuple, list)) and len(data) == 3:
+            self._check_minibatch(data)
+        else:
+            self._check_full_data(data)
+
+    def training_loss_closure(self, data, *, compile: bool = True):
+        """
+        GPflow's closure of the pure objective: -F_M at the stored sites for ``(X, Y, index)`` batches,
+        -log Z_EP for all the data. It never refreshes sites, so an iterator of minibatches (an SVGP
+        training loop kept unchanged) warns: train with
+        ``gpflow_ep.optimizers.MinibatchEP().loss_closure(model, batches)`` or ``gpflow_ep.training.fit``.
+        """
+        spec = getattr(data, "element_spec", None)
+        if isinstance(spec, tuple) and len(spec) == 3:
+            warnings.warn(
+                f"{type(self).__name__}.training_loss_closure(batches) returns -F_M at the stored EP sites and never "
+                "refreshes them, so minimising it alone trains the hyper-parameters against the initial sites. "
+                "Use gpflow_ep.optimizers.MinibatchEP().loss_closure(model, batches), which refreshes each "
+                "batch's sites and then returns the loss, or gpflow_ep.training.fit.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return super().training_loss_closure(data, compile=compile)
+
+    # ---------------------------------------------------------------- prior blocks (the model's hooks)
+
+    def block_Kuu(self) -> tf.Tensor:
+        """K_uu of every block (with jitter), [C, M, M], or [1, M, M] when shared (:mod:`gpflow_ep.covariances`)."""
+        return block_Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)
+
+    def block_Kuf(self, X) -> tf.Tensor:
+        """K_uf of every block at the points X, [C, M, P] (or [1, M, P] shared)."""
+        return block_Kuf(self.inducing_variable, self.kernel, X)
+
+    def block_Kff(self, X, full_cov: bool) -> tf.Tensor:
+        """The prior covariance of every block's f at X, [C, P, P], or its diagonal [C, P] (or one block shared)."""
+        return block_Kff(self.kernel, X, full_cov)
+
+    def block_mean(self, X) -> tf.Tensor:
+        """The prior mean of every block's f at X, [C, P]."""
+        return tf.transpose(self.mean_function(X))
+
+    def prior_blocks(self, X) -> PriorBlocks:
+        """The prior's K_uu, K_uf, diag K_ff and m of every block at the points X."""
+        return PriorBlocks(self.block_Kuu(), self.block_Kuf(X), self.block_Kff(X, full_cov=False), self.block_mean(X))
+
+    def cholesky_Kuu(self) -> tf.Tensor:
+        """L = chol(K_uu) of every block, [C, M, M] (or [1, M, M] shared)."""
+        return tf.linalg.cholesky(self.block_Kuu())
+
+    def _algebra(self, A, prior_mean, pairs: SitePairs) -> WhitenedAlgebra:
+        """The engine's algebra of the sites (plain [M, P] projections when there is one block)."""
+        plain = pairs.plain and self.num_blocks == 1
+        return WhitenedAlgebra(A[0] if plain else A, pairs.gather(prior_mean), pairs)
+
+    def _factor(self, X, Y, extra_var=None) -> LikelihoodFactor:
+        """The factor of the likelihood terms at (X, Y), ``extra_var`` added to their cavity variances."""
+        return LikelihoodFactor(self.likelihood, X, Y, extra_var)
+
+    def _site_factor(self, sites: SiteBatch, fitc_variance):
+        """The factors of ``sites`` with the FITC variances of their pairs added to the cavity."""
+        return self._factor(sites.X, sites.Y, sites.pairs.gather(fitc_variance))
+
+    # ---------------------------------------------------------------- running EP
+
+    def run_ep(self, data, **overrides) -> EPRun:
+        """
+        Run EP to convergence on ``data = (X, Y)`` (all n points) with the hyper-parameters held
+        fixed; store the sites, q(u) and :attr:`ep_diagnostics`. Keyword arguments override options
+        of :attr:`ep_settings` for this run only. Compiled when called eagerly, inline inside a
+        compiled function. Warns (``EPConvergenceWarning``) when EP did not converge (eagerly;
+        inside a compiled loss the outcome is in :attr:`ep_diagnostics`).
+        """
+        sites = self._check_full_data(data)
+        settings = self.check_settings(self.ep_settings.updated(**overrides))
+        return self._run(settings, ".run_ep", sites.X, sites.Y, sites.pairs.index)
+
+    def check_likelihood(self, likelihood) -> None:
+        """A ``ValueError`` unless EP has moments for ``likelihood`` (one scalar site per point here)."""
+        check_ep_likelihood(likelihood)
+
+    def check_settings(self, settings: EPSettings) -> EPSettings:
+        return self._check_schedule(super().check_settings(settings))
+
+    def site_problem(self, X, Y, site_pair=None, fixed: bool = False) -> SiteProblem:
+        """
+        The whitened algebra of the sites of the points X (their pairs from ``site_pair``) and their
+        factor with the FITC variances s_i added to the cavity; ``state`` keeps the whitened prior and
+        the pairs, from which :meth:`store_site_state` builds q(u).
+        """
+        pairs = self._pairs(X, site_pair)
+        prior = whitened_prior(self.prior_blocks(X))
+        if fixed:
+            prior = WhitenedPrior(*(tf.stop_gradient(t) for t in prior))
+        factor = self._site_factor(SiteBatch(X, Y, pairs), prior.s)
+        return SiteProblem(self._algebra(prior.A, prior.mean, pairs), factor, (prior, pairs))
+
+    def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
+        """q(u) (and the sites' directions) from the run's sites, summed on their pairs."""
+        prior, pairs = problem.state
+        centred = run.natural_mean - run.precision * pairs.gather(prior.mean)
+        self.ep_state.store_posterior(prior.L, prior.A, pairs.sum(run.precision), pairs.sum(centred))
+
+    def _pairs(self, X, site_pair) -> SitePairs:
+        """The :class:`SitePairs` of the points X from the pair index of their sites (None: plain)."""
+        if site_pair is None:
+            return SitePairs()
+        return SitePairs(site_pair, self.num_blocks * tf.shape(X)[0])
+
+    @classmethod
+    def _check_schedule(cls, settings: EPSettings) -> EPSettings:
+        """The settings, unless their schedule needs what this algebra lacks (the schedule declares it)."""
+        if get_schedule(settings.schedule).needs_log_normaliser:
+            raise ValueError(
+                f"schedule: {settings.schedule!r} needs the normaliser of q over all sites, which the "
+                "inducing-point algebra does not provide; use 'parallel' or 'sequential' (or EPGPC; for robust EP "
+                "with inducing points, gpflow_ep.ep.robust_settings(fallback=False))"
+            )
+        return settings
+
+    # ---------------------------------------------------------------- objective
+
+    @check_shapes("return: []")
+    def log_marginal_likelihood(self, data) -> tf.Tensor:
+        """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
+        sites = self._check_full_data(data)
+        return self._evidence(sites.X, sites.Y, sites.pairs.index)
+
+    @check_shapes("return: []")
+    def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
+        """
+        ``data = (X, Y)`` (all n points): log Z_q (in nested mode after EP is run to convergence).
+        ``data = (X, Y, index)`` (a minibatch): F_M at the stored state (:meth:`minibatch_objective`;
+        nothing is written: the minibatch site refresh is :class:`gpflow_ep.optimizers.MinibatchEP`).
+        """
+        if isinstance(data, (tuple, list)) and len(data) == 3:
+            return self.minibatch_objective(data)
+        sites = self._check_full_data(data)
+        return self._objective(sites.X, sites.Y, sites.pairs.index)
+
+    # ---------------------------------------------------------------- prediction
+
+    @property
+    def q_mu(self):
+        """E[u] under q, [M, C] (C = 1 here; for ``gpflow.conditionals.conditional`` with ``white=False``)."""
+        L = self.cholesky_Kuu()
+        return tf.transpose((L @ self.ep_state.whitened(L).mean)[..., 0])
+
+    @property
+    def q_sqrt(self):
+        """Lower-triangular square roots of Cov[u] per block, [C, M, M]."""
+        L = self.cholesky_Kuu()
+        cov = L @ self.ep_state.whitened(L).covariance() @ tf.linalg.matrix_transpose(L)
+        return tf.linalg.cholesky(0.5 * (cov + tf.linalg.matrix_transpose(cov)))
+
+    def posterior(self, precompute_cache: PrecomputeCacheType = PrecomputeCacheType.TENSOR) -> SparseEPPosterior:
+        """
+        q(f) from the stored q(u) as a GPflow posterior (:class:`~gpflow_ep.posteriors.SparseEPPosterior`,
+        built from the kernel, inducing variable, Λ_u, η_u and mean function), like ``SVGP.posterior()``:
+        ``precompute_cache`` is GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE);
+        ``update_cache()`` after a change of the hyper-parameters, Z or the EP state predicts anew.
+        Warns once when the EP state is stale (:meth:`~gpflow_ep.models.ep_base.EPModel.warn_if_stale`).
+        """
+        self.warn_if_stale()
+        return SparseEPPosterior(
+            self.kernel,
+            self.inducing_variable,
+            self.ep_state.posterior_precision,
+            self.ep_state.posterior_shift,
+            self.mean_function,
+            jitter=self.jitter,
+            precompute_cache=precompute_cache,
+        )
+
+    @inherit_check_shapes
+    def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
+        """q(f*) = ∫ p(f* | u) q(u) du from the stored q(u): ``posterior(NOCACHE).fused_predict_f``, as in SVGP."""
+        Xnew = check_prediction_inputs(Xnew, model_input_dim(self))
+        posterior = self.posterior(PrecomputeCacheType.NOCACHE)
+        return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
+
+    # ---------------------------------------------------------------- minibatches (the paper's Sec. 2.3)
+
+    def minibatch_frame(self, batch) -> Frame:
+        """
+        The :class:`~gpflow_ep.models.sparse_sites.Frame` of ``batch = (X, Y, index)``: its sites,
+        the prior blocks at its points (live, for the surrogate's gradient), their whitened algebra
+        and the stored directions and q(v), computed once for a whole step.
+        """
+        sites = self._check_minibatch(batch)
+        return self.ep_state.frame(sites, self.prior_blocks(sites.X))
+
+    def _frame(self, batch: Union[Frame, tuple]) -> Frame:
+        return batch if isinstance(batch, Frame) else self.minibatch_frame(batch)
+
+    def refresh_proposal(self, frame: Frame) -> Tuple[SiteRefresh, tf.Tensor]:
+        """
+        One damped EP update (:func:`~gpflow_ep.models.sparse_sites.refresh_damping`) of each site of
+        ``frame``'s batch from the stored q (nothing written), and Lᵀυ of each pair after it
+        (:func:`~gpflow_ep.models.sparse_sites.propose_refresh`).
+        """
+        index = frame.sites.index
+        tf.debugging.assert_equal(
+            tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
+        )
+        settings = self.ep_settings
+        rows = self.ep_state.site_rows(index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        damping = refresh_damping(settings, sites_in_sync(tf.size(index)), self.num_sites)
+        return propose_refresh(frame, cavities, self._site_factor(frame.sites, frame.s), rows, settings, damping)
+
+    @check_shapes(
+        "return.index: [B]",
+        "return.posterior_change[0]: [C, M, M]",
+        "return.posterior_change[1]: [C, M, 1]",
+        "return.num_skipped: []",
+        "return.pair_index: [P]",
+        "return.pair_state[0]: [P, M]",
+    )
+    def propose_refresh(self, batch) -> SiteRefresh:
+        """
+        One damped EP update of each site of ``batch = (X, Y, index)`` from the stored q, through
+        the engine; writes nothing. ``site_state`` is (τ, ν, dual) of the batch's sites, and b with
+        relaxation; ``pair_state`` the directions υ of their pairs (rows ``pair_index`` of
+        :attr:`site_directions`); ``posterior_change`` (ΔΛ_u, Δη_u) per block.
+        """
+        return self.refresh_proposal(self._frame(batch))[0]
+
+    def apply_refresh(self, refresh: SiteRefresh, cholesky: Optional[tf.Tensor] = None) -> AppliedRefresh:
+        """
+        Write a refresh (:meth:`~gpflow_ep.models.sparse_sites.SparseEPState.apply_refresh`: sites,
+        directions, q's change and :attr:`ep_diagnostics`); one with a non-finite value, or whose q
+        would be improper, is not written (``refresh_rejected`` = 1, all of the batch's updates
+        counted as skipped). ``cholesky``: chol(K_uu) [C, M, M] when the caller has it (default:
+        computed).
+        """
+        L = self.cholesky_Kuu() if cholesky is None else cholesky
+        return AppliedRefresh(*self.ep_state.apply_refresh(refresh, L))
+
+    @check_shapes("return: []")
+    def refresh_sites(self, batch) -> tf.Tensor:
+        """``apply_refresh(propose_refresh(batch))``; returns the number of skipped site updates."""
+        return self.apply_refresh(self.propose_refresh(batch)).num_skipped
+
+    @check_shapes("return: []")
+    def minibatch_objective(self, batch) -> tf.Tensor:
+        """
+        F_M (the paper's eq. 6, :func:`~gpflow_ep.models.sparse_sites.surrogate_objective`) for
+        ``batch = (X, Y, index)`` or its :class:`~gpflow_ep.models.sparse_sites.Frame`, at the stored
+        sites: with q(u) (μ, Σ) and each batch site's cavity frozen,
+
+            F = -½ log|K_uu| - ½ tr(K_uu⁻¹(Σ + μμᵀ)) + n/(α|M|) Σ_{i∈M} log Z_i(ξ),
+
+        log Z_i the tilted normaliser (power α) at the cavity evaluated on the fresh
+        υ_i(ξ) = K_uu⁻¹k_i. Its gradient is an unbiased estimate of the gradient of log Z_q at an EP
+        fixed point; its value is not an evidence. Sites whose cavity is improper contribute 0.
+        """
+        frame = self._frame(batch)
+        settings = self.ep_settings
+        self.check_minibatch_objective()
+        index = frame.sites.index
+        rows = self.ep_state.site_rows(index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        dtype = frame.L.dtype
+        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype) / settings.power  # n/(α|M|)
+        return surrogate_objective(frame, cavities, self._site_factor(frame.sites, frame.s), scale, settings.power)
+
+    @check_shapes("return: []")
+    def minibatch_log_marginal_likelihood(self, batch) -> tf.Tensor:
+        """
+        An unbiased estimate of log Z_EP, the evidence :meth:`log_marginal_likelihood` gives on all
+        the data, from ``batch = (X, Y, index)`` or its :class:`~gpflow_ep.models.sparse_sites.Frame`
+        at the stored sites (:func:`~gpflow_ep.models.sparse_sites.evidence_estimate`): the global
+        term g(q) - g(prior) exact from the stored q(u), plus n/|M| times the batch sites' energy
+        terms at their cavities. Its mean over uniformly drawn batches is the evidence of the stored
+        state (at an EP fixed point with fresh directions, ``log_marginal_likelihood(data)``), and
+        with the full batch it is that value. It is the number to read (what ``fit`` and
+        ``MinibatchEP().loss_closure`` report); it carries no gradient: train on
+        :meth:`minibatch_objective`.
+        """
+        frame = self._frame(batch)
+        settings = self.ep_settings
+        index = frame.sites.index
+        rows = self.ep_state.site_rows(index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        dtype = frame.L.dtype
+        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype)  # n/|M|
+        factor = self._site_factor(frame.sites, frame.s)
+        return tf.stop_gradient(evidence_estimate(frame, cavities, factor, rows[0], rows[1], settings, scale))
+
+    def reproject_sites(self, data, chunk_size: int = 10000) -> None:
+        """
+        Put every site on the direction of the current hyper-parameters and inducing inputs,
+        υ_i = K_uu⁻¹k_i, and rebuild Λ_u, η_u from the unchanged sites (the batch model's
+        semantics), in O(nm²) for ``data = (X, Y)``. Optional: minibatch sites keep the direction
+        they were last updated with, as in the paper (Sec. 2.3); this re-projection also removes the
+        slow round-off drift of the running sums.
+        """
+        self._reproject(self._check_full_data(data), check_positive_int(chunk_size, "chunk_size"))
+
+    def _reproject(self, sites: SiteBatch, chunk_size: int) -> None:
+        """``reproject_sites`` on validated full data, ``chunk_size`` points at a time."""
+        L = self.cholesky_Kuu()
+        tau, nu = self.sites.read()
+        C, N = self.num_blocks, self.num_data
+        prior_mean = tf.reshape(self.block_mean(sites.X), [-1, 1])
+        pair_tau = tf.reshape(sites.pairs.sum(tau), [C, N])
+        pair_shift = tf.reshape(sites.pairs.sum(nu - tau * sites.pairs.gather(prior_mean)), [C, N])
+        M = self.site_directions.shape[-1]
+        Lambda = tf.zeros((C, M, M), default_float())
+        eta = tf.zeros((C, M, 1), default_float())
+        for start in range(0, N, chunk_size):
+            stop = min(start + chunk_size, N)
+            Kuf = self.block_Kuf(sites.X[start:stop])
+            solved = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)
+            U = tf.linalg.matrix_transpose(solved)  # υ = K_uu⁻¹k of every block, [C, P, M] (or one shared)
+            U = tf.broadcast_to(U, [C, stop - start, M])
+            Lambda += tf.matmul(U * pair_tau[:, start:stop, None], U, transpose_a=True)
+            eta += tf.matmul(U, pair_shift[:, start:stop, None], transpose_a=True)
+            rows = (tf.range(C)[:, None] * N + tf.range(start, stop)[None, :])[..., None]
+            self.site_directions.scatter_nd_update(rows, U)
+        self.ep_state.assign_posterior(Lambda, eta)
+
+    def check_minibatch_objective(self) -> None:
+        """A ``ValueError`` unless the settings allow the minibatch objective F_M (eagerly, before a step)."""
+        settings = self.ep_settings
+        if settings.cavity == "full" and settings.power != 1.0:
+            raise ValueError(
+                "cavity: the minibatch objective F_M is derived for the fractional cavity; with cavity='full' and "
+                "power < 1 its gradient is not the evidence's, so minibatch training refuses it. "
+                "Use cavity='fractional' or batch EP (run_ep / nested training)."
+            )

@@ -12,14 +12,15 @@ site memory. Factorising q ignores the correlations between the classes' posteri
 likelihood creates; the paper reports this costs little accuracy, and the tests compare C = 2 with
 :class:`SEPGPC`.
 
-Implementation: this model *is* :class:`SEPGPC` — its batch EP, minibatch refresh, surrogate F_M
-and its gradient, ``fit``, ``tf.distribute``, checkpoints — with C blocks u = (u^0, …, u^{C-1}) and
-several sites per point. The sites of a point act on C (class, point) *pairs*: its C - 1 y-sites
-share the pair (y_i, i) (one direction υ^{y_i}_i), each k-site has the pair (k, i). SEPGPC's algebra
-sums the sites' natural parameters on their pairs and works per class (:class:`~gpflow_ep.ep.SitePairs`),
-so a step on a minibatch of b points costs O(C m² b) like an SVGP with C latent functions, and
-the stored directions are one per pair, [C n, M]. A point's 2(C - 1) sites are updated together
-or not at all (so the sites of a pair always share its direction).
+Implementation: this model *is* :class:`~gpflow_ep.models.SEPGP` (SEPGPC's implementation) — its
+batch EP, minibatch refresh, surrogate F_M and its gradient, ``fit``, ``tf.distribute``, checkpoints
+— with C blocks u = (u^0, …, u^{C-1}) and several sites per point. The sites of a point act on C
+(class, point) *pairs*: its C - 1 y-sites share the pair (y_i, i) (one direction υ^{y_i}_i), each
+k-site has the pair (k, i). SEPGPC's algebra sums the sites' natural parameters on their pairs and
+works per class (:class:`~gpflow_ep.ep.SitePairs`), so a step on a minibatch of b points costs O(C
+m² b) like an SVGP with C latent functions, and the stored directions are one per pair, [C n, M]. A
+point's 2(C - 1) sites are updated together or not at all (so the sites of a pair always share its
+direction).
 
 Kernels and inducing inputs are GPflow's multi-output objects, through GPflow's ``Kuu``/``Kuf``
 dispatch as in GPflow's multi-class SVGP (:mod:`gpflow_ep.covariances`): a ``SharedIndependent`` or
@@ -50,13 +51,13 @@ from ..ep import EPSettings, SitePairs, get_schedule
 from ..likelihoods.labels import class_labels_to_index
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
 from ..validation import check_inputs
-from .sepgpc import SEPGPC
+from .sepgp import SEPGP
 from .sparse_sites import SiteBatch
 
 __all__ = ["SEPMGPC"]
 
 
-class SEPMGPC(SEPGPC):
+class SEPMGPC(SEPGP):
     """
     Scalable multi-class EP (module docstring), a drop-in for ``gpflow.models.SVGP`` with
     ``MultiClass``/``Softmax``: integer labels [N, 1], ``predict_y`` gives class probabilities [N, C].

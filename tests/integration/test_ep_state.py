@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import MultiClassStep, Probit
-from gpflow_ep.models import DGPAEP, EPGPC, SEPGPC, SEPMGPC, SpikeSlabRegression
+from gpflow_ep.models import DGPAEP, EPGPC, SEPGP, SEPGPC, SEPMGPC, SpikeSlabRegression
 
 N = 30
 MODELS = ["EPGPC", "SEPGPC", "SEPMGPC", "DGPAEP", "SpikeSlabRegression"]
@@ -39,7 +39,7 @@ def build(name, X, Y):
 
 
 def run_ep(model, X, Y):
-    if isinstance(model, SEPGPC):
+    if isinstance(model, SEPGP):
         model.run_ep((X, Y))
     elif hasattr(model, "run_ep"):
         model.run_ep()
@@ -73,7 +73,7 @@ def test_the_ep_state_is_one_module_with_its_own_summary(data, name):
     assert not any(v.trainable for v in rows.values())
     summary = model.ep_state_summary()
     assert "sites.precision" in summary and "diagnostics.converged" in summary
-    if isinstance(model, SEPGPC):
+    if isinstance(model, SEPGP):
         names = ("posterior_precision", "posterior_shift", "site_directions")  # SparseEPState: q(u) and directions
         assert {f"{type(state).__name__}.{name}" for name in names} <= set(rows)
     # still the model's variables (tf.Module), so code that saves or restores model.variables keeps the state

@@ -7,7 +7,7 @@ import tensorflow as tf
 from scipy import integrate, stats
 
 from gpflow_ep.likelihoods import Laplace, check_targets
-from gpflow_ep.models import EPGP, EPGPC, SEPGP
+from gpflow_ep.models import EPGP, EPGPC, SEPGP, SEPGPC
 
 
 def _kernel(variance=1.0, lengthscales=0.7):
@@ -153,9 +153,10 @@ def test_multi_latent_likelihood_is_refused_naming_it():
 
 
 def test_epgpc_is_epgp_by_name_only_and_check_targets_returns_floats():
-    """One implementation: EPGPC is EPGP under the classification name, with nothing of its own."""
-    assert issubclass(EPGPC, EPGP)
-    assert not [name for name in vars(EPGPC) if not name.startswith("_")]
+    """One implementation each: EPGPC and SEPGPC are EPGP and SEPGP under the classification names."""
+    for name_only, implementation in ((EPGPC, EPGP), (SEPGPC, SEPGP)):
+        assert issubclass(name_only, implementation)
+        assert not [name for name in vars(name_only) if not name.startswith("_")]
     np.testing.assert_array_equal(check_targets(gpflow.likelihoods.Poisson(), np.array([[0], [4]])), [[0.0], [4.0]])
     assert check_targets(gpflow.likelihoods.Poisson(), tf.constant([[2.0]])).dtype == np.float64
 

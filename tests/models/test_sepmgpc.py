@@ -24,7 +24,7 @@ from gpflow_ep.ep import SitePairs
 from gpflow_ep.likelihoods import DifferenceFactor, MultiClassStep, Probit
 from gpflow_ep.likelihoods.multiclass_step import argmax_probabilities
 from gpflow_ep.models import SEPGPC, SEPMGPC
-from gpflow_ep.models.sepgpc import SiteBatch
+from gpflow_ep.models.sparse_sites import SiteBatch
 from gpflow_ep.training import fit
 
 
