@@ -200,7 +200,7 @@ class Fuzzer:
         self.X = tf.Variable(first.X, trainable=False, name="X")
         self.Y = tf.Variable(first.Y, trainable=False, name="Y")
         self.model.data = (self.X, self.Y)  # read by EPGP.site_problem when the compiled loss runs
-        self.loss_and_gradient = tf.function(self._loss_and_gradient)
+        self.loss_and_gradient = tf.function(self._loss_and_gradient, autograph=False)
 
     def _loss_and_gradient(self):
         variables = self.model.trainable_variables
