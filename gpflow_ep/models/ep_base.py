@@ -8,6 +8,7 @@ of its data, :meth:`EPModel.site_problem`) and what it keeps besides the sites
 """
 
 import abc
+import types
 import warnings
 from typing import Any, NamedTuple, Optional, Tuple
 
@@ -156,9 +157,21 @@ class EPModel:
             return self._execute_compiled(settings, store, *site_data)
         return self._execute_inline(settings, store, *site_data)
 
-    @tf.function(autograph=False)
-    def _execute_compiled(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
-        return self._execute_inline(settings, store, *site_data)
+    def __init_subclass__(cls, **kwargs):
+        """
+        Each model class gets its own compiled entry point of the EP run (:meth:`_execute`). TensorFlow
+        keys its frequent-retracing warning by the traced function's code object; one shared entry
+        point would count the traces of every model class together (several models, each traced once
+        per settings, would read as retracing), so each class's is a copy of the code under its name.
+        """
+        super().__init_subclass__(**kwargs)
+        body = _execute_compiled_body
+        names = {"co_name": f"{cls.__name__}_execute"}
+        if hasattr(body.__code__, "co_qualname"):  # Python ≥ 3.11
+            names["co_qualname"] = f"{cls.__name__}._execute"
+        code = body.__code__.replace(**names)
+        copy = types.FunctionType(code, body.__globals__, code.co_name, body.__defaults__, body.__closure__)
+        cls._execute_compiled = tf.function(copy, autograph=False)
 
     def _execute_inline(self, settings: EPSettings, store: bool, *site_data, **schedule_options) -> EPRun:
         problem = self.site_problem(*site_data, fixed=True)
@@ -318,6 +331,11 @@ class EPModel:
             return
         self._warned_stale = True
         warnings.warn(f"{type(self).__name__}: predicting from {problem}", UserWarning, stacklevel=3)
+
+
+def _execute_compiled_body(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
+    """The compiled EP run of a model (copied per model class by ``EPModel.__init_subclass__``)."""
+    return self._execute_inline(settings, store, *site_data)
 
 
 def _has_scalar_moments(likelihood: Likelihood) -> bool:
