@@ -105,19 +105,19 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
     :param ep_options: the options of :class:`~gpflow_ep.ep.EPSettings` (the SEP paper uses
         ``damping=0.5`` for batch EP and ``minibatch_damping=0.99``, the default).
 
-    **Two minibatch quantities.** A minibatch M of |M| of the n sites gives the gradient and the
+    **Two minibatch quantities.** A minibatch M of b of the n sites gives the gradient and the
     value to read separately. The gradient step follows F_M (:meth:`minibatch_objective`, the
     paper's eq. 6), whose gradient estimates the evidence's without bias at a fixed point but whose
     value moves with log|K_uu| and is no evidence. The value reported by
     :func:`gpflow_ep.training.fit` and ``MinibatchEP().loss_closure`` is
     :meth:`minibatch_log_marginal_likelihood`,
 
-        log Ẑ_M = [g(q) - g(prior)] + (n/|M|) Σ_{i∈M} (1/α)[log Z_i + g(q^{\i}) - g(q_i)],
+        log Ẑ_M = [g(q) - g(prior)] + (n/b) Σ_{i∈M} (1/α)[log Z_i + g(q^{\i}) - g(q_i)],
 
     the EP energy (eqs. 26–29) with its global term exact from q(u) and its per-site terms estimated
     from the batch: unbiased for log Z_EP of the stored sites over uniformly drawn batches, equal to
     :meth:`log_marginal_likelihood` with the full batch at an EP fixed point, with standard deviation
-    n √((1 - |M|/n) S²/|M|) (S² the variance of the per-site terms), so it reads on the scale of the
+    n √((1 - b/n) S²/b) (S² the variance of the per-site terms), so it reads on the scale of the
     full data, next to SVGP's -ELBO.
     """
 
@@ -479,7 +479,7 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         An unbiased estimate of log Z_EP, the evidence :meth:`log_marginal_likelihood` gives on all
         the data, from ``batch = (X, Y, index)`` or its :class:`~gpflow_ep.models.sparse_sites.Frame`
         at the stored sites (:func:`~gpflow_ep.models.sparse_sites.evidence_estimate`): the global
-        term g(q) - g(prior) exact from the stored q(u), plus n/|M| times the batch sites' energy
+        term g(q) - g(prior) exact from the stored q(u), plus n/b times the b batch sites' energy
         terms at their cavities. Its mean over uniformly drawn batches is the evidence of the stored
         state (at an EP fixed point with fresh directions, ``log_marginal_likelihood(data)``), and
         with the full batch it is that value. It is the number to read (what ``fit`` and
