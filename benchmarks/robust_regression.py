@@ -137,7 +137,7 @@ def finish_ep(model) -> Dict:
     if not out["converged"]:
         start = time.perf_counter()
         res = EP(warn=False, **FALLBACK_OPTIONS).minimize(model)
-        out.update(fallback=True, fallback_converged=bool(res.converged), fallback_sweeps=int(res.sweeps))
+        out.update(fallback=True, fallback_converged=bool(res.converged), fallback_sweeps=int(res.iterations))
         out["fallback_time_s"] = time.perf_counter() - start
     return out
 

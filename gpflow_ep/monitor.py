@@ -21,6 +21,8 @@ TensorBoard monitoring of EP models: ``gpflow.monitor`` tasks, so they compose w
   ``ep/max_change``              (1/0), its sweeps (or outer iterations), the schedule's
   ``ep/skipped``                 convergence measure at its last sweep, its site updates
   ``ep/rejected``                skipped (improper cavity/tilted) and undone (q improper)
+  ``ep/runs_not_converged``      runs that did not converge, and runs in which robust EP's
+  ``ep/fallbacks``               double loop took over, since the diagnostics' last reset
   ``ep/refreshes``               once a minibatch refresh happened: refreshes so far, and
   ``ep/refresh_skipped``         the last refresh's skipped updates, whether it was
   ``ep/refresh_rejected``        rejected (1) and its largest site change
@@ -70,6 +72,7 @@ EP_RUN_TAGS = {
     "ep/skipped": "num_skipped",
     "ep/rejected": "num_rejected",
     "ep/runs_not_converged": "runs_not_converged",
+    "ep/fallbacks": "fallbacks",
 }
 #: the scalar tags of minibatch refreshes, written once a model had one, and their diagnostics
 EP_REFRESH_TAGS = {

@@ -113,8 +113,9 @@ print(model.run_ep())
 # A schedule is a {class}`~gpflow_ep.ep.Schedule`: `run(algebra, factor, precision, natural_mean,
 # settings)` drives site updates from warm-start sites until convergence and returns an `EPRun`.
 # Registered under a name, it is chosen like the built-in ones with `schedule=` (every model passes its
-# options through {class}`~gpflow_ep.ep.EPSettings`). The built-ins are `parallel`, `sequential` and
-# `convergent` (the double loop of Hernández-Lobato & Hernández-Lobato, 2011). A new schedule may
+# options through {class}`~gpflow_ep.ep.EPSettings`). The built-ins are `parallel`, `sequential`,
+# `double_loop` and `convergent` (one double loop, the second with the box constraints of Hernández-Lobato
+# & Hernández-Lobato, 2011) and `robust` (parallel EP falling back to it). A new schedule may
 # reuse the engine's steps (`cavity_distribution`, `propose_sites`, `accept_proposal`); the smallest
 # one delegates, here to the parallel schedule, resumed with half the damping while it has not
 # converged. Schedules run inside `tf.function` (the models compile their EP runs), so a branch on a

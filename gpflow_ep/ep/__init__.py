@@ -13,10 +13,11 @@ approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine do
 * :mod:`~gpflow_ep.ep.update` — one site proposal (cavity → relaxation → tilted → site) and its
   damped acceptance;
 * :mod:`~gpflow_ep.ep.schedules` — the schedule interface, parallel and sequential schedules;
-* :mod:`~gpflow_ep.ep.double_loop` — the provably convergent double loop (schedule "convergent");
-* :mod:`~gpflow_ep.ep.power_double_loop` — the compiled moment-matching double loop for power EP
-  (schedule "double_loop"), and :mod:`~gpflow_ep.ep.fallback` — parallel EP falling back to it
-  (schedule "robust", the default of :func:`robust_settings`);
+* :mod:`~gpflow_ep.ep.run` — :class:`EPRun`, the record of a run, the same for every schedule;
+* :mod:`~gpflow_ep.ep.double_loop` — the convergent double loop for any power, compiled, PC-EP's box
+  constraints an option of it (schedules "double_loop" and "convergent"), and
+  :mod:`~gpflow_ep.ep.fallback` — parallel EP falling back to it (schedule "robust", the default of
+  :func:`robust_settings`);
 * :mod:`~gpflow_ep.ep.convergence` — :class:`EPConvergenceWarning` for a run that did not converge;
 * :mod:`~gpflow_ep.ep.energy` — the (power-)EP log marginal likelihood of any algebra and factor;
 * :mod:`~gpflow_ep.ep.algebra` — the posterior-algebra interface; implemented by
@@ -35,18 +36,17 @@ from .algebra import (
     safe_cholesky,
 )
 from .convergence import EPConvergenceWarning, non_convergence_message, warn_if_not_converged
-from .double_loop import DoubleLoopResult, DoubleLoopSchedule, run_double_loop
+from .double_loop import DoubleLoopSchedule, run_double_loop
 from .energy import EPEnergy, ep_log_marginal_likelihood, site_energy_terms
 from .factors import LikelihoodFactor, SiteFactor
 from .fallback import FallbackSchedule, used_fallback
 from .gp_factorisation import GPAlgebra, GPSiteFactorisation
 from .linear_gaussian import LinearGaussianAlgebra
-from .power_double_loop import PowerDoubleLoopSchedule, run_power_double_loop
 from .presets import robust_settings
 from .quadrature import TiltedIntegral, adaptive_tilted_integral, gauss_hermite_tilted_integral
 from .relaxation import MESSAGE_UPDATES, OBJECTIVES, Relaxation, penalised_line_search, relaxation_objective
+from .run import MEASURES, DoubleLoopInfo, EPRun, FallbackInfo, SweepInfo
 from .schedules import (
-    EPRun,
     ParallelSchedule,
     Schedule,
     SequentialSchedule,
@@ -73,12 +73,9 @@ __all__ = [
     "robust_settings",
     "FallbackSchedule",
     "used_fallback",
-    "PowerDoubleLoopSchedule",
-    "run_power_double_loop",
     "EPConvergenceWarning",
     "non_convergence_message",
     "warn_if_not_converged",
-    "DoubleLoopResult",
     "DoubleLoopSchedule",
     "run_double_loop",
     "LinearGaussianAlgebra",
@@ -131,6 +128,10 @@ __all__ = [
     "MESSAGE_UPDATES",
     "OBJECTIVES",
     "EPRun",
+    "SweepInfo",
+    "DoubleLoopInfo",
+    "FallbackInfo",
+    "MEASURES",
     "Schedule",
     "ParallelSchedule",
     "SequentialSchedule",

@@ -14,19 +14,19 @@ with ρ < 1 removes the oscillations of parallel updates; the fixed point is tha
 The paper falls back to a moment-matching double loop when these updates do not converge, and so
 does the preset: with ``fallback=True`` (default) its schedule is ``"robust"``
 (:mod:`gpflow_ep.ep.fallback`), which runs the damped fractional parallel EP above and, when it has not
-converged after ``max_sweeps`` sweeps, continues from its sites with the compiled moment-matching
-double loop of :mod:`gpflow_ep.ep.power_double_loop` for the same α (inner loop: the parallel
-moment-matching update with the cavities held fixed and an adaptive step size that keeps F decreasing;
-outer loop: the cavities' moments set to the tilted moments; the energy never increases). Where parallel
-EP converges the result is exactly the parallel run's; ``EPRun.sweeps > max_sweeps`` says the fallback
-ran (:func:`~gpflow_ep.ep.used_fallback`). Both parts are TensorFlow ops, so the preset works in
-``model.run_ep()`` and inside the nested training loss (``gpflow.optimizers.Scipy``, Adam), including
-when the Student-t degrees of freedom ν are learned. ``fallback=False`` gives parallel EP alone.
+converged after ``max_sweeps`` sweeps, continues from its sites with the engine's double loop
+(:mod:`gpflow_ep.ep.double_loop`, without the box, for the same α: inner loop the parallel
+moment-matching update with the cavities held fixed and an adaptive step size that keeps its convex
+objective decreasing; outer loop the cavities' moments set to the tilted moments; the energy never
+increases). Where parallel EP converges the result is exactly the parallel run's; the run records
+whether the fallback ran (``run.used_fallback``, :class:`~gpflow_ep.ep.FallbackInfo`). Both parts are
+TensorFlow ops, so the preset works in ``model.run_ep()`` and inside the nested training loss
+(``gpflow.optimizers.Scipy``, Adam), including when the Student-t degrees of freedom ν are learned.
+``fallback=False`` gives parallel EP alone.
 
-The package's other double loop, PC-EP (``schedule="convergent"``, Hernández-Lobato &
-Hernández-Lobato 2011), is not used here: it is for α = 1, keeps every site precision ≥ ε (a Student-t
-fixed point has negative ones) and runs eagerly, one scipy L-BFGS-B solve per outer step, to a tight
-energy rule (see :mod:`gpflow_ep.ep.double_loop`).
+PC-EP (``schedule="convergent"``, Hernández-Lobato & Hernández-Lobato 2011) is the same loop with a
+box that keeps every site precision ≥ ε; a Student-t fixed point can have negative ones, so the
+fallback runs without it.
 """
 
 from typing import Any, Dict

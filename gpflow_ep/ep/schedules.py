@@ -6,11 +6,11 @@ takes a model's posterior algebra (:class:`~gpflow_ep.ep.SiteAlgebra`), the site
 (:class:`~gpflow_ep.ep.SiteFactor`), warm-start sites and the :class:`~gpflow_ep.ep.EPSettings`,
 and returns an :class:`EPRun`. Schedules are registered by name (:func:`register_schedule`) and
 chosen with ``EPSettings(schedule=name)``, so a new one (e.g. a convergent double loop) is an
-addition, not a copy. A schedule declares what it needs (:attr:`Schedule.compiled`,
-:attr:`Schedule.needs_log_normaliser`, :attr:`Schedule.one_site_at_a_time`), so models ask their
-schedule instead of testing its name, and returns what it computed beyond the run
-(:meth:`Schedule.run_with_extras`, e.g. the double loop's energies). Both built-in loops are
-``tf.while_loop``s, so a run compiles into one graph:
+addition, not a copy. A schedule declares what it needs (:attr:`Schedule.needs_log_normaliser`,
+:attr:`Schedule.one_site_at_a_time`) and refuses what it does not run (:meth:`Schedule.check_settings`),
+so models ask their schedule instead of testing its name. Every schedule is TensorFlow ops only, so a
+run compiles into one graph, and returns the same record, :class:`~gpflow_ep.ep.EPRun`
+(:mod:`gpflow_ep.ep.run`), with its own part in ``EPRun.info``. The two sweeping loops here:
 
 * **parallel**: every site is updated from the same q, the update is damped, then q is rebuilt
   from all sites (``algebra.marginals``). A sweep whose damped sites give an improper q
@@ -31,18 +31,21 @@ Convergence (``settings.criterion``):
   Hernández-Lobato 2011, whose R-EP runs until q's moments settle).
 
 Improper cavities are skipped and counted, never turned into NaN. ``EPRun.history`` holds the
-convergence statistic of every sweep (zeros after the last; -1 for a rejected parallel sweep).
+convergence statistic of every sweep (zeros after the last; -1 for a rejected parallel sweep);
+``EPRun.info`` is a :class:`~gpflow_ep.ep.SweepInfo`. The double loop (schedules "double_loop" and
+"convergent") is :mod:`gpflow_ep.ep.double_loop`, parallel EP with its fallback ("robust")
+:mod:`gpflow_ep.ep.fallback`.
 """
 
 import abc
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Dict, NamedTuple
 
 import tensorflow as tf
 from check_shapes import check_shapes
 
-from ..summaries import summary_repr
 from .algebra import JointPosterior, SiteAlgebra
 from .factors import SiteFactor
+from .run import EPRun, SweepInfo, measure_code
 from .settings import EPSettings
 from .sites import cavity_distribution
 from .update import accept_proposal, propose_sites
@@ -59,50 +62,20 @@ __all__ = [
 ]
 
 
-class EPRun(NamedTuple):
-    """
-    Outcome of one EP run (tensors; see :class:`gpflow_ep.optimizers.EPResult`). Its ``repr`` is a
-    one-line summary (the scalars, and the shapes of the per-site arrays, which stay attributes).
-    """
-
-    precision: tf.Tensor
-    natural_mean: tf.Tensor
-    converged: tf.Tensor
-    sweeps: tf.Tensor
-    max_change: tf.Tensor  # the convergence statistic of the last sweep
-    num_skipped: tf.Tensor
-    num_rejected: tf.Tensor
-    skipped_last_sweep: tf.Tensor
-    dual: tf.Tensor  # [N, 1] per-site ∂log Z_i/∂(cavity mean) of the latest visits
-    relaxation: tf.Tensor  # [N, 1] relaxation precisions b of the latest visits (relaxed EP)
-    history: tf.Tensor  # [max_sweeps] convergence statistic per sweep
-
-    def __repr__(self) -> str:
-        return summary_repr(self)
-
-
-#: what each convergence measure is, as the non-convergence message words it
-_MEASURES = {
-    "sites": "the largest change of a site natural parameter in the last sweep",
-    "alpha": "R = ‖a_t − a_(t−1)‖₂ over the per-site statistics in the last sweep",
-    "moments": "the largest change of a marginal mean or variance of q in the last sweep",
-}
-
-
 class Schedule(abc.ABC):
     """
     An EP driver: runs site updates until convergence or ``settings.max_sweeps`` sweeps. The class
     attributes declare what it needs; models and optimisers read them rather than the schedule's name.
     """
 
-    #: True: :meth:`run` is TensorFlow ops only and may be traced into a compiled function (a
-    #: ``tf.function`` loss); False: it runs eagerly only (e.g. it calls scipy), so callers run it
-    #: outside ``tf.function`` and cannot re-run it inside a compiled training loss
-    compiled: bool = True
     #: True: it needs :meth:`SiteAlgebra.log_normaliser` (the algebra's :attr:`SitePosterior.log_normaliser`)
     needs_log_normaliser: bool = False
     #: True: it visits one site at a time, through :meth:`SiteAlgebra.joint` and :meth:`SiteAlgebra.update_joint`
     one_site_at_a_time: bool = False
+
+    def check_settings(self, settings: EPSettings) -> None:
+        """A ``ValueError`` naming an option of ``settings`` this schedule does not run; none by default."""
+        del settings
 
     @abc.abstractmethod
     def run(
@@ -113,38 +86,7 @@ class Schedule(abc.ABC):
         natural_mean: tf.Tensor,
         settings: EPSettings,
     ) -> EPRun:
-        """EP from the warm-start sites (``precision``, ``natural_mean``, each [N, 1])."""
-
-    def run_with_extras(
-        self, algebra, factor, precision, natural_mean, settings: EPSettings, **options
-    ) -> Tuple[EPRun, Any]:
-        """
-        (:meth:`run`'s :class:`EPRun`, the schedule's extras or ``None``). ``options`` are the
-        schedule's own (e.g. the double loop's ``progress``); the default has none and no extras.
-        """
-        if options:
-            raise ValueError(f"{type(self).__name__} takes no options; got {sorted(options)}")
-        return self.run(algebra, factor, precision, natural_mean, settings), None
-
-    def non_convergence_message(self, run: EPRun, settings: EPSettings, where: str = "") -> str:
-        """
-        The warning text for a ``run`` (eager tensors) that did not converge: sweeps run, the measure
-        and its last value, the tolerance, skipped updates, and what to try. ``where`` names the
-        caller, e.g. ``"EPGPC.run_ep"``.
-        """
-        where = f" ({where})" if where else ""
-        sweeps = int(run.sweeps.numpy())
-        change = float(run.max_change.numpy())
-        skipped = int(run.num_skipped.numpy())
-        skipped_last = int(run.skipped_last_sweep.numpy())
-        skips = f"; {skipped} site updates skipped ({skipped_last} in the last sweep)" if skipped else ""
-        return (
-            f"EP{where} did not converge in {sweeps} sweeps (max_sweeps={settings.max_sweeps}, schedule="
-            f"'{settings.schedule}', damping={settings.damping or 'default'}): {_MEASURES[settings.criterion]} "
-            f"(criterion='{settings.criterion}') was {change:.3g}, above tol={settings.tol:g}{skips}. "
-            "Try more damping (a smaller damping=), a larger max_sweeps or tol, or schedule='sequential'; "
-            "the sites are those of the last sweep."
-        )
+        """EP from the warm-start sites (``precision``, ``natural_mean``, each [N, 1]); TensorFlow ops only."""
 
 
 _SCHEDULES: Dict[str, Schedule] = {}
@@ -177,7 +119,8 @@ def schedule_names():
     "return.dual: [N, 1]",
     "return.relaxation: [N, 1]",
     "return.converged: []",
-    "return.sweeps: []",
+    "return.iterations: []",
+    "return.change: []",
 )
 def run_ep(algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: EPSettings) -> EPRun:
     """Run the schedule named by ``settings.schedule`` (:func:`get_schedule`)."""
@@ -235,19 +178,20 @@ def record(history, sweep, value):
 
 
 def outcome(state, num_sites, settings: EPSettings, num_rejected) -> EPRun:
-    """The :class:`EPRun` of a schedule's final loop state (fields named as in :class:`EPRun`)."""
+    """The :class:`EPRun` of a sweeping schedule's final loop state."""
     return EPRun(
         precision=state.precision,
         natural_mean=state.natural_mean,
         converged=converged(state.change, state.skipped_now, num_sites, settings),
-        sweeps=state.sweep,
-        max_change=state.change,
+        iterations=state.sweep,
+        measure=tf.constant(measure_code(settings.criterion)),
+        change=state.change,
+        history=state.history,
         num_skipped=state.skipped,
         num_rejected=num_rejected,
-        skipped_last_sweep=state.skipped_now,
         dual=state.dual,
         relaxation=state.relaxation,
-        history=state.history,
+        info=SweepInfo(skipped_last_sweep=state.skipped_now),
     )
 
 

@@ -26,7 +26,7 @@ CRITERIA = ("sites", "alpha", "moments")
 EP_MODES = ("nested", "alternated")
 #: the damping of a batch EP run when ``damping=None``: parallel updates need some (0.8 as in
 #: GPstuff), sequential EP is classically undamped; a schedule not listed here is undamped (1).
-DEFAULT_DAMPING = {"parallel": 0.8, "sequential": 1.0}
+DEFAULT_DAMPING = {"parallel": 0.8, "sequential": 1.0, "robust": 0.8}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,16 +37,21 @@ class EPSettings:
     :param power: α ∈ (0, 1]; 1 is EP, α < 1 power EP (the tilted distribution uses p(y|f)^α).
     :param cavity: "fractional" (default; q / t̃^α) or "full" (q / t̃), see :data:`CAVITY_CHOICES`.
     :param schedule: the name of a registered schedule: "parallel" (default), "sequential",
-        "convergent", or one registered by the user; the name is checked where the schedule is
+        "double_loop" (the convergent double loop, :mod:`gpflow_ep.ep.double_loop`), "convergent" (the
+        same with PC-EP's box constraints), "robust" (parallel EP falling back to the double loop), or
+        one registered by the user; the name is checked where the schedule is
         looked up (:func:`gpflow_ep.ep.get_schedule`: a model's constructor and ``run_ep``).
     :param damping: ρ ∈ (0, 1], the weight of the new site in a batch EP run; ``None`` (default)
-        takes the schedule's :data:`DEFAULT_DAMPING` (0.8 parallel, 1 sequential). The settings hold
+        takes the schedule's :data:`DEFAULT_DAMPING` (0.8 parallel and robust, 1 sequential). The settings hold
         the number in force (``EPSettings().damping == 0.8``), and a defaulted damping follows the
         schedule: ``EPSettings().updated(schedule="sequential").damping == 1.0``, while a damping
         given by the user is kept.
     :param minibatch_damping: ρ of a minibatch site refresh (default 0.99, the SEP paper's).
     :param max_sweeps: the cap on sweeps of one EP run (default 100).
-    :param tol: the tolerance of ``criterion`` (default 1e-6).
+    :param tol: the tolerance of ``criterion`` (default 1e-6); what it bounds per schedule is the run's
+        measure (``EPRun.measure``, :data:`gpflow_ep.ep.MEASURES`): a site change per sweep ("sites"),
+        R ("alpha"), the change of q's marginal moments per iteration ("moments"), or for the double loop
+        with the default criterion the fixed-point mismatch ("mismatch", :mod:`gpflow_ep.ep.double_loop`).
     :param criterion: "sites" (default: no site natural parameter moved by more than ``tol`` in a
         sweep and none was skipped) or "alpha" (Qi & Guo's R = ‖a_t - a_{t-1}‖₂ ≤ ``tol`` over the
         per-site statistics a_i = ∂log Z_i/∂(cavity mean), called ``dual`` in this package; the

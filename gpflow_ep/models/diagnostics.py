@@ -16,11 +16,13 @@ class EPDiagnostics(tf.Module):
     a failure or a NaN).
 
     * **Full runs** (``run_ep``, :class:`~gpflow_ep.optimizers.EP`, the nested loss): ``runs`` counts
-      them; of the last one ``converged``, ``sweeps``, ``max_change`` (the schedule's convergence
-      measure at its last sweep), ``num_skipped`` (site updates skipped for an improper cavity or
-      tilted distribution, summed over the run) and ``num_rejected`` (updates undone because q
-      became improper); over all of them ``runs_not_converged``, the runs (eager or inside a compiled
-      training loss) that stopped without converging since the model was built or :meth:`reset`.
+      them; of the last one (:class:`~gpflow_ep.ep.EPRun`) ``converged``, ``sweeps`` (its
+      ``iterations``: sweeps, or outer steps of a double loop), ``max_change`` (its ``change``, the
+      convergence measure at the end), ``num_skipped`` (site updates skipped for an improper cavity or
+      tilted distribution, summed over the run) and ``num_rejected`` (steps undone because q became
+      improper); over all of them ``runs_not_converged``, the runs (eager or inside a compiled
+      training loss) that stopped without converging, and ``fallbacks``, the runs in which robust
+      EP's double loop took over from parallel EP, since the model was built or :meth:`reset`.
     * **Minibatch refreshes** (``SEPGPC``'s minibatch loss, :func:`~gpflow_ep.training.fit`):
       ``refreshes`` counts them; of the last one ``refresh_skipped``, ``refresh_rejected`` (1 when the
       whole refresh was not applied because q would have been improper or a value was not finite)
@@ -43,6 +45,7 @@ class EPDiagnostics(tf.Module):
         self.num_skipped = variable(tf.int32, "num_skipped")
         self.num_rejected = variable(tf.int32, "num_rejected")
         self.runs_not_converged = variable(tf.int64, "runs_not_converged")
+        self.fallbacks = variable(tf.int64, "fallbacks")
         self.refreshes = variable(tf.int64, "refreshes")
         self.refresh_skipped = variable(tf.int32, "refresh_skipped")
         self.refresh_rejected = variable(tf.int32, "refresh_rejected")
@@ -56,11 +59,12 @@ class EPDiagnostics(tf.Module):
         """Store an :class:`~gpflow_ep.ep.EPRun` (one more full run)."""
         self.runs.assign_add(1)
         self.converged.assign(tf.cast(run.converged, tf.int32))
-        self.sweeps.assign(run.sweeps)
-        self.max_change.assign(run.max_change)
+        self.sweeps.assign(run.iterations)
+        self.max_change.assign(run.change)
         self.num_skipped.assign(run.num_skipped)
         self.num_rejected.assign(run.num_rejected)
         self.runs_not_converged.assign_add(1 - tf.cast(run.converged, tf.int64))
+        self.fallbacks.assign_add(tf.cast(run.used_fallback, tf.int64))
 
     def reset(self) -> None:
         """Every count and value back to 0 (e.g. before a new training run); re-arms the non-convergence warning."""
@@ -88,7 +92,16 @@ class EPDiagnostics(tf.Module):
 
     #: the recorded quantities in the order they are reported, by group: the group's count first
     GROUPS = {
-        "runs": ("runs", "converged", "sweeps", "max_change", "num_skipped", "num_rejected", "runs_not_converged"),
+        "runs": (
+            "runs",
+            "converged",
+            "sweeps",
+            "max_change",
+            "num_skipped",
+            "num_rejected",
+            "runs_not_converged",
+            "fallbacks",
+        ),
         "refreshes": (
             "refreshes",
             "refresh_skipped",
@@ -130,7 +143,7 @@ class EPDiagnostics(tf.Module):
             parts.append(
                 f"full EP runs={d['runs']}, last run: converged={d['converged']}, sweeps={d['sweeps']}, "
                 f"max_change={d['max_change']:.3g}, skipped {d['num_skipped']} updates, rejected {d['num_rejected']}; "
-                f"runs not converged: {d['runs_not_converged']}"
+                f"runs not converged: {d['runs_not_converged']}, fallbacks to the double loop: {d['fallbacks']}"
             )
         else:
             parts.append("no full EP run")

@@ -30,7 +30,7 @@ from ..ep import (
     run_ep,
     tilted_moments,
 )
-from ..ep.convergence import EPConvergenceWarning, warn_if_not_converged
+from ..ep.convergence import EPConvergenceWarning, non_convergence_message, warn_if_not_converged
 from ..validation import require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
 
@@ -111,8 +111,11 @@ class EPModel:
         del run, problem
 
     def check_settings(self, settings: EPSettings) -> EPSettings:
-        """The settings, or a ``ValueError`` naming the option this model cannot run (default: the schedule exists)."""
-        get_schedule(settings.schedule)
+        """
+        The settings, or a ``ValueError`` naming the option this model cannot run (default: the schedule
+        exists and runs them, :meth:`~gpflow_ep.ep.Schedule.check_settings`).
+        """
+        get_schedule(settings.schedule).check_settings(settings)
         return settings
 
     # ---------------------------------------------------------------- the EP lifecycle
@@ -137,22 +140,14 @@ class EPModel:
         """True (a boolean tensor) once a full EP run or a minibatch refresh has written the EP state."""
         return tf.equal(self.sites_fitted, 1) | (self.ep_diagnostics.refreshes > 0)
 
-    def _execute(self, settings: EPSettings, store: bool, *site_data, **schedule_options) -> EPRun:
+    def _execute(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
         """
         EP from the stored sites on the model's :meth:`site_problem`, its hyper-parameters held
         fixed: one compiled function (traced once per settings, ``store`` and data signature) when
         called eagerly, inline when traced (the nested training loss), as GPflow compiles where it is
-        called; a schedule that runs only eagerly (:attr:`~gpflow_ep.ep.Schedule.compiled` False)
-        runs eagerly with ``schedule_options``. With ``store`` the outcome is stored
-        (:meth:`_store_run`), else nothing is written (the fixed point of :meth:`fixed_point_sites`).
+        called. With ``store`` the outcome is stored (:meth:`_store_run`), else nothing is written
+        (the fixed point of :meth:`fixed_point_sites`).
         """
-        if not get_schedule(settings.schedule).compiled:
-            if not tf.executing_eagerly():
-                raise ValueError(
-                    f"schedule: {settings.schedule!r} runs eagerly only, not inside a compiled function; use "
-                    "ep_mode='alternated' and call run_ep() between hyper-parameter steps"
-                )
-            return self._execute_inline(settings, store, *site_data, **schedule_options)
         if tf.executing_eagerly():
             return self._execute_compiled(settings, store, *site_data)
         return self._execute_inline(settings, store, *site_data)
@@ -173,17 +168,10 @@ class EPModel:
         copy = types.FunctionType(code, body.__globals__, code.co_name, body.__defaults__, body.__closure__)
         cls._execute_compiled = tf.function(copy, autograph=False)
 
-    def _execute_inline(self, settings: EPSettings, store: bool, *site_data, **schedule_options) -> EPRun:
+    def _execute_inline(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
         problem = self.site_problem(*site_data, fixed=True)
         precision, natural_mean = self.sites.read()
-        schedule = get_schedule(settings.schedule)
-        if schedule.compiled:
-            run = run_ep(problem.algebra, problem.factor, precision, natural_mean, settings)
-        else:
-            run, extras = schedule.run_with_extras(
-                problem.algebra, problem.factor, precision, natural_mean, settings, **schedule_options
-            )
-            problem = problem._replace(state=extras)
+        run = run_ep(problem.algebra, problem.factor, precision, natural_mean, settings)
         if not store:
             return run
         run = self._store_run(run)
@@ -213,14 +201,14 @@ class EPModel:
         self.ep_diagnostics.record(run)
         return run
 
-    def _run(self, settings: EPSettings, where: str, *site_data, **schedule_options) -> EPRun:
+    def _run(self, settings: EPSettings, where: str, *site_data) -> EPRun:
         """
         A stored EP run (:meth:`_execute`) that says when it did not converge: called eagerly, an
         ``EPConvergenceWarning`` every time; inside a compiled function (a training loss under
         ``Scipy().minimize`` or ``fit``), from the graph at run time, once until
         ``ep_diagnostics.reset()`` (``ep_diagnostics.runs_not_converged`` counts every such run).
         """
-        run = self._execute(settings, True, *site_data, **schedule_options)
+        run = self._execute(settings, True, *site_data)
         where = f"{type(self).__name__}{where}"
         if tf.executing_eagerly():
             warn_if_not_converged(run, settings, where, stacklevel=4)
@@ -231,15 +219,13 @@ class EPModel:
     def _warn_at_run_time(self, run: EPRun, settings: EPSettings, where: str) -> None:
         """Put a warning of a non-converged run into the compiled graph (a ``tf.py_function`` run at each call)."""
         diagnostics = self.ep_diagnostics
-        scalars = ("converged", "sweeps", "max_change", "num_skipped", "num_rejected", "skipped_last_sweep")
 
         def warn(*values):
-            outcome = dict(zip(scalars, values))
-            if bool(outcome["converged"].numpy()) or diagnostics.warned_not_converged:
+            record = tf.nest.pack_sequence_as(run, values)
+            if bool(record.converged.numpy()) or diagnostics.warned_not_converged:
                 return tf.constant(False)
             diagnostics.warned_not_converged = True
-            record = EPRun(**{field: outcome.get(field) for field in EPRun._fields})
-            message = get_schedule(settings.schedule).non_convergence_message(record, settings, where)
+            message = non_convergence_message(record, settings, where)
             count = int(diagnostics.runs_not_converged.numpy())
             warnings.warn(
                 f"{message} ({count} run(s) inside the compiled training loss did not converge so far; "
@@ -250,14 +236,13 @@ class EPModel:
             )
             return tf.constant(True)
 
-        tf.py_function(warn, [getattr(run, name) for name in scalars], tf.bool)
+        tf.py_function(warn, tf.nest.flatten(run), tf.bool)
 
     def fixed_point_sites(self, *site_data) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """
         (τ, ν, dual) of EP's fixed point at the current hyper-parameters, computed without writing
         anything: the stored sites when :meth:`ep_state_is_current`, else an EP run from them with
-        the model's settings (the sites ``run_ep()`` would store). A schedule that runs only eagerly
-        gives the stored sites inside a compiled function.
+        the model's settings (the sites ``run_ep()`` would store).
         """
         stored = (*self.sites.read(), tf.stop_gradient(tf.convert_to_tensor(self.sites.dual)))
 
@@ -265,8 +250,6 @@ class EPModel:
             run = self._execute(self.ep_settings, False, *site_data)
             return run.precision, run.natural_mean, run.dual
 
-        if not get_schedule(self.ep_settings.schedule).compiled:
-            return stored if not tf.executing_eagerly() or bool(self.ep_state_is_current()) else solve()
         return tf.cond(self.ep_state_is_current(), lambda: stored, solve)
 
     def _evidence(self, *site_data) -> tf.Tensor:

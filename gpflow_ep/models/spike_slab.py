@@ -16,17 +16,19 @@ q(w) = N(m, Σ). The engine's schedules run it:
   converged when no marginal mean or variance of q moves by more than ``tol`` (1e-4) in a sweep
   (the engine's ``criterion="moments"``; the paper states no criterion), at most ``max_sweeps``
   (1000, the paper's) sweeps;
-* ``method="convergent"`` — PC-EP, the provably convergent double loop of the paper's Sec. 3
-  (:mod:`gpflow_ep.ep.double_loop`): an energy that never increases, stopped when it falls by less
-  than ``tol`` · max(1, |E|) three times running. Its limit is a KKT point of the constrained
-  problem, which need not be an EP fixed point (sites pinned at ε): see :attr:`double_loop_result`. Its
-  energy can fall sublinearly long after q has settled (at n = 100, d = 200: q still within 1e-4
-  after 44 outer steps, the 1e-9 rule ~4000 steps away; numbers in :mod:`gpflow_ep.ep.double_loop`),
-  so a run at ``max_sweeps`` warns (``EPConvergenceWarning``); its outer loop shows its progress on
-  stderr when stderr is a terminal (``run_ep(progress=...)``).
+* ``method="convergent"`` — PC-EP, the provably convergent double loop of the paper's Sec. 3: the
+  engine's compiled double loop (:mod:`gpflow_ep.ep.double_loop`, schedule ``"convergent"``) with the
+  box ε ≤ τ_i ≤ v₂ᵢ - ε, an energy that never increases, stopped when no marginal mean or variance
+  of q moves by more than ``tol`` (1e-6) over an outer step with the inner problem solved to ``tol``
+  (the paper states no rule; its energy can fall sublinearly long after q has settled, while the
+  marginal precisions of weights pinned at zero grow without bound). Its limit is a KKT point of
+  the constrained problem, which need not be an EP fixed point (sites pinned at ε): the run's
+  :class:`~gpflow_ep.ep.DoubleLoopInfo` (``run.info``: energies, active bounds, KKT residual)
+  says where.
 
 Every run is stored the same way (sites, :meth:`ep_state_is_current`, :attr:`ep_diagnostics`), and
-a run that does not converge warns with an ``EPConvergenceWarning``.
+a run that does not converge warns with an ``EPConvergenceWarning``. Both methods compile, so both
+learn σ², v_s and p_s in ``ep_mode="nested"``.
 
 Sites start at ν = 0, τ = 1/(p_s v_s) (our choice; the paper states none). The EP evidence
 log Z_EP = -E (the paper's energy, eq. 9) is the training objective of σ², v_s and p_s (GPflow
@@ -49,14 +51,7 @@ from gpflow.models import BayesianModel, InternalDataTrainingLossMixin
 from gpflow.utilities import positive
 from tensorflow_probability import bijectors as tfb
 
-from ..ep import (
-    DoubleLoopResult,
-    EPRun,
-    EPSettings,
-    LinearGaussianAlgebra,
-    cavity_distribution,
-    get_schedule,
-)
+from ..ep import EPRun, EPSettings, LinearGaussianAlgebra, cavity_distribution
 from ..ep.linear_gaussian import FORMS
 from ..validation import check_choice, check_inputs, check_prediction_inputs, check_range
 from .ep_base import EPModel, SiteProblem
@@ -80,7 +75,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
     :param damping: τ ∈ (0, 1], the weight of the new site (1 = undamped; default 0.5).
     :param epsilon: ε > 0, the smallest site precision (default 1e-6).
     :param max_sweeps: the cap on sweeps (R-EP) or outer iterations (PC-EP), default 1000.
-    :param tol: the convergence tolerance (default 1e-4 for R-EP, 1e-9 for PC-EP).
+    :param tol: the convergence tolerance of q's moments (default 1e-4 for R-EP, 1e-6 for PC-EP).
     :param form: "auto" (Woodbury when n < d and d > 200, see
         :class:`~gpflow_ep.ep.LinearGaussianAlgebra`), "weights" or "woodbury".
     """
@@ -119,13 +114,12 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
             damping=damping,
             min_precision=check_range(epsilon, "epsilon", 0.0, float("inf"), high_open=True),
             max_sweeps=max_sweeps,
-            tol=(1e-9 if method == "convergent" else 1e-4) if tol is None else tol,
+            tol=(1e-6 if method == "convergent" else 1e-4) if tol is None else tol,
             criterion="moments",
             ep_mode=ep_mode,
         )
         self._init_ep(X.shape[1], settings)
         self.reset_sites()
-        self.double_loop_result: Optional[DoubleLoopResult] = None
 
     @staticmethod
     def _check_data(data):
@@ -156,24 +150,16 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
         algebra = LinearGaussianAlgebra(*self.data, self.noise_variance, form=self.form)
         return SiteProblem(algebra, SpikeSlabFactor(self.slab_variance, self.prior_inclusion))
 
-    def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
-        """PC-EP's outer-loop record (:class:`~gpflow_ep.ep.DoubleLoopResult`), kept as :attr:`double_loop_result`."""
-        if problem.state is not None:
-            self.double_loop_result = problem.state
-
-    def run_ep(self, *, progress: Optional[bool] = None, **overrides) -> EPRun:
+    def run_ep(self, **overrides) -> EPRun:
         """
         Run the model's method from the stored sites (``overrides`` change :attr:`ep_settings` for
         this run only) and store the sites and diagnostics, as every EP model does (after a run
-        :meth:`ep_state_is_current` is True until a hyper-parameter changes). PC-EP also stores
-        :attr:`double_loop_result`.
+        :meth:`ep_state_is_current` is True until a hyper-parameter changes). PC-EP's own record
+        (energies, active bounds) is the returned run's ``info``.
 
-        :param progress: PC-EP only: show its outer iterations on stderr (``None``, the default:
-            when stderr is a terminal; see :func:`~gpflow_ep.ep.run_double_loop`).
         :warns EPConvergenceWarning: when the run did not converge.
         """
-        options = {} if progress is None else {"progress": progress}
-        return self._run(self.check_settings(self.ep_settings.updated(**overrides)), ".run_ep", **options)
+        return self._run(self.check_settings(self.ep_settings.updated(**overrides)), ".run_ep")
 
     # ---------------------------------------------------------------- objective
 
@@ -185,10 +171,6 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
 
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
-        if self.ep_settings.ep_mode == "nested" and not get_schedule(self.ep_settings.schedule).compiled:
-            raise ValueError(
-                "ep_mode: the convergent method runs eagerly; use ep_mode='alternated' to learn σ², v_s, p_s"
-            )
         return self._objective()
 
     # ---------------------------------------------------------------- posterior summaries

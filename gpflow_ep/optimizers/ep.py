@@ -18,23 +18,29 @@ __all__ = ["EP", "EPResult", "EPConvergenceWarning"]  # the warning lives in gpf
 @dataclass(frozen=True)
 class EPResult:
     """
-    :param converged: the largest site change in the last sweep was ≤ ``tol`` and no site was
-        skipped in it.
-    :param sweeps: sweeps run.
-    :param max_change: the largest change of a site natural parameter in the last sweep.
-    :param num_skipped: site updates skipped (improper cavity or tilted distribution), all sweeps.
-    :param num_rejected: parallel sweeps rejected because their sites gave an improper posterior.
+    The last run's :class:`~gpflow_ep.ep.EPRun` as Python values (its fields are documented in
+    :mod:`gpflow_ep.ep.run`), with the evidence and the back-off.
+
+    :param converged: the convergence measure met ``tol`` (and no site was skipped in the last sweep).
+    :param iterations: sweeps, or outer steps of a double loop.
+    :param measure: the convergence measure's name ("sites", "alpha", "moments" or "mismatch").
+    :param change: its value at the end.
+    :param num_skipped: site updates skipped (improper cavity or tilted distribution), all iterations.
+    :param num_rejected: steps undone because they gave an improper posterior.
+    :param used_fallback: robust EP's double loop took over from parallel EP.
     :param log_marginal_likelihood: log Z_EP at the final sites.
-    :param history: the convergence statistic of every sweep (-1 for a rejected parallel sweep).
+    :param history: the measure after every iteration (-1 for a rejected parallel sweep).
     :param damping: the damping of the run reported (smaller than requested after a back-off).
     :param attempts: runs made (1 without back-off).
     """
 
     converged: bool
-    sweeps: int
-    max_change: float
+    iterations: int
+    measure: str
+    change: float
     num_skipped: int
     num_rejected: int
+    used_fallback: bool
     log_marginal_likelihood: float
     history: List[float] = field(default_factory=list)
     damping: float = 1.0
@@ -88,15 +94,17 @@ class EP:
             for variable, value in zip(state, before):
                 variable.assign(value)
             damping /= 2.0
-        sweeps = int(run.sweeps.numpy())
+        iterations = int(run.iterations.numpy())
         result = EPResult(
             converged=bool(run.converged.numpy()),
-            sweeps=sweeps,
-            max_change=float(run.max_change.numpy()),
+            iterations=iterations,
+            measure=run.measure_name,
+            change=float(run.change.numpy()),
             num_skipped=int(run.num_skipped.numpy()),
             num_rejected=int(run.num_rejected.numpy()),
+            used_fallback=bool(run.used_fallback.numpy()),
             log_marginal_likelihood=float(model.log_marginal_likelihood(*args).numpy()),
-            history=run.history.numpy()[:sweeps].tolist(),
+            history=run.history.numpy()[:iterations].tolist(),
             damping=float(damping),
             attempts=attempt,
         )
