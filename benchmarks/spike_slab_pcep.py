@@ -279,7 +279,7 @@ def main(argv=None, shared: bool = False) -> int:
         sets = [run_set(seed, taus, args.max_outer) for seed in range(args.sets)]
         exact = [run_exact(seed, args.max_outer) for seed in range(args.exact_sets)]
         config = dict(sets=args.sets, taus=taus, max_outer=args.max_outer, exact_sets=args.exact_sets)
-        config["pcep_stop"] = "stopped when no marginal mean or variance of q moves by more than 1e-6 over an outer step"
+        config["pcep_stop"] = "stopped when no marginal mean or variance of q moves by more than 1e-4 over an outer step, the rule and tol of R-EP"
         return reanalyse(dict(config=config, sets=sets, exact=exact))
 
     report = timed_report(command, run)

@@ -19,7 +19,7 @@ q(w) = N(m, Σ). The engine's schedules run it:
 * ``method="convergent"`` — PC-EP, the provably convergent double loop of the paper's Sec. 3: the
   engine's compiled double loop (:mod:`gpflow_ep.ep.double_loop`, schedule ``"convergent"``) with the
   box ε ≤ τ_i ≤ v₂ᵢ - ε, an energy that never increases, stopped when no marginal mean or variance
-  of q moves by more than ``tol`` (1e-6) over an outer step with the inner problem solved to ``tol``
+  of q moves by more than ``tol`` (1e-4, as R-EP) over an outer step with the inner problem solved to ``tol``
   (the paper states no rule; its energy can fall sublinearly long after q has settled, while the
   marginal precisions of weights pinned at zero grow without bound). Its limit is a KKT point of
   the constrained problem, which need not be an EP fixed point (sites pinned at ε): the run's
@@ -75,7 +75,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
     :param damping: τ ∈ (0, 1], the weight of the new site (1 = undamped; default 0.5).
     :param epsilon: ε > 0, the smallest site precision (default 1e-6).
     :param max_sweeps: the cap on sweeps (R-EP) or outer iterations (PC-EP), default 1000.
-    :param tol: the convergence tolerance of q's moments (default 1e-4 for R-EP, 1e-6 for PC-EP).
+    :param tol: the convergence tolerance of q's moments (default 1e-4, for R-EP and PC-EP alike).
     :param form: "auto" (Woodbury when n < d and d > 200, see
         :class:`~gpflow_ep.ep.LinearGaussianAlgebra`), "weights" or "woodbury".
     """
@@ -114,7 +114,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
             damping=damping,
             min_precision=check_range(epsilon, "epsilon", 0.0, float("inf"), high_open=True),
             max_sweeps=max_sweeps,
-            tol=(1e-6 if method == "convergent" else 1e-4) if tol is None else tol,
+            tol=1e-4 if tol is None else tol,
             criterion="moments",
             ep_mode=ep_mode,
         )

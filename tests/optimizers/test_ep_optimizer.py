@@ -22,7 +22,7 @@ def test_minimize_returns_result_and_updates_sites():
     assert np.any(m.sites.precision.numpy() > 0)
     np.testing.assert_allclose(result.log_marginal_likelihood, m.log_marginal_likelihood())
     # warm start: a second run from converged sites takes one sweep
-    assert EP(tol=1e-9).minimize(m).sweeps == 1
+    assert EP(tol=1e-9).minimize(m).iterations == 1
 
 
 def test_a_result_prints_as_one_short_line():
@@ -32,7 +32,7 @@ def test_a_result_prints_as_one_short_line():
     result = EP(damping=0.7, tol=1e-12, max_sweeps=500).minimize(m)
     text = repr(result)
     assert "\n" not in text and len(text) < 250, text
-    assert text.startswith(f"EPResult(converged=True, sweeps={result.iterations}, ") and "damping=0.7" in text
+    assert text.startswith(f"EPResult(converged=True, iterations={result.iterations}, ") and "damping=0.7" in text
     assert f"history=<float64 [{result.iterations}]>" in text and len(result.history) == result.iterations > 10
 
 
