@@ -92,7 +92,7 @@ __all__ = [
 ]
 
 #: the cap on inner steps per outer step
-MAX_INNER = 100
+MAX_INNER = 1000
 #: the Armijo constant of the inner line search
 ARMIJO = 1e-4
 #: without the box, the inner loop stops when q and the tilted moments are this fraction of the outer progress apart
