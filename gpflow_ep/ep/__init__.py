@@ -7,6 +7,8 @@ approximate (:class:`SiteFactor`, e.g. :class:`LikelihoodFactor`); the engine do
 * :mod:`~gpflow_ep.ep.settings` — :class:`EPSettings`, the one carrier of EP options;
 * :mod:`~gpflow_ep.ep.tilted` — tilted moments of any GPflow likelihood (closed forms registered
   next to the likelihoods, adaptive Gauss–Hermite otherwise);
+* :mod:`~gpflow_ep.ep.predictive` — the predictive mean and variance of an observation under a
+  Gaussian predictive (``predict_y``), closed form or by the same quadrature;
 * :mod:`~gpflow_ep.ep.factors` — the site-factor interface;
 * :mod:`~gpflow_ep.ep.sites` — site state, cavity (with power α), site update, clipping, damping;
 * :mod:`~gpflow_ep.ep.relaxation` — relaxed EP's relaxation factor, objective and line search;
@@ -42,6 +44,7 @@ from .factors import LikelihoodFactor, SiteFactor
 from .fallback import FallbackSchedule, used_fallback
 from .gp_factorisation import GPAlgebra, GPSiteFactorisation
 from .linear_gaussian import LinearGaussianAlgebra
+from .predictive import expectation_of_positive, predictive_moments, variance_of_positive
 from .presets import robust_settings
 from .quadrature import TiltedIntegral, adaptive_tilted_integral, gauss_hermite_tilted_integral
 from .relaxation import MESSAGE_UPDATES, OBJECTIVES, Relaxation, penalised_line_search, relaxation_objective
@@ -108,6 +111,9 @@ __all__ = [
     "tilted_expected_log_likelihood",
     "tilted_kinks",
     "TiltedIntegral",
+    "predictive_moments",
+    "expectation_of_positive",
+    "variance_of_positive",
     "adaptive_tilted_integral",
     "gauss_hermite_tilted_integral",
     "gauss_hermite_tilted_moments",

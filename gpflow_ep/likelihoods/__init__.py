@@ -2,11 +2,14 @@
 Likelihoods for EP; all are full GPflow likelihoods usable in VGP/SVGP too. Each module registers
 its EP closed forms (:func:`gpflow_ep.ep.tilted_moments`) next to the likelihood; ``gaussian``
 registers those of GPflow's own ``Gaussian``, ``gpflow_tilted`` those of GPflow's ``Bernoulli``
-(probit closed form, logistic quadrature) and ``StudentT``.
+(probit closed form, logistic quadrature) and ``StudentT``; ``gpflow_predictive`` registers accurate
+predictive moments (:func:`gpflow_ep.ep.predictive_moments`, what EP models' ``predict_y`` returns) of
+GPflow's ``Bernoulli``, ``Poisson``, ``Exponential``, ``Gamma``, ``StudentT`` and ``Ordinal``.
 """
 
 from . import (
     gaussian,  # noqa: F401  (registers GPflow's Gaussian with the EP engine)
+    gpflow_predictive,  # noqa: F401  (registers predictive moments of GPflow's likelihoods)
     gpflow_tilted,  # noqa: F401  (registers GPflow's Bernoulli and StudentT)
 )
 from .hinge import BinaryHinge

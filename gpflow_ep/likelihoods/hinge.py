@@ -88,8 +88,10 @@ class BinaryHinge(ScalarLikelihood):
 
     @inherit_check_shapes
     def _predict_mean_and_var(self, X, Fmu, Fvar):
-        p = ndtr(self._z(Fmu, Fvar))
-        return p, p - tf.square(p)
+        """The vote probability p = Φ(μ/σ) and its Bernoulli variance p (1 - p), 1 - p = Φ(-μ/σ)."""
+        z = self._z(Fmu, Fvar)
+        p = ndtr(z)
+        return p, p * ndtr(-z)
 
     @inherit_check_shapes
     def _predict_log_density(self, X, Fmu, Fvar, Y):

@@ -66,9 +66,11 @@ class NoisyStep(ScalarLikelihood):
 
     @inherit_check_shapes
     def _predict_mean_and_var(self, X, Fmu, Fvar):
+        """p = ε + (1 - 2ε) Φ(z) and the Bernoulli variance p (1 - p), 1 - p = ε + (1 - 2ε) Φ(-z), z = μ/σ."""
         eps = tf.convert_to_tensor(self.epsilon)
-        p = eps + (1.0 - 2.0 * eps) * ndtr(Fmu / tf.sqrt(Fvar))
-        return p, p - tf.square(p)
+        z = Fmu / tf.sqrt(Fvar)
+        p = eps + (1.0 - 2.0 * eps) * ndtr(z)
+        return p, p * (eps + (1.0 - 2.0 * eps) * ndtr(-z))
 
     @inherit_check_shapes
     def _predict_log_density(self, X, Fmu, Fvar, Y):

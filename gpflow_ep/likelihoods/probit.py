@@ -45,8 +45,10 @@ class Probit(ScalarLikelihood):
 
     @inherit_check_shapes
     def _predict_mean_and_var(self, X, Fmu, Fvar):
-        p = ndtr(Fmu / tf.sqrt(1.0 + Fvar))
-        return p, p - tf.square(p)
+        """p = Φ(μ/s) and the Bernoulli variance p (1 - p), with 1 - p = Φ(-μ/s) (no cancellation as p → 1)."""
+        z = Fmu / tf.sqrt(1.0 + Fvar)
+        p = ndtr(z)
+        return p, p * ndtr(-z)
 
     @inherit_check_shapes
     def _predict_log_density(self, X, Fmu, Fvar, Y):

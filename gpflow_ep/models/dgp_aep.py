@@ -38,7 +38,7 @@ from gpflow.likelihoods import Gaussian, Likelihood
 from gpflow.models import BayesianModel
 
 from ..dgp import AEPLayer, initial_layers
-from ..ep import tilted_moments
+from ..ep import predictive_moments, tilted_moments
 from ..validation import (
     check_data,
     check_layer_inputs,
@@ -206,15 +206,22 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
 
     @check_shapes("Xnew: [N, D]", "return[0]: [N, 1]", "return[1]: [N, 1]")
     def predict_y(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
-        """The likelihood's predictive mean and variance at the moment-matched N(m_L, v_L)."""
+        """
+        The predictive mean and variance of y* at the moment-matched N(m_L, v_L)
+        (:func:`~gpflow_ep.ep.predictive_moments`: closed forms or the adaptive quadrature, as the EP models').
+        """
         mean, var = self.predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
-        return self.likelihood.predict_mean_and_var(Xnew, mean, var)
+        return predictive_moments(self.likelihood, Xnew, mean, var)
 
     @check_shapes("return: [N]")
     def predict_log_density(
         self, data: RegressionData, full_cov: bool = False, full_output_cov: bool = False
     ) -> tf.Tensor:
-        """log p(y* | x*) under the moment-matched predictive, per point."""
+        """
+        log p(y* | x*) = log ∫ p(y* | h) N(h; m_L, v_L) dh under the moment-matched predictive, per point:
+        the likelihood's tilted normaliser at power 1 (:func:`~gpflow_ep.ep.tilted_moments`, as in training;
+        GPflow's 20-point Gauss–Hermite rule does not resolve a likelihood much narrower than v_L).
+        """
         X, Y = self._check_data(data)
         mean, var = self.predict_f(X, full_cov=full_cov, full_output_cov=full_output_cov)
-        return self.likelihood.predict_log_density(X, mean, var, Y)
+        return tilted_moments(self.likelihood, X, Y, mean, var, 1.0).log_z[:, 0]

@@ -14,9 +14,11 @@ from typing import Any, NamedTuple, Optional, Tuple
 
 import gpflow
 import tensorflow as tf
+from gpflow.base import MeanAndVariance
 from gpflow.config import default_float
 from gpflow.likelihoods import Likelihood
 from gpflow.models import ExternalDataTrainingLossMixin
+from gpflow.utilities import assert_params_false
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
 from ..ep import (
@@ -27,6 +29,7 @@ from ..ep import (
     ep_log_marginal_likelihood,
     get_schedule,
     has_tilted_moments,
+    predictive_moments,
     run_ep,
     tilted_moments,
 )
@@ -269,6 +272,19 @@ class EPModel:
         value = self._evidence(*site_data)
         self.ep_diagnostics.record_evidence(value)
         return value
+
+    def predict_y(self, Xnew, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
+        """
+        Mean and variance of y* under p(y* | x*) = ∫ p(y* | f) q(f* = f) df, [N, 1] each (or the
+        likelihood's [N, C] for multi-class likelihoods): :func:`~gpflow_ep.ep.predictive_moments`,
+        closed forms where the likelihood has them (probit, noisy step, hinge, Gaussian, Laplace,
+        Student-t, Poisson, exponential and gamma with the exp link, ordinal), else the adaptive
+        quadrature, 1e-8 relative; GPflow's default, a 20-point Gauss–Hermite rule, is not (e.g. the
+        Poisson variance is 0.4 % off under a predictive sd of 3). Marginals only, as GPflow.
+        """
+        assert_params_false(self.predict_y, full_cov=full_cov, full_output_cov=full_output_cov)
+        mean, var = self.predict_f(Xnew)
+        return predictive_moments(self.likelihood, Xnew, mean, var)
 
     def predict_log_density(self, data, full_cov: bool = False, full_output_cov: bool = False) -> tf.Tensor:
         """

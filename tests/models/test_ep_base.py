@@ -5,7 +5,9 @@ inside a compiled training loss that is reported, not silent.
 ``predict_log_density`` is log ∫ p(y | f) N(f; μ*, σ*²) df, checked against SciPy's adaptive quadrature
 (``scipy.integrate.quad`` to 1e-12 relative, split at y where the likelihood peaks or has a kink) to 1e-8
 relative — the accuracy the package's quadrature documents — including a likelihood 20 times narrower
-than the predictive, where GPflow's 20-point Gauss–Hermite rule is nats off.
+than the predictive, where GPflow's 20-point Gauss–Hermite rule is nats off. ``predict_y`` is the mean and
+variance of y* under the same integral, checked the same way (the conditional moments integrated by SciPy,
+tests/ep/scipy_predictive.py) for every likelihood, at a test point far from the data (predictive sd 3).
 """
 
 import gpflow
@@ -78,6 +80,68 @@ def test_a_narrow_likelihood_under_a_wide_predictive_is_resolved_where_gauss_her
     gauss_hermite = likelihood.predict_log_density(Xs, mean, var, Ys).numpy()[1]
     assert abs(gauss_hermite - reference) > 1.0  # GPflow's default rule: nats off
     np.testing.assert_allclose(m.predict_log_density((Xs, Ys)).numpy()[1], reference, rtol=1e-8)
+
+
+def _scipy_predictive():
+    """tests/ep/scipy_predictive.py (SciPy adaptive quadrature of the conditional moments, split at kinks)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "ep" / "scipy_predictive.py"
+    spec = importlib.util.spec_from_file_location("scipy_predictive", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SCIPY_PREDICTIVE = _scipy_predictive()
+PREDICTIVE_CASES = SCIPY_PREDICTIVE.predictive_cases()
+BINARY = ("probit", "bernoulli_probit", "logistic", "noisy_step", "hinge")
+REAL = ("gaussian", "student_t_narrow", "laplace_narrow")
+MODEL_CASES = [
+    *((name, False) for name in (*BINARY, *REAL, "poisson", "ordinal", "ordinal_narrow")),
+    *((name, True) for name in ("poisson", "ordinal_narrow")),
+]
+
+
+def _targets(name, f, rng):
+    if name in BINARY:
+        return (f > 0).astype(float)
+    if name in REAL:
+        return f + 0.05 * rng.standard_normal(f.shape)
+    if name == "poisson":
+        return rng.poisson(np.exp(f)).astype(float)
+    return np.digitize(f, SCIPY_PREDICTIVE.ORDINAL_EDGES).astype(float)  # ordinal classes 0…4
+
+
+@pytest.mark.parametrize("name, sparse", MODEL_CASES, ids=[f"{n}-{'SEPGP' if s else 'EPGP'}" for n, s in MODEL_CASES])
+def test_predict_y_equals_adaptive_quadrature(name, sparse):
+    """E[y*], Var[y*] to 1e-8 relative, at a test point in the data and one far from it (predictive sd 3)."""
+    case = PREDICTIVE_CASES[name]
+    X = np.linspace(-2, 2, 20)[:, None]
+    Y = _targets(name, 1.5 * np.sin(2 * X), np.random.default_rng(5))
+    kernel = gpflow.kernels.SquaredExponential(variance=9.0, lengthscales=0.5)
+    if sparse:
+        m = SEPGP(kernel, case.likelihood(), X[::2].copy(), num_data=len(X))
+        m.run_ep((X, Y))
+    else:
+        m = EPGP((X, Y), kernel, case.likelihood())
+        m.run_ep()
+    Xs = np.array([[0.37], [8.0]])
+    f_mean, f_var = (t.numpy()[:, 0] for t in m.predict_f(Xs))
+    assert f_var[1] > 8.9  # far from the data: the prior's sd 3
+    mean, var = (t.numpy()[:, 0] for t in m.predict_y(Xs))
+    reference = np.array([SCIPY_PREDICTIVE.predictive_reference(case, mi, vi) for mi, vi in zip(f_mean, f_var)])
+    atol = 1e-14  # the reference's own absolute accuracy (tests/ep/test_predictive.py, REFERENCE_ATOL)
+    np.testing.assert_allclose(mean, reference[:, 0], rtol=1e-8, atol=atol)
+    np.testing.assert_allclose(var, reference[:, 1], rtol=1e-8, atol=atol)
+
+
+def test_predict_y_refuses_full_covariances_as_gpflow_does():
+    X, Y, Xs, _ = _data("probit")
+    m = EPGP((X, Y), gpflow.kernels.SquaredExponential(), Probit())
+    with pytest.raises(NotImplementedError):
+        m.predict_y(Xs, full_cov=True)
 
 
 def test_full_covariances_are_refused_as_gpflow_does():
