@@ -30,8 +30,9 @@ from .stats import cell, finite_or_none, markdown_table, mean_se
 
 #: Jylänki et al.'s robust EP: parallel updates, damping, fractional updates
 EP_OPTIONS = dict(schedule="parallel", damping=0.5, power=0.8, max_sweeps=200, tol=1e-6)
-#: the fallback when parallel EP does not converge at the learned hyper-parameters
-FALLBACK_OPTIONS = dict(schedule="convergent", power=1.0, max_sweeps=200)
+#: the fallback when parallel EP does not converge at the learned hyper-parameters: the engine's double loop
+#: for the same power, without PC-EP's box (a Student-t fixed point can have negative site precisions)
+FALLBACK_OPTIONS = dict(schedule="double_loop", power=EP_OPTIONS["power"], max_sweeps=200)
 STUDENT_T_SCALE, STUDENT_T_DF, DF_LOWER = 0.3, 4.0, 1.0
 NEAL_TRAIN, NEAL_TEST = 100, 100
 
