@@ -39,7 +39,7 @@ from gpflow.likelihoods import Bernoulli, Exponential, Gamma, Ordinal, Poisson, 
 from gpflow.likelihoods.utils import inv_probit
 
 from ..ep.predictive import expectation_of_positive, predictive_moments, variance_of_positive
-from .gpflow_tilted import _PROBIT_JITTER, _is_logistic, _log_ndtr_difference, _ordinal_z
+from .gpflow_tilted import PROBIT_JITTER, is_logistic, log_ndtr_difference, ordinal_z
 
 __all__ = ["quadrature_mean_and_var"]
 
@@ -93,7 +93,7 @@ def _gamma_predictive(likelihood, X, Fmu, Fvar):
 def _bernoulli_predictive(likelihood, X, Fmu, Fvar):
     if likelihood.invlink is inv_probit:
         return likelihood.predict_mean_and_var(X, Fmu, Fvar)  # GPflow's closed form
-    if _is_logistic(likelihood):
+    if is_logistic(likelihood):
         kinks = tf.zeros_like(Fmu)[None]  # the logistic's bend at f = 0 (as for its tilted moments)
         p = expectation_of_positive(tf.math.log_sigmoid, Fmu, Fvar, kinks)
         q = expectation_of_positive(lambda F: tf.math.log_sigmoid(-F), Fmu, Fvar, kinks)
@@ -114,8 +114,8 @@ def _ordinal_predictive(likelihood, X, Fmu, Fvar):
     classes = tf.cast(tf.range(num_classes), Fmu.dtype)
     k = tf.reshape(classes, tf.concat([[-1], tf.ones([tf.rank(Fmu)], tf.int32)], 0))  # [K, 1, ..., 1]
     s = tf.sqrt(tf.square(tf.cast(likelihood.sigma, Fmu.dtype)) + Fvar)
-    z_lo, z_hi = _ordinal_z(likelihood, k, Fmu, s)  # [K, ..., N, 1]
-    P = tf.exp(np.log1p(-2.0 * _PROBIT_JITTER) + _log_ndtr_difference(z_hi, z_lo))
+    z_lo, z_hi = ordinal_z(likelihood, k, Fmu, s)  # [K, ..., N, 1]
+    P = tf.exp(np.log1p(-2.0 * PROBIT_JITTER) + log_ndtr_difference(z_hi, z_lo))
     mean = tf.reduce_sum(k * P, axis=0)
-    var = tf.reduce_sum(tf.square(k - mean) * P, axis=0) + 2.0 * _PROBIT_JITTER * tf.square(mean)
+    var = tf.reduce_sum(tf.square(k - mean) * P, axis=0) + 2.0 * PROBIT_JITTER * tf.square(mean)
     return mean, var

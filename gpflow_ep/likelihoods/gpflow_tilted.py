@@ -52,13 +52,24 @@ from ..numerics import log_ndtr
 from .labels import binary_labels_to_sign
 from .student_t_tilted import student_t_tilted
 
-__all__ = ["logistic_log_prob", "squashed_probit_tilted", "ordinal_log_prob", "ordinal_tilted"]
+__all__ = [
+    "logistic_log_prob",
+    "squashed_probit_tilted",
+    "ordinal_log_prob",
+    "ordinal_tilted",
+    "is_logistic",
+    "log_ndtr_difference",
+    "ordinal_z",
+    "PROBIT_JITTER",
+]
 
-_PROBIT_JITTER = 1e-3  # gpflow.likelihoods.utils.inv_probit
+#: GPflow's probit squashing: inv_probit(f) = (1 - 2j) Φ(f) + j (gpflow.likelihoods.utils.inv_probit)
+PROBIT_JITTER = 1e-3
 _ORDINAL_FLOOR = 1e-6  # gpflow.likelihoods.Ordinal._scalar_log_prob
 
 
-def _is_logistic(likelihood):
+def is_logistic(likelihood):
+    """Whether a GPflow likelihood's inverse link is the logistic sigmoid."""
     return likelihood.invlink in (tf.sigmoid, tf.math.sigmoid, tf.nn.sigmoid)
 
 
@@ -67,7 +78,7 @@ def logistic_log_prob(Y, F):
     return tf.math.log_sigmoid(binary_labels_to_sign(Y) * F)
 
 
-def squashed_probit_tilted(y, m, v, jitter=_PROBIT_JITTER):
+def squashed_probit_tilted(y, m, v, jitter=PROBIT_JITTER):
     """log Z, ∂log Z/∂m, ∂²log Z/∂m² of (ε + (1 - 2ε) Φ(y f)) N(f; m, v) (module docstring)."""
     s2 = 1.0 + v
     s = tf.sqrt(s2)
@@ -79,7 +90,7 @@ def squashed_probit_tilted(y, m, v, jitter=_PROBIT_JITTER):
 
 
 def _bernoulli_log_lik(likelihood, X, Y):
-    if _is_logistic(likelihood):
+    if is_logistic(likelihood):
         return lambda F: logistic_log_prob(Y, F)
     return lambda F: likelihood._scalar_log_prob(X, F, Y)
 
@@ -88,7 +99,7 @@ def _bernoulli_log_lik(likelihood, X, Y):
 def _bernoulli_tilted(likelihood, X, Y, m, v, power):
     if likelihood.invlink is inv_probit and power == 1.0:
         return squashed_probit_tilted(binary_labels_to_sign(Y), m, v)
-    if not _is_logistic(likelihood):
+    if not is_logistic(likelihood):
         return quadrature_tilted_moments(likelihood, X, Y, m, v, power)
     log_lik = _bernoulli_log_lik(likelihood, X, Y)
     return adaptive_tilted_integral(log_lik, m, v, power, kinks=tilted_kinks(likelihood, X, Y))[:3]
@@ -103,7 +114,7 @@ def _bernoulli_expected(likelihood, X, Y, m, v):
 @tilted_kinks.register(Bernoulli)
 def _bernoulli_kinks(likelihood, X, Y):
     """The logistic bends at f = 0 on a scale of 1 (poles of log σ at ±iπ); other links are smooth."""
-    return tf.zeros_like(Y)[None] if _is_logistic(likelihood) else None
+    return tf.zeros_like(Y)[None] if is_logistic(likelihood) else None
 
 
 tilted_moments.register(StudentT)(student_t_tilted)
@@ -115,7 +126,7 @@ def _student_t_kinks(likelihood, X, Y):
     return Y[None]
 
 
-def _log_ndtr_difference(z_hi, z_lo):
+def log_ndtr_difference(z_hi, z_lo):
     """log(Φ(z_hi) - Φ(z_lo)) for z_hi > z_lo, from the lower tail, or the upper when z_lo > 0."""
     upper = z_lo > 0.0
     a = tf.where(upper, -z_lo, z_hi)
@@ -136,7 +147,7 @@ def _ordinal_edges(likelihood, Y):
     return lo, hi, k == 0, k == K
 
 
-def _ordinal_z(likelihood, Y, m, s):
+def ordinal_z(likelihood, Y, m, s):
     """
     z_{k-1}, z_k of the module docstring. An infinite upper end becomes max(z_{k-1}, 0) + 40 (and a
     lower one min(z_k, 0) - 40): there Φ is 1 (or 0) and φ is 0 in float64 relative to the class's
@@ -148,8 +159,8 @@ def _ordinal_z(likelihood, Y, m, s):
 
 
 def _ordinal_log_z(likelihood, Y, m, s):
-    z_lo, z_hi = _ordinal_z(likelihood, Y, m, s)
-    log_scaled_d = np.log1p(-2.0 * _PROBIT_JITTER) + _log_ndtr_difference(z_hi, z_lo)
+    z_lo, z_hi = ordinal_z(likelihood, Y, m, s)
+    log_scaled_d = np.log1p(-2.0 * PROBIT_JITTER) + log_ndtr_difference(z_hi, z_lo)
     floor = tf.fill(tf.shape(log_scaled_d), tf.constant(np.log(_ORDINAL_FLOOR), log_scaled_d.dtype))
     return tf.reduce_logsumexp(tf.stack([log_scaled_d, floor]), 0), z_lo, z_hi
 
@@ -164,7 +175,7 @@ def ordinal_tilted(likelihood, Y, m, v):
     s2 = tf.square(likelihood.sigma) + v
     s = tf.sqrt(s2)
     log_z, z_lo, z_hi = _ordinal_log_z(likelihood, Y, m, s)
-    scale = np.log1p(-2.0 * _PROBIT_JITTER) - log_z
+    scale = np.log1p(-2.0 * PROBIT_JITTER) - log_z
     r_hi, r_lo = tf.exp(scale + log_normal_pdf(z_hi)), tf.exp(scale + log_normal_pdf(z_lo))
     d1 = -(r_hi - r_lo) / s
     d2 = -(z_hi * r_hi - z_lo * r_lo) / s2 - tf.square(d1)
