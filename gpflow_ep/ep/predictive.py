@@ -101,8 +101,8 @@ def variance_of_positive(
 ) -> tf.Tensor:
     """
     Var[g(f)] = E[(g(f) − E[g])²] under N(f; ``mean``, ``var``), with ``expectation`` = E[g]
-    (:func:`expectation_of_positive`): the adaptive tilted integral of |g − E[g]| at power 2 (module
-    docstring), free of the cancellation of E[g²] − E[g]².
+    (:func:`expectation_of_positive`): the adaptive tilted integral of the absolute value of g − E[g]
+    at power 2 (module docstring), free of the cancellation of E[g²] − E[g]².
 
     :param g: maps F of shape [Q, ..., N, 1] to g(F) of the same shape (elementwise).
     """
