@@ -23,6 +23,7 @@ BENCHMARKS = {
     "double_loop_gpc": "convergent double-loop EP for GP classification where parallel EP cycles",
     "epgpc_scaling": "EPGPC cost per sweep against one Cholesky and a VGP step, as n grows",
     "logistic_uci": "EP with the logistic link vs VGP and SVGP on the six binary UCI sets",
+    "nested_default": "EPGP's default schedule for non-log-concave likelihoods under nested Scipy training",
     "rep": "Qi & Guo (2012), the three claims C1-C3 of relaxed EP in turn",
     "rep_synthetic": "Qi & Guo (2012) C2: EP, Power EP and Relaxed EP on 2-D data with flipped labels",
     "rep_toy": "Qi & Guo (2012) C1: EP, Power EP and Relaxed EP against the exact posterior of a 5-point toy",

@@ -15,6 +15,7 @@ from . import (
 from .hinge import BinaryHinge
 from .labels import binary_labels_to_sign, check_binary_labels, class_labels_to_index
 from .laplace import Laplace
+from .log_concavity import is_log_concave
 from .multiclass_hinge import MultiClassHinge
 from .multiclass_step import DifferenceFactor, MultiClassStep
 from .noisy_step import NoisyStep
@@ -33,4 +34,5 @@ __all__ = [
     "binary_labels_to_sign",
     "class_labels_to_index",
     "check_targets",
+    "is_log_concave",
 ]

@@ -23,8 +23,11 @@ the same engine; :class:`~gpflow_ep.models.EPGPC`, :class:`~gpflow_ep.models.Pow
 :class:`~gpflow_ep.models.RelaxedEP` are this model under the names and defaults of their papers.
 The tilted moments are the likelihood's closed form where one is registered
 (:func:`~gpflow_ep.ep.tilted_moments`: ``Probit``, ``NoisyStep``, ``Gaussian``, ``Laplace``, ...)
-and the adaptive quadrature of its log density otherwise. For robust regression with a Student-t
-likelihood use :func:`~gpflow_ep.ep.robust_settings` (Jylänki, Vanhatalo & Vehtari 2011).
+and the adaptive quadrature of its log density otherwise. A likelihood that is not log-concave
+(Student-t, noisy step) runs, unless a ``schedule`` is given, parallel EP that falls back to the
+convergent double loop when it does not converge (:mod:`gpflow_ep.models.default_settings`); the
+fractional, more strongly damped updates of :func:`~gpflow_ep.ep.robust_settings` (Jylänki, Vanhatalo
+& Vehtari 2011) converge more often still, to power EP's fixed point.
 """
 
 from typing import Optional
@@ -39,10 +42,11 @@ from gpflow.models import GPModel, InternalDataTrainingLossMixin
 from gpflow.models.util import data_input_to_tensor
 from gpflow.posteriors import PrecomputeCacheType
 
-from ..ep import EPRun, EPSettings, GPAlgebra, LikelihoodFactor
+from ..ep import EPRun, GPAlgebra, LikelihoodFactor
 from ..likelihoods.targets import check_targets
 from ..posteriors import EPGPPosterior
 from ..validation import check_choice, check_data, check_kernel_inputs, check_prediction_inputs
+from .default_settings import default_ep_settings
 from .ep_base import EPModel, SiteProblem, check_ep_likelihood
 
 __all__ = ["EPGP", "PREDICT_WITH"]
@@ -68,7 +72,9 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
     :param ep_options: the EP options of :class:`~gpflow_ep.ep.EPSettings` as keyword arguments
         (``power``, ``cavity``, ``schedule``, ``damping``, ``max_sweeps``, ``tol``,
         ``criterion``, ``ep_mode``, ``relaxation``, ``min_precision``); they are kept as
-        :attr:`ep_settings`.
+        :attr:`ep_settings`. Without a ``schedule``, a likelihood that is not log-concave
+        (``StudentT``, ``NoisyStep``, ...) runs ``schedule="robust"`` (parallel EP falling back to the
+        convergent double loop) and any other parallel EP (:mod:`gpflow_ep.models.default_settings`).
     """
 
     def __init__(
@@ -89,7 +95,7 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.data = data_input_to_tensor((X, Y))
         self.num_data = X.shape[0]
-        self._init_ep(self.num_data, EPSettings().updated(**ep_options))
+        self._init_ep(self.num_data, default_ep_settings(likelihood, ep_options))
 
     # ---------------------------------------------------------------- the site problem
 

@@ -28,6 +28,7 @@ RUNS = {
     "double_loop_gpc": ([], []),
     "epgpc_scaling": ([], []),
     "logistic_uci": ([], [slow, data]),
+    "nested_default": ([], [slow]),
     "rep": (["--parts", "C1", "--u", "0.8", "--c", "1000", "--random-configs", "1"], [slow]),
     "rep_synthetic": (["--flip-rates", "0.1", "--test-points", "1000"], [slow]),
     "rep_toy": (["--u", "0.8", "--c", "1000", "--random-configs", "1"], [slow]),

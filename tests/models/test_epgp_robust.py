@@ -45,7 +45,7 @@ def test_robust_ep_converges_where_plain_parallel_ep_does_not(outlier_data):
     EP (ρ = 1, α = 1) does not converge in 300 sweeps (and its "evidence" is absurd), the robust
     preset (ρ = ½, α = ½) converges.
     """
-    plain = _model(outlier_data, damping=1.0, power=1.0, max_sweeps=300)
+    plain = _model(outlier_data, schedule="parallel", damping=1.0, power=1.0, max_sweeps=300)
     with pytest.warns(EPConvergenceWarning):
         assert not bool(plain.run_ep().converged)
     robust = _model(outlier_data, **robust_settings())

@@ -1,0 +1,52 @@
+r"""
+The EP settings a full-GP model (:class:`~gpflow_ep.models.EPGP` and the models built on it) runs
+when the user names no schedule.
+
+For a log-concave likelihood (:func:`gpflow_ep.likelihoods.is_log_concave`: probit, logistic,
+Gaussian, Laplace, Poisson, hinge, ...) the default is damped parallel EP (``schedule="parallel"``).
+For any other (GPflow's ``StudentT``, ``NoisyStep``, GPflow's jittered ``Bernoulli``/``Ordinal``, an
+unregistered likelihood) it is ``schedule="robust"``: the same damped parallel EP, and, when that has not
+converged after ``max_sweeps`` sweeps, the convergent double loop of the same power EP from its sites
+(:mod:`gpflow_ep.ep.fallback`; Jylänki, Vanhatalo & Vehtari 2011, Sec. 5). Where parallel EP converges
+the two give the same sites, evidence and cost; where it does not (negative sites make parallel EP
+oscillate) the fallback reaches the fixed point, so a nested training loss under
+``gpflow.optimizers.Scipy`` does not silently optimise a non-converged evidence. Power and damping
+stay the model's (EP's fixed point, α = 1, unless ``power`` is given); ``max_sweeps`` defaults to
+:data:`NOT_LOG_CONCAVE_MAX_SWEEPS` for these likelihoods (see the reliability guide for the
+measurement behind both numbers, ``benchmarks/nested_default.py``).
+
+A ``schedule`` given by the user is always kept, and so is every other option; options the double
+loop does not run (``relaxation``, ``cavity="full"``, ``criterion="alpha"``) keep parallel EP.
+"""
+
+from typing import Any, Dict
+
+from gpflow.likelihoods import Likelihood
+
+from ..ep import EPSettings
+from ..likelihoods import is_log_concave
+
+__all__ = ["default_ep_settings", "NOT_LOG_CONCAVE_SCHEDULE", "NOT_LOG_CONCAVE_MAX_SWEEPS"]
+
+#: the schedule of a likelihood that is not log-concave, when the user names none
+NOT_LOG_CONCAVE_SCHEDULE = "robust"
+#: its cap on sweeps (of parallel EP, then on outer steps of the double loop), when the user gives none
+NOT_LOG_CONCAVE_MAX_SWEEPS = 100
+
+
+def _double_loop_can_run(options: Dict[str, Any]) -> bool:
+    return (
+        options.get("relaxation") is None
+        and options.get("cavity", "fractional") == "fractional"
+        and options.get("criterion", "sites") != "alpha"
+    )
+
+
+def default_ep_settings(likelihood: Likelihood, ep_options: Dict[str, Any]) -> EPSettings:
+    """The settings of a full-GP model with ``likelihood`` built with the EP options ``ep_options``."""
+    options = dict(ep_options)
+    if options.get("schedule") is None and not is_log_concave(likelihood) and _double_loop_can_run(options):
+        options["schedule"] = NOT_LOG_CONCAVE_SCHEDULE
+        if options.get("max_sweeps") is None:
+            options["max_sweeps"] = NOT_LOG_CONCAVE_MAX_SWEEPS
+    return EPSettings().updated(**options)
