@@ -353,3 +353,21 @@ def test_an_ep_run_with_non_finite_results_is_not_stored(classification_data):
     assert not bool(run.converged) and not bool(m.ep_diagnostics.converged.numpy())
     for before, after in zip(sites, m.sites.variables):
         np.testing.assert_array_equal(before, after.numpy())
+
+
+@pytest.mark.slow
+def test_scipy_training_on_raw_features_warns_when_ep_inside_the_loss_does_not_converge():
+    """
+    Breast cancer's 569 points with their raw features (scales 1e-3 … 4e3) and a unit length-scale:
+    under ``Scipy().minimize`` of the nested loss, EP stops converging once the length-scale grows
+    (damped parallel EP's sites still move by ~3e-2 after 100 sweeps). The compiled loss warns once,
+    and ``ep_diagnostics`` counts every such run.
+    """
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = EPGPC((X, y[:, None].astype(np.float64)), gpflow.kernels.SquaredExponential(), Probit())
+    with pytest.warns(EPConvergenceWarning, match="nested training loss") as caught:
+        gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables)
+    assert sum(issubclass(w.category, EPConvergenceWarning) for w in caught) == 1
+    assert 0 < int(model.ep_diagnostics.runs_not_converged.numpy()) <= int(model.ep_diagnostics.runs.numpy())
