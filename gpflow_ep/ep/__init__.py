@@ -34,6 +34,7 @@ from .algebra import (
     SitePosterior,
     centred_natural_mean,
     eye_like,
+    is_positive_definite,
     project_sites,
     safe_cholesky,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "JointPosterior",
     "centred_natural_mean",
     "safe_cholesky",
+    "is_positive_definite",
     "project_sites",
     "eye_like",
     "GPAlgebra",

@@ -19,16 +19,18 @@ parameters (τ, ν):
 
 The algebra each implementation shares is written here once: the centring of the sites on the
 prior mean (:func:`centred_natural_mean`), the Cholesky factor with its success flag
-(:func:`safe_cholesky`) and the natural parameters Λ = A T Aᵀ, η = A ν that sites on projections
-h = Aᵀx add to a Gaussian (:func:`project_sites`).
+(:func:`safe_cholesky`; a matrix that may be indefinite is first tested, :func:`is_positive_definite`,
+so that TensorFlow never logs a failed factorisation) and the natural parameters Λ = A T Aᵀ,
+η = A ν that sites on projections h = Aᵀx add to a Gaussian (:func:`project_sites`).
 
 Everything else (cavities, tilted moments, site updates, damping, relaxation, clipping, skip
 counts, convergence) is the engine's, written once in :mod:`gpflow_ep.ep`.
 """
 
 import abc
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
+import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 
@@ -39,6 +41,7 @@ __all__ = [
     "JointPosterior",
     "centred_natural_mean",
     "safe_cholesky",
+    "is_positive_definite",
     "project_sites",
     "eye_like",
 ]
@@ -50,7 +53,7 @@ def eye_like(square: tf.Tensor) -> tf.Tensor:
     return tf.eye(shape[-1], batch_shape=shape[:-2], dtype=square.dtype)
 
 
-def safe_cholesky(matrix: tf.Tensor):
+def safe_cholesky(matrix: tf.Tensor, maybe_indefinite=False, sufficient: Optional[Callable[[], tf.Tensor]] = None):
     """
     (L, ok): the Cholesky factor of ``matrix`` [..., M, M] and whether every factor succeeded
     (finite, positive diagonal). TensorFlow fills a failed factor with NaNs; it is replaced by the
@@ -59,11 +62,79 @@ def safe_cholesky(matrix: tf.Tensor):
     failure TensorFlow fills the whole lower triangle with NaNs, and a NaN in ``matrix`` reaches
     the diagonal (L_jj² = M_jj - Σ_k L_jk²). The replacement is a ``tf.cond``, so a successful
     factor costs no O(M²) pass beyond the factorisation.
+
+    ``maybe_indefinite`` (a Python bool or a [] bool tensor): the caller cannot rule out that
+    ``matrix`` is indefinite (e.g. some site precision is negative). TensorFlow's CPU Cholesky
+    writes a warning to stderr every time it fails, so such a matrix is not handed to it blindly:
+    when ``maybe_indefinite`` holds, definiteness is decided first (:func:`~gpflow_ep.ep.is_positive_definite`:
+    Gershgorin's discs or the caller's cheap ``sufficient`` test, a callable returning a [] bool,
+    else the eigenvalues), and a matrix found not positive definite never reaches the Cholesky (the
+    identity is factorised in its place; the outcome is the failed one, ``ok`` False and L the
+    identity, as when the factorisation fails). When it does not hold (``False``, the default, for
+    matrices positive definite by construction; or a tensor that is False at run time, one
+    ``tf.cond`` more) the factorisation is the plain Cholesky with no test before it.
     """
+    if maybe_indefinite is not False:
+
+        def checked():  # the identity in place of a matrix that is not positive definite
+            definite = is_positive_definite(matrix, sufficient)
+            return tf.where(definite, matrix, eye_like(matrix)), definite
+
+        matrix, definite = _cond(maybe_indefinite, checked, lambda: (matrix, tf.constant(True)))
     chol = tf.linalg.cholesky(matrix)
     diag = tf.linalg.diag_part(chol)
     ok = tf.reduce_all(tf.math.is_finite(diag)) & tf.reduce_all(diag > 0.0)
+    if maybe_indefinite is not False:
+        ok = ok & definite
     return tf.cond(ok, lambda: chol, lambda: eye_like(matrix)), ok
+
+
+def _cond(pred, true_fn, false_fn):
+    """``tf.cond``, or the branch itself when ``pred`` is known when the graph is built (a constant
+    predicate would leave Grappler a dead branch to prune, which it reports on stderr)."""
+    value = tf.get_static_value(pred)
+    if value is not None:
+        return true_fn() if bool(value) else false_fn()
+    return tf.cond(pred, true_fn, false_fn)
+
+
+#: relative margin of the cheap sufficient tests of definiteness (a matrix within it goes to the eigenvalues)
+SUFFICIENT_MARGIN = 1e-6
+
+
+def is_positive_definite(matrix: tf.Tensor, sufficient: Optional[Callable[[], tf.Tensor]] = None) -> tf.Tensor:
+    r"""
+    [] bool: every block of the symmetric ``matrix`` [..., M, M] is positive definite (its lower
+    triangle is read, as by the Cholesky), decided without a Cholesky factorisation that could fail.
+
+    First the cheap sufficient tests, O(M²): Gershgorin's discs (every row diagonally dominant,
+    A_ii > Σ_{j≠i} |A_ij|, with a relative margin of 1e-6) or the caller's ``sufficient`` (a
+    callable returning a [] bool). Only when both fail are the eigenvalues computed (O(M³), a few
+    times a Cholesky factorisation): positive definite when the smallest exceeds M ε times the
+    largest in magnitude, the rounding level below which a Cholesky factorisation may fail (a
+    numerically singular matrix counts as not positive definite). A matrix with a non-finite entry is
+    not positive definite (and never reaches the eigensolver, which raises on it).
+    """
+    lower = tf.linalg.band_part(matrix, -1, 0)
+    diag = tf.linalg.diag_part(matrix)
+    lower_abs = tf.abs(lower)
+    off = (
+        tf.reduce_sum(lower_abs, axis=-1) + tf.reduce_sum(lower_abs, axis=-2) - 2.0 * tf.abs(diag)
+    )  # Σ_{j≠i} |A_ij| from the lower triangle
+    quick = tf.reduce_all(diag > 0.0) & tf.reduce_all(off < (1.0 - SUFFICIENT_MARGIN) * diag)
+    if sufficient is not None:
+        quick = quick | sufficient()
+
+    def eigenvalues():
+        finite = tf.reduce_all(tf.math.is_finite(lower))
+        safe = tf.where(finite, matrix, eye_like(matrix))
+        eig = tf.linalg.eigvalsh(safe)
+        size = tf.cast(tf.shape(matrix)[-1], matrix.dtype)
+        eps = tf.constant(np.finfo(matrix.dtype.as_numpy_dtype).eps, matrix.dtype)
+        scale = tf.reduce_max(tf.abs(eig), axis=-1, keepdims=True)
+        return finite & tf.reduce_all(eig > size * eps * scale)
+
+    return _cond(quick, lambda: tf.constant(True), eigenvalues)
 
 
 def centred_natural_mean(precision: tf.Tensor, natural_mean: tf.Tensor, offset) -> tf.Tensor:

@@ -15,7 +15,12 @@ A₋ = diag(√-τ_J):
 
 C is positive definite exactly when q is a proper Gaussian, so its Cholesky factor doubles as the
 propriety test (TensorFlow fills a failed factor with NaNs; we test for that and never propagate
-them). Both factorisations are Cholesky decompositions; the cost is O(n³) with an extra O(n²|J|).
+them). B is positive definite by construction and factorised directly. C may be indefinite, and
+TensorFlow reports every failed factorisation on stderr, so C is factorised only once it is known to
+be positive definite (:func:`~gpflow_ep.ep.safe_cholesky` with ``maybe_indefinite``): when
+trace(A₋ Σ₊[J, J] A₋) < 1 (then every eigenvalue of C is positive; O(|J|)) or C is diagonally
+dominant, else by its eigenvalues. Both factorisations are Cholesky decompositions; the cost is
+O(n³) with an extra O(n²|J|) (and O(|J|³) for the eigenvalues when the cheap tests fail).
 
 The normaliser needed by the EP energy is
 
@@ -25,7 +30,15 @@ The normaliser needed by the EP energy is
 import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
-from .algebra import JointPosterior, SiteAlgebra, SiteMarginals, SitePosterior, centred_natural_mean, safe_cholesky
+from .algebra import (
+    SUFFICIENT_MARGIN,
+    JointPosterior,
+    SiteAlgebra,
+    SiteMarginals,
+    SitePosterior,
+    centred_natural_mean,
+    safe_cholesky,
+)
 
 __all__ = ["GPSiteFactorisation", "GPAlgebra"]
 
@@ -68,7 +81,13 @@ class GPSiteFactorisation:
         )  # Σ₊[:, J], [N, |J|]
         P = tf.gather(S_J, self._J)  # Σ₊[J, J]
         C = tf.eye(tf.size(self._J), dtype=dtype) - a_neg[:, None] * P * a_neg[None, :]
-        self._L_C, ok_C = safe_cholesky(C)
+        # C may be indefinite (q improper): decided before factorising (safe_cholesky), first by
+        # λ_max(A₋ P A₋) ≤ trace(A₋ P A₋) = Σ_J -τ_j P_jj < 1, O(|J|)
+        self._L_C, ok_C = safe_cholesky(
+            C,
+            maybe_indefinite=tf.size(self._J) > 0,
+            sufficient=lambda: tf.reduce_sum(tf.square(a_neg) * tf.linalg.diag_part(P)) < 1.0 - SUFFICIENT_MARGIN,
+        )
         self._a_neg = a_neg
         W = tf.linalg.triangular_solve(self._L_C, a_neg[:, None] * tf.transpose(S_J))  # [|J|, N]
         u = tf.linalg.triangular_solve(

@@ -60,7 +60,8 @@ class LinearGaussianAlgebra(SiteAlgebra):
     def _weights_form(self, precision, natural_mean):
         X, s2 = self.X, self.noise_variance
         A = tf.matmul(X, X, transpose_a=True) / s2 + tf.linalg.diag(precision[:, 0])
-        L, ok = safe_cholesky(A)
+        # positive definite when every τ_i > 0; otherwise decided before factorising (safe_cholesky)
+        L, ok = safe_cholesky(A, maybe_indefinite=tf.reduce_any(precision <= 0.0))
         b = natural_mean + tf.matmul(X, self.y, transpose_a=True) / s2
         mean = tf.linalg.cholesky_solve(L, b)
         L_inv = tf.linalg.triangular_solve(L, tf.eye(tf.shape(A)[0], dtype=A.dtype), lower=True)

@@ -17,8 +17,10 @@ eq. 29 with its factor ½ and sign corrected) is
 
     g(q) - g(prior) = -Σ_j log (L_B)_jj + ½ ‖c‖².
 
-Everything costs O(nm²); no inverse is formed. A failed Cholesky (q improper, possible only with
-negative site precisions) is detected and flagged, never propagated as NaN.
+Everything costs O(nm²); no inverse is formed. q is improper only with negative site
+precisions; then B is factorised only once known to be positive definite (TensorFlow reports a failed
+Cholesky factorisation on stderr; :meth:`WhitenedGaussian.from_sites`), and an improper q is
+flagged, never propagated as NaN.
 
 Every matrix may carry leading batch dimensions: C independent blocks v = (v^1, …, v^C) (a GP per
 class in :class:`~gpflow_ep.models.SEPMGPC`), Λ [C, M, M], A [C, M, P] with one column per (block,
@@ -35,6 +37,7 @@ import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 
 from .algebra import (
+    SUFFICIENT_MARGIN,
     JointPosterior,
     SiteAlgebra,
     SiteMarginals,
@@ -63,17 +66,34 @@ class WhitenedGaussian:
     """
 
     @check_shapes("Lambda: [batch..., M, M]", "eta: [batch..., M, 1]")
-    def __init__(self, Lambda, eta):
+    def __init__(self, Lambda, eta, maybe_indefinite=False, sufficient=None):
+        """
+        ``maybe_indefinite``, ``sufficient``: as for :func:`~gpflow_ep.ep.safe_cholesky` — whether
+        I + Λ may be indefinite (negative site precisions), and a cheap sufficient test of its
+        definiteness; by default Λ is taken to be positive semi-definite and I + Λ factorised directly.
+        """
         #: L_B = chol(I + Λ) (the identity when q is improper)
-        self.cholesky, self.proper = safe_cholesky(eye_like(Lambda) + Lambda)
+        self.cholesky, self.proper = safe_cholesky(eye_like(Lambda) + Lambda, maybe_indefinite, sufficient)
         #: c = L_B⁻¹η
         self.half_mean = tf.linalg.triangular_solve(self.cholesky, eta)
 
     @staticmethod
     @check_shapes("A: [broadcast batch..., M, N]", "precision: [batch..., N, 1]", "natural_mean: [batch..., N, 1]")
     def from_sites(A, precision, natural_mean) -> "WhitenedGaussian":
-        """Λ = A T Aᵀ, η = A ν from [..., M, N] projections and [..., N, 1] sites (one per column)."""
-        return WhitenedGaussian(*project_sites(A, precision, natural_mean))
+        """
+        Λ = A T Aᵀ, η = A ν from [..., M, N] projections and [..., N, 1] sites (one per column).
+        With every τ_i ≥ 0, I + Λ is positive definite and factorised directly; with negative ones
+        it may not be, and is factorised only once known to be (:func:`~gpflow_ep.ep.safe_cholesky`):
+        first by λ_min(I + Λ) ≥ 1 - Σ_{τ_i < 0} |τ_i| ‖a_i‖² > 0 (O(MN), only then computed).
+        """
+
+        def negative_mass_below_one():
+            column_norms = tf.reduce_sum(tf.square(A), axis=-2)[..., None]  # ‖a_i‖², [..., N, 1]
+            mass = tf.reduce_sum(tf.nn.relu(-precision) * column_norms, axis=[-2, -1])
+            return tf.reduce_all(mass < 1.0 - SUFFICIENT_MARGIN)
+
+        Lambda, eta = project_sites(A, precision, natural_mean)
+        return WhitenedGaussian(Lambda, eta, tf.reduce_any(precision < 0.0), negative_mass_below_one)
 
     @staticmethod
     def from_factor(cholesky, half_mean, proper) -> "WhitenedGaussian":

@@ -27,7 +27,11 @@ in m, v, σ and ν are those of the quadrature sum.
 ν ∈ {3, 4, 10, 100} at α ∈ {1, ½} against SciPy), over cavity variances 1e-4…1e3 and means ±50,
 **for a = α(ν + 1)/2 ≥ 1.25** (e.g. ν ≥ 1.5 at α = 1, ν ≥ 4 at α = ½). For smaller a the left tail
 (e^(a t)) makes the 45-nat window wider than 128 nodes resolve, and the generic adaptive rule of
-:mod:`gpflow_ep.ep.quadrature` is used instead (a ``tf.cond`` on a).
+:mod:`gpflow_ep.ep.quadrature` is used instead. For a ν that is a number (GPflow's default) the rule
+is chosen in Python, so the graph holds that rule alone (a ``tf.cond`` on a constant predicate leaves
+Grappler a dead branch to prune, which it reports on stderr, and, differentiated, made TensorFlow's
+type inference report a failure); for a learned ν it is a ``tf.cond`` whose gradient differentiates
+the chosen rule only (:func:`_either_rule`).
 
 **Cost**: 181 probes and 128 nodes of a few exponentials per site, no evaluation of the likelihood
 (the generic rule makes ~1,900); timings against the generic rule are in the documentation's
@@ -98,9 +102,54 @@ def student_t_tilted(likelihood, X, Y, m, v, power):
     Y = tf.cast(Y, m.dtype)
     m, v = m + tf.zeros_like(v), v + tf.zeros_like(m)
     Y = Y + tf.zeros_like(m)
-    shape = power * (tf.cast(likelihood.df, m.dtype) + 1.0) / 2.0
-    return tf.cond(
-        shape >= MIN_SHAPE,
-        lambda: _mixture_rule(Y, m, v, likelihood.scale, likelihood.df, power),
-        lambda: tuple(quadrature_tilted_moments(likelihood, X, Y, m, v, power)),
-    )
+
+    def mixture(m, v):
+        return _mixture_rule(Y, m, v, likelihood.scale, likelihood.df, power)
+
+    def generic(m, v):
+        return tuple(quadrature_tilted_moments(likelihood, X, Y, m, v, power))
+
+    df = likelihood.df
+    if isinstance(df, (int, float, np.number, np.ndarray)):  # GPflow's default: ν a number, the rule known now
+        return mixture(m, v) if power * (float(df) + 1.0) / 2.0 >= MIN_SHAPE else generic(m, v)
+    use_mixture = power * (tf.cast(df, m.dtype) + 1.0) / 2.0 >= MIN_SHAPE
+    if tf.executing_eagerly():
+        return mixture(m, v) if bool(use_mixture) else generic(m, v)
+    return _either_rule(use_mixture, mixture, generic, m, v)
+
+
+def _either_rule(use_mixture, mixture, generic, m, v):
+    r"""
+    ``tf.cond(use_mixture, mixture, generic)`` of (m, v), for a ν learned as a ``gpflow.Parameter``,
+    with a gradient that differentiates the chosen rule alone (recomputing it in the backward pass).
+    TensorFlow's own gradient of a ``tf.cond`` has each branch output its intermediates wrapped in
+    optionals matched by position only; where the two rules' intermediates differ in type (a bool of
+    the generic rule against a float of the mixture) its graph type inference can report a failure on
+    stderr (it did for ``EPGP``'s nested training loss). Here no ``tf.cond`` is differentiated.
+    """
+
+    @tf.custom_gradient
+    def select(m, v):
+        values = tf.cond(use_mixture, lambda: mixture(m, v), lambda: generic(m, v))
+
+        def grad(*output_grads, variables=None):
+            variables = list(variables or [])
+            output_grads = [tf.zeros_like(x) if g is None else g for g, x in zip(output_grads, values)]
+
+            def backward(rule):
+                def run():
+                    with tf.GradientTape() as tape:
+                        tape.watch([m, v])
+                        out = rule(m, v)
+                    return tape.gradient(
+                        out, [m, v] + variables, output_grads, unconnected_gradients=tf.UnconnectedGradients.ZERO
+                    )
+
+                return run
+
+            grads = tf.cond(use_mixture, backward(mixture), backward(generic))
+            return (grads[:2], grads[2:]) if variables else grads[:2]
+
+        return values, grad
+
+    return select(m, v)
