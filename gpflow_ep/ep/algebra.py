@@ -108,7 +108,7 @@ def is_positive_definite(matrix: tf.Tensor, sufficient: Optional[Callable[[], tf
     triangle is read, as by the Cholesky), decided without a Cholesky factorisation that could fail.
 
     First the cheap sufficient tests, O(M²): Gershgorin's discs (every row diagonally dominant,
-    A_ii > Σ_{j≠i} |A_ij|, with a relative margin of 1e-6) or the caller's ``sufficient`` (a
+    A_ii > Σ_{j≠i} abs(A_ij), with a relative margin of 1e-6) or the caller's ``sufficient`` (a
     callable returning a [] bool). Only when both fail are the eigenvalues computed (O(M³), a few
     times a Cholesky factorisation): positive definite when the smallest exceeds M ε times the
     largest in magnitude, the rounding level below which a Cholesky factorisation may fail (a

@@ -84,7 +84,7 @@ class WhitenedGaussian:
         Λ = A T Aᵀ, η = A ν from [..., M, N] projections and [..., N, 1] sites (one per column).
         With every τ_i ≥ 0, I + Λ is positive definite and factorised directly; with negative ones
         it may not be, and is factorised only once known to be (:func:`~gpflow_ep.ep.safe_cholesky`):
-        first by λ_min(I + Λ) ≥ 1 - Σ_{τ_i < 0} |τ_i| ‖a_i‖² > 0 (O(MN), only then computed).
+        first by λ_min(I + Λ) ≥ 1 - Σ_{τ_i < 0} (−τ_i) ‖a_i‖² > 0 (O(MN), only then computed).
         """
 
         def negative_mass_below_one():

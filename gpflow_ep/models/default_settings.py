@@ -16,7 +16,9 @@ stay the model's (EP's fixed point, α = 1, unless ``power`` is given); ``max_sw
 measurement behind both numbers, ``benchmarks/nested_default.py``).
 
 A ``schedule`` given by the user is always kept, and so is every other option; options the double
-loop does not run (``relaxation``, ``cavity="full"``, ``criterion="alpha"``) keep parallel EP.
+loop does not run (``relaxation``, ``cavity="full"``, ``criterion="alpha"``) keep parallel EP, at
+construction and in one ``run_ep(**overrides)`` call alike (:func:`run_settings`), so ``run_ep(**o)``
+runs what a model built with ``**o`` runs.
 """
 
 from typing import Any, Dict
@@ -26,7 +28,7 @@ from gpflow.likelihoods import Likelihood
 from ..ep import EPSettings
 from ..likelihoods import is_log_concave
 
-__all__ = ["default_ep_settings", "NOT_LOG_CONCAVE_SCHEDULE", "NOT_LOG_CONCAVE_MAX_SWEEPS"]
+__all__ = ["default_ep_settings", "run_settings", "NOT_LOG_CONCAVE_SCHEDULE", "NOT_LOG_CONCAVE_MAX_SWEEPS"]
 
 #: the schedule of a likelihood that is not log-concave, when the user names none
 NOT_LOG_CONCAVE_SCHEDULE = "robust"
@@ -50,3 +52,18 @@ def default_ep_settings(likelihood: Likelihood, ep_options: Dict[str, Any]) -> E
         if options.get("max_sweeps") is None:
             options["max_sweeps"] = NOT_LOG_CONCAVE_MAX_SWEEPS
     return EPSettings().updated(**options)
+
+
+def run_settings(settings: EPSettings, overrides: Dict[str, Any], schedule_given: bool) -> EPSettings:
+    """
+    The settings of one run with ``overrides`` of a model whose settings are ``settings``: when the
+    schedule is the default one for a non-log-concave likelihood (``schedule_given`` False) and the
+    overrides ask for an option the double loop does not run, parallel EP.
+    """
+    updated = settings.updated(**overrides)
+    defaulted = not schedule_given and overrides.get("schedule") is None
+    if defaulted and updated.schedule == NOT_LOG_CONCAVE_SCHEDULE:
+        fields = dict(relaxation=updated.relaxation, cavity=updated.cavity, criterion=updated.criterion)
+        if not _double_loop_can_run(fields):
+            return updated.updated(schedule="parallel")
+    return updated

@@ -46,7 +46,7 @@ from ..ep import EPRun, GPAlgebra, LikelihoodFactor
 from ..likelihoods.targets import check_targets
 from ..posteriors import EPGPPosterior
 from ..validation import check_choice, check_data, check_kernel_inputs, check_prediction_inputs
-from .default_settings import default_ep_settings
+from .default_settings import default_ep_settings, run_settings
 from .ep_base import EPModel, SiteProblem, check_ep_likelihood
 
 __all__ = ["EPGP", "PREDICT_WITH"]
@@ -95,6 +95,8 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.data = data_input_to_tensor((X, Y))
         self.num_data = X.shape[0]
+        #: whether the user named the schedule (else it is the likelihood's default, kept so by run_ep's overrides)
+        self._schedule_given = ep_options.get("schedule") is not None
         self._init_ep(self.num_data, default_ep_settings(likelihood, ep_options))
 
     # ---------------------------------------------------------------- the site problem
@@ -125,7 +127,7 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         :warns EPConvergenceWarning: when the run did not converge (eagerly; inside a compiled loss
             the outcome is in :attr:`ep_diagnostics`).
         """
-        return self._run(self.check_settings(self.ep_settings.updated(**overrides)), ".run_ep")
+        return self._run(self.check_settings(run_settings(self.ep_settings, overrides, self._schedule_given)), ".run_ep")
 
     # ---------------------------------------------------------------- objective
 

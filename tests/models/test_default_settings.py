@@ -11,7 +11,7 @@ from gpflow_ep.datasets.synthetic import noisy_mixture
 from gpflow_ep.ep import EPConvergenceWarning, Relaxation, robust_settings
 from gpflow_ep.likelihoods import NoisyStep, Probit
 from gpflow_ep.models import EPGP, EPGPC, PowerEP, RelaxedEP
-from gpflow_ep.models.default_settings import NOT_LOG_CONCAVE_MAX_SWEEPS, default_ep_settings
+from gpflow_ep.models.default_settings import NOT_LOG_CONCAVE_MAX_SWEEPS, default_ep_settings, run_settings
 
 STUDENT_T = gpflow.likelihoods.StudentT
 
@@ -52,6 +52,25 @@ def test_options_given_by_the_user_are_kept(options, schedule):
     assert settings.schedule == schedule
     for name, value in options.items():
         assert getattr(settings, name) == value
+
+
+@pytest.mark.parametrize(
+    "overrides, schedule",
+    [
+        (dict(power=0.5), "robust"),
+        (dict(relaxation=Relaxation(penalty=1.0)), "parallel"),
+        (dict(cavity="full"), "parallel"),
+        (dict(criterion="alpha"), "parallel"),
+        (dict(schedule="sequential"), "sequential"),
+    ],
+)
+def test_run_ep_overrides_run_what_a_model_built_with_them_runs(overrides, schedule):
+    defaulted = default_ep_settings(STUDENT_T(), {})
+    assert run_settings(defaulted, overrides, schedule_given=False).schedule == schedule
+    assert default_ep_settings(STUDENT_T(), overrides).schedule == schedule
+    # a schedule the user named is theirs: an option the double loop does not run is then refused by it
+    named = default_ep_settings(STUDENT_T(), dict(schedule="robust"))
+    assert run_settings(named, overrides, schedule_given=True).schedule == overrides.get("schedule", "robust")
 
 
 def test_models_apply_the_default():
