@@ -28,6 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 MESSAGES = ("Cholesky decomposition was not successful", "Type inference failed", "Skipping loop optimization")
@@ -89,6 +91,8 @@ tf.linalg.cholesky(tf.constant([[1.0, 2.0], [2.0, 1.0]], tf.float64)).numpy()
 """
 
 
+@pytest.mark.slow  # ~50-90 s (a subprocess training two models); tests/ep/test_definiteness.py and
+# tests/likelihoods/test_student_t_graphs.py check the same stderr in-process in the default run
 def test_expected_failures_inside_ep_write_nothing_on_stderr():
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0", "PYTHONPATH": path}

@@ -39,6 +39,7 @@ def test_preset_is_damped_fractional_parallel_ep():
     assert (settings.schedule, settings.power, settings.damping) == ("robust", 0.5, 0.5)
 
 
+@pytest.mark.slow  # ~50 s: 300 undamped sweeps and the preset's run at n = 100
 def test_robust_ep_converges_where_plain_parallel_ep_does_not(outlier_data):
     """
     A short length-scale and a large signal variance with ν = 1 and 15% outliers: undamped parallel
