@@ -25,7 +25,7 @@ from typing import Any, Dict
 
 from gpflow.likelihoods import Likelihood
 
-from ..ep import EPSettings
+from ..ep import EPSettings, get_schedule
 from ..likelihoods import is_log_concave
 
 __all__ = ["default_ep_settings", "run_settings", "NOT_LOG_CONCAVE_SCHEDULE", "NOT_LOG_CONCAVE_MAX_SWEEPS"]
@@ -36,22 +36,25 @@ NOT_LOG_CONCAVE_SCHEDULE = "robust"
 NOT_LOG_CONCAVE_MAX_SWEEPS = 100
 
 
-def _double_loop_can_run(options: Dict[str, Any]) -> bool:
-    return (
-        options.get("relaxation") is None
-        and options.get("cavity", "fractional") == "fractional"
-        and options.get("criterion", "sites") != "alpha"
-    )
+def _runs_the_fallback(settings: EPSettings) -> bool:
+    """Whether the robust schedule runs ``settings`` (its own check: the options its double loop refuses)."""
+    try:
+        get_schedule(NOT_LOG_CONCAVE_SCHEDULE).check_settings(settings)
+    except ValueError:
+        return False
+    return True
 
 
 def default_ep_settings(likelihood: Likelihood, ep_options: Dict[str, Any]) -> EPSettings:
     """The settings of a full-GP model with ``likelihood`` built with the EP options ``ep_options``."""
-    options = dict(ep_options)
-    if options.get("schedule") is None and not is_log_concave(likelihood) and _double_loop_can_run(options):
-        options["schedule"] = NOT_LOG_CONCAVE_SCHEDULE
-        if options.get("max_sweeps") is None:
-            options["max_sweeps"] = NOT_LOG_CONCAVE_MAX_SWEEPS
-    return EPSettings().updated(**options)
+    settings = EPSettings().updated(**ep_options)
+    if ep_options.get("schedule") is None and not is_log_concave(likelihood):
+        robust = settings.updated(
+            schedule=NOT_LOG_CONCAVE_SCHEDULE, max_sweeps=ep_options.get("max_sweeps") or NOT_LOG_CONCAVE_MAX_SWEEPS
+        )
+        if _runs_the_fallback(robust):
+            return robust
+    return settings
 
 
 def run_settings(settings: EPSettings, overrides: Dict[str, Any], schedule_given: bool) -> EPSettings:
@@ -62,8 +65,6 @@ def run_settings(settings: EPSettings, overrides: Dict[str, Any], schedule_given
     """
     updated = settings.updated(**overrides)
     defaulted = not schedule_given and overrides.get("schedule") is None
-    if defaulted and updated.schedule == NOT_LOG_CONCAVE_SCHEDULE:
-        fields = dict(relaxation=updated.relaxation, cavity=updated.cavity, criterion=updated.criterion)
-        if not _double_loop_can_run(fields):
-            return updated.updated(schedule="parallel")
+    if defaulted and updated.schedule == NOT_LOG_CONCAVE_SCHEDULE and not _runs_the_fallback(updated):
+        return updated.updated(schedule="parallel")
     return updated
