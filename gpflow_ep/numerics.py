@@ -26,32 +26,56 @@ _HALF_LOG_2PI = float(0.5 * np.log(2.0 * np.pi))
 #: below this x the asymptotic series replaces log(erfc), which underflows below x ≈ -38
 _SERIES_BELOW = -20.0
 _SERIES_TERMS = 8
+#: (-1)^k (2k-1)!! for k = 0, ..., 8
+_SERIES_COEFFICIENTS = [float((-1) ** k * np.prod(np.arange(1, 2 * k, 2))) for k in range(_SERIES_TERMS + 1)]
 
 
+def _mills_series(below):
+    """Σ_{k=0}^{8} (-1)^k (2k-1)!! / x^{2k} (Horner in 1/x²), the asymptotic series of Φ(x)/φ(x)·(-x), x ≤ -20."""
+    inverse_square = 1.0 / tf.square(below)
+    series = tf.fill(tf.shape(below), tf.constant(_SERIES_COEFFICIENTS[-1], below.dtype))
+    for coefficient in _SERIES_COEFFICIENTS[-2::-1]:
+        series = series * inverse_square + coefficient
+    return series
+
+
+def _any_below(x):
+    return tf.reduce_any(x < _SERIES_BELOW)
+
+
+@tf.custom_gradient
 def log_ndtr(x):
-    """log Φ(x) for float64 ``x`` of any shape, accurate to 1e-13 relative for x < 30 (module docstring)."""
+    """
+    log Φ(x) for float64 ``x`` of any shape, accurate to 1e-13 relative for x < 30 (module docstring).
+    Its gradient is the inverse Mills ratio φ(x)/Φ(x), computed directly: exp(log φ(x) - log Φ(x))
+    for x ≥ -20 and -x/S(x) below, S the series above (one exp per element instead of the chain
+    rule through both branches; differentiable again).
+    """
     x = tf.convert_to_tensor(x)
     above = tf.maximum(x, _SERIES_BELOW)
     positive = above >= 0.0
     tail = 0.5 * tf.math.erfc(tf.where(positive, above, -above) * _SQRT_HALF)  # Φ(-|x|), differentiable at 0
-    log_cdf = tf.where(
-        positive,
-        tf.math.log1p(-tf.where(positive, tail, tf.zeros_like(tail))),
-        tf.math.log(tf.where(positive, tf.ones_like(tail), tail)),
-    )
+    log_cdf = tf.where(positive, tf.math.log1p(-tail), tf.math.log(tail))
 
     def with_series():
         below = tf.minimum(x, _SERIES_BELOW)
-        inverse_square = 1.0 / tf.square(below)
-        term, series = tf.ones_like(below), tf.ones_like(below)
-        for k in range(1, _SERIES_TERMS + 1):
-            term = -term * (2 * k - 1) * inverse_square
-            series = series + term
-        asymptotic = -0.5 * tf.square(below) - _HALF_LOG_2PI - tf.math.log(-below) + tf.math.log(series)
+        asymptotic = -0.5 * tf.square(below) - _HALF_LOG_2PI - tf.math.log(-below) + tf.math.log(_mills_series(below))
         return tf.where(x < _SERIES_BELOW, asymptotic, log_cdf)
 
     # the series only when some x needs it (rare: x < -20), so the common case pays for one erfc
-    return tf.cond(tf.reduce_any(x < _SERIES_BELOW), with_series, lambda: log_cdf)
+    value = tf.cond(_any_below(x), with_series, lambda: log_cdf)
+
+    def gradient(upstream):
+        above = tf.maximum(x, _SERIES_BELOW)
+        ratio = tf.exp(-0.5 * tf.square(above) - _HALF_LOG_2PI - tf.where(x < _SERIES_BELOW, log_cdf, value))
+
+        def series_ratio():
+            below = tf.minimum(x, _SERIES_BELOW)
+            return tf.where(x < _SERIES_BELOW, -below / _mills_series(below), ratio)
+
+        return upstream * tf.cond(_any_below(x), series_ratio, lambda: ratio)
+
+    return value, gradient
 
 
 ndtr = special_math.ndtr

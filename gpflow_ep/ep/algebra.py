@@ -35,6 +35,7 @@ import tensorflow as tf
 from check_shapes import check_shapes
 
 __all__ = [
+    "shape_of",
     "SiteAlgebra",
     "SiteMarginals",
     "SitePosterior",
@@ -47,9 +48,27 @@ __all__ = [
 ]
 
 
+def shape_of(tensor: tf.Tensor) -> list:
+    """
+    The shape of ``tensor`` as a list: the dimensions known when tracing as Python ints (no graph
+    op), the others as scalar tensors. Reshapes built from it cost no shape ops in a compiled step
+    whose shapes are static.
+    """
+    if tensor.shape.rank is None:
+        return tf.unstack(tf.shape(tensor))
+    dynamic = None
+    dims = []
+    for i, d in enumerate(tensor.shape):
+        if d is None:
+            dynamic = tf.shape(tensor) if dynamic is None else dynamic
+            d = dynamic[i]
+        dims.append(d)
+    return dims
+
+
 def eye_like(square: tf.Tensor) -> tf.Tensor:
     """The identity of the shape of ``square`` [..., M, M]."""
-    shape = tf.shape(square)
+    shape = shape_of(square)
     return tf.eye(shape[-1], batch_shape=shape[:-2], dtype=square.dtype)
 
 

@@ -46,6 +46,7 @@ from .algebra import (
     eye_like,
     project_sites,
     safe_cholesky,
+    shape_of,
 )
 
 __all__ = ["WhitenedGaussian", "WhitenedAlgebra", "Projections", "SitePairs", "blocked", "flat", "eye_like"]
@@ -192,13 +193,13 @@ def blocked(pair_values, A):
     Pair rows [C·P, k] as [C, P, k] for projections A [C, M, P] or one block [1, M, P] shared by
     the C blocks (unchanged when A is [M, P]).
     """
-    shape = [tf.shape(A)[-1], tf.shape(pair_values)[-1]]
+    shape = [shape_of(A)[-1], shape_of(pair_values)[-1]]
     return tf.reshape(pair_values, shape if A.shape.rank == 2 else [-1] + shape)
 
 
 def flat(values):
     """[C, P, k] (or [P, k]) as pair rows [C·P, k]."""
-    return tf.reshape(values, [-1, tf.shape(values)[-1]])
+    return tf.reshape(values, [-1, shape_of(values)[-1]])
 
 
 class WhitenedAlgebra(SiteAlgebra):

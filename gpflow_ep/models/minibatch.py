@@ -90,3 +90,7 @@ class MinibatchEPModel(abc.ABC):
     @abc.abstractmethod
     def minibatch_log_marginal_likelihood(self, batch) -> tf.Tensor:
         """An unbiased minibatch estimate of the evidence log Z_EP at the stored q, to report (no gradient); pure."""
+
+    def minibatch_objective_and_evidence(self, batch) -> Tuple[tf.Tensor, tf.Tensor]:
+        """Both of the above for one batch (a model may share their work; by default computed apart)."""
+        return self.minibatch_objective(batch), self.minibatch_log_marginal_likelihood(batch)

@@ -81,6 +81,7 @@ from .sparse_sites import (
     SparseEPState,
     WhitenedPrior,
     batch_cavities,
+    batch_tilted,
     evidence_estimate,
     propose_refresh,
     refresh_damping,
@@ -463,15 +464,8 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         υ_i(ξ) = K_uu⁻¹k_i. Its gradient is an unbiased estimate of the gradient of log Z_q at an EP
         fixed point; its value is not an evidence. Sites whose cavity is improper contribute 0.
         """
-        frame = self._frame(batch)
-        settings = self.ep_settings
         self.check_minibatch_objective()
-        index = frame.sites.index
-        rows = self.ep_state.site_rows(index)
-        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
-        dtype = frame.L.dtype
-        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype) / settings.power  # n/(α|M|)
-        return surrogate_objective(frame, cavities, self._site_factor(frame.sites, frame.s), scale, settings.power)
+        return self._minibatch_terms(self._frame(batch), objective=True, evidence=False)[0]
 
     @check_shapes("return: []")
     def minibatch_log_marginal_likelihood(self, batch) -> tf.Tensor:
@@ -486,15 +480,31 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         ``MinibatchEP().loss_closure`` report); it carries no gradient: train on
         :meth:`minibatch_objective`.
         """
-        frame = self._frame(batch)
+        return self._minibatch_terms(self._frame(batch), objective=False, evidence=True)[1]
+
+    def minibatch_objective_and_evidence(self, batch) -> Tuple[tf.Tensor, tf.Tensor]:
+        """
+        (:meth:`minibatch_objective`, :meth:`minibatch_log_marginal_likelihood`) of one batch or
+        frame, sharing the batch's cavities and tilted normalisers (a training step needs both).
+        """
+        self.check_minibatch_objective()
+        return self._minibatch_terms(self._frame(batch), objective=True, evidence=True)
+
+    def _minibatch_terms(self, frame: Frame, objective: bool, evidence: bool):
+        """F_M and/or log Ẑ_M (None for the one not asked for) from one set of the batch's cavities and log Z_i."""
         settings = self.ep_settings
         index = frame.sites.index
-        rows = self.ep_state.site_rows(index)
-        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        tau, nu = self.ep_state.site_rows(index, natural_only=True)
+        cavities = batch_cavities(frame, tau, nu, settings.removed_fraction)
+        factor = self._site_factor(frame.sites, frame.s)
+        tilted = batch_tilted(cavities, factor, settings.power, derivatives=objective)
         dtype = frame.L.dtype
         scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype)  # n/|M|
-        factor = self._site_factor(frame.sites, frame.s)
-        return tf.stop_gradient(evidence_estimate(frame, cavities, factor, rows[0], rows[1], settings, scale))
+        F = surrogate_objective(frame, cavities, tilted, scale / settings.power) if objective else None
+        log_z = None
+        if evidence:
+            log_z = tf.stop_gradient(evidence_estimate(frame, cavities, tilted, factor, tau, nu, settings, scale))
+        return F, log_z
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
         """

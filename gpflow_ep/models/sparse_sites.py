@@ -57,6 +57,7 @@ from ..ep import (
     propose_sites,
 )
 from ..ep.energy import cavity_log_normaliser_gap
+from ..ep.algebra import shape_of
 from ..ep.whitened import Projections, eye_like
 from .ep_state import EPState
 from .minibatch import SiteRefresh
@@ -68,7 +69,9 @@ __all__ = [
     "SiteBatch",
     "SparseEPState",
     "WhitenedPrior",
+    "BatchTilted",
     "batch_cavities",
+    "batch_tilted",
     "evidence_estimate",
     "propose_refresh",
     "refresh_damping",
@@ -154,6 +157,41 @@ class BatchCavities(NamedTuple):
     cross: tf.Tensor  # [C·P, 1] Cov_q(υ_nᵀu, υ_oᵀu)
 
 
+class BatchTilted(NamedTuple):
+    """The batch sites' tilted normalisers at their cavities, computed once for F_M and the evidence estimate."""
+
+    valid: tf.Tensor  # [S, 1] bool: the sites whose cavity is proper (jointly, for factors of several sites)
+    log_z: tf.Tensor  # [S, 1] log Z_i (power α), 0 where not valid
+    d_mean: Optional[tf.Tensor] = None  # [S, 1] ∂log Z_i/∂m at the cavity (no gradient), when asked for
+    d_var: Optional[tf.Tensor] = None  # [S, 1] ∂log Z_i/∂v
+
+
+def batch_tilted(cavities: BatchCavities, factor, power: float, derivatives: bool = True) -> BatchTilted:
+    r"""
+    log Z_i of each batch site at its cavity (``cavities``), 0 where the cavity is improper, and,
+    with ``derivatives``, its derivatives in the cavity's mean and variance (what F_M's gradient
+    needs), from the tilted moments the EP update uses: Z(m, v) = ∫ t(f)^α N(f; m, v) df and
+    ∂N/∂v = ½ ∂²N/∂m² give
+
+        ∂log Z/∂m = d₁,     ∂log Z/∂v = ½(d₂ + d₁²),
+
+    d₁, d₂ the first two derivatives of log Z in m (per site variable for factors of several, whose
+    cavity is a product over them). The likelihood's parameters stay live in ``log_z``.
+    """
+    cav = cavities.cavity
+    valid = factor.joint_validity(cav.valid)
+    mean = tf.where(valid, cav.mean, tf.zeros_like(cav.mean))
+    var = tf.where(valid, cav.var, tf.ones_like(cav.var))
+    moments = factor.tilted(mean, var, power)
+    zeros = tf.zeros_like(mean)
+    log_z = tf.where(valid, moments.log_z, zeros)
+    if not derivatives:
+        return BatchTilted(valid, log_z)
+    d_mean = tf.stop_gradient(tf.where(valid, moments.dlog_z, zeros))
+    d_var = tf.stop_gradient(tf.where(valid, 0.5 * (moments.d2log_z + tf.square(moments.dlog_z)), zeros))
+    return BatchTilted(valid, log_z, d_mean, d_var)
+
+
 def unless_same(same, value, compute):
     """``value`` when ``same`` is a true tensor, else ``compute()`` (always ``compute()`` if ``same`` is None)."""
     return compute() if same is None else tf.cond(same, lambda: value, compute)
@@ -179,7 +217,7 @@ def whitened_prior(blocks: PriorBlocks) -> WhitenedPrior:
     L = tf.linalg.cholesky(blocks.Kuu)
     A = tf.linalg.triangular_solve(L, blocks.Kuf)
     s = tf.maximum(blocks.Kff_diag - tf.reduce_sum(tf.square(A), axis=-2), 0.0)
-    s = tf.broadcast_to(s, tf.shape(blocks.mean))
+    s = tf.broadcast_to(s, shape_of(blocks.mean))
     return WhitenedPrior(L, A, tf.reshape(s, [-1, 1]), tf.reshape(blocks.mean, [-1, 1]))
 
 
@@ -190,7 +228,7 @@ def directions(L, A, num_blocks):
     computed once when the blocks share L and A.
     """
     U = tf.linalg.matrix_transpose(tf.linalg.triangular_solve(L, A, adjoint=True))  # [B, P, M]
-    return flat(tf.broadcast_to(U, tf.concat([[num_blocks], tf.shape(U)[1:]], axis=0)))
+    return flat(tf.broadcast_to(U, [num_blocks] + shape_of(U)[1:]))
 
 
 def refresh_damping(settings: EPSettings, num_refreshed, num_sites: int) -> tf.Tensor:
@@ -262,7 +300,7 @@ def propose_refresh(
     tau_d, nu_d = accept_proposal(tau_o, nu_o, proposal, tf.cast(damping, tau_o.dtype))
     pairs = frame.pairs
     pair_ok = pairs.all(ok)
-    U_new = tf.where(pair_ok, directions(frame.L, frame.A_new, tf.shape(frame.prior.mean)[0]), frame.U_old)
+    U_new = tf.where(pair_ok, directions(frame.L, frame.A_new, shape_of(frame.prior.mean)[0]), frame.U_old)
     site_mean = pairs.gather(frame.prior_mean)
     weights = [pairs.sum(t) for t in (tau_d, -tau_o)]
     shifts = [pairs.sum(t) for t in (nu_d - tau_d * site_mean, -(nu_o - tau_o * site_mean))]
@@ -287,7 +325,7 @@ def propose_refresh(
     return refresh, A_refreshed
 
 
-def surrogate_objective(frame: Frame, cavities: BatchCavities, factor, scale, power: float) -> tf.Tensor:
+def surrogate_objective(frame: Frame, cavities: BatchCavities, tilted: BatchTilted, scale) -> tf.Tensor:
     r"""
     F_M at ``frame``'s q with an exact gradient and no differentiation through Cholesky factors: F
     depends on the hyper-parameters ξ only through K_uu, K_uf, diag K_ff, m(X) and the likelihood,
@@ -313,14 +351,8 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, factor, scale, po
     """
     cav, new, old, cross = cavities
     pairs = frame.pairs
-    valid = factor.joint_validity(cav.valid)
-    mean = tf.where(valid, cav.mean, tf.zeros_like(cav.mean))
-    var = tf.where(valid, cav.var, tf.ones_like(cav.var))
-    with tf.GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch([mean, var])
-        log_z = tf.where(valid, factor.tilted(mean, var, power).log_z, tf.zeros_like(mean))
-    g_m, g_v = (tf.stop_gradient(g) for g in tape.gradient(log_z, [mean, var]))
-    g_m, g_v = scale * g_m, scale * g_v  # [S, 1]
+    log_z = tilted.log_z
+    g_m, g_v = scale * tilted.d_mean, scale * tilted.d_var  # [S, 1]
 
     q, L, A = frame.q, frame.L, frame.A_new
 
@@ -342,7 +374,7 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, factor, scale, po
     half = tf.linalg.triangular_solve(L, H, adjoint=True)  # L⁻ᵀH
     dF_dKuu = tf.linalg.matrix_transpose(tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True))
     dF_dKuf = tf.linalg.triangular_solve(L, dKuf, adjoint=True)
-    num_blocks = tf.cast(tf.shape(mu_v)[0] // tf.shape(L)[0], L.dtype)  # the C blocks of a shared log|K_uu|
+    num_blocks = tf.cast(shape_of(mu_v)[0] // shape_of(L)[0], L.dtype)  # the C blocks of a shared log|K_uu|
 
     value = (
         -num_blocks * tf.reduce_sum(tf.math.log(tf.linalg.diag_part(L)))
@@ -359,7 +391,7 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, factor, scale, po
 
 
 def evidence_estimate(
-    frame: Frame, cavities: BatchCavities, factor, precision, natural_mean, settings: EPSettings, scale
+    frame: Frame, cavities: BatchCavities, tilted: BatchTilted, factor, precision, natural_mean, settings: EPSettings, scale
 ):
     r"""
     An unbiased minibatch estimate of the EP evidence at ``frame``'s q, on the scale of the full data.
@@ -387,21 +419,19 @@ def evidence_estimate(
     equals the model's ``log_marginal_likelihood``. Sites whose cavity is improper contribute 0, as
     in the energy; an improper q has no evidence (-∞).
 
+    :param tilted: the batch sites' log Z_i at ``cavities`` (:func:`batch_tilted`).
+    :param factor: their likelihood factor (which sites count together).
     :param precision, natural_mean: the batch sites' τ and ν, [S, 1].
     :param scale: n/|M|, the number of sites over the batch's.
     """
-    cav, _, old, _ = cavities
+    _, _, old, _ = cavities
     pairs = frame.pairs
-    valid = factor.joint_validity(cav.valid)
-    mean = tf.where(valid, cav.mean, tf.zeros_like(cav.mean))
-    var = tf.where(valid, cav.var, tf.ones_like(cav.var))
-    log_z = factor.tilted(mean, var, settings.power).log_z
     centred = natural_mean - precision * pairs.gather(frame.prior_mean)  # q(u) holds the sites of f - m(X)
     gap = cavity_log_normaliser_gap(
         pairs.gather(flat(old.mean)), pairs.gather(flat(old.var)), precision, centred, settings.removed_fraction
     )
-    terms = (log_z + gap) / settings.power
-    valid = factor.joint_validity(valid & tf.math.is_finite(terms))
+    terms = (tilted.log_z + gap) / settings.power
+    valid = factor.joint_validity(tilted.valid & tf.math.is_finite(terms))
     site_terms = tf.reduce_sum(tf.where(valid, terms, tf.zeros_like(terms)))
     q = frame.q
     estimate = q.log_normaliser_ratio + tf.cast(scale, site_terms.dtype) * site_terms
@@ -445,12 +475,11 @@ class SparseEPState(EPState):
         Lambda_v = tf.matmul(L, tf.matmul(Lambda_u, L), transpose_a=True)
         return WhitenedGaussian(Lambda_v, tf.matmul(L, eta_u, transpose_a=True))
 
-    def site_rows(self, index) -> Tuple[tf.Tensor, ...]:
-        """The stored (τ, ν, dual, b) of the sites ``index``."""
-        return tuple(
-            tf.gather(v, index)
-            for v in (self.sites.precision, self.sites.natural_mean, self.sites.dual, self.sites.relaxation)
-        )
+    def site_rows(self, index, natural_only: bool = False) -> Tuple[tf.Tensor, ...]:
+        """The stored (τ, ν, dual, b) of the sites ``index``; (τ, ν) only with ``natural_only``."""
+        sites = self.sites
+        variables = (sites.precision, sites.natural_mean) + (() if natural_only else (sites.dual, sites.relaxation))
+        return tuple(tf.gather(v, index) for v in variables)
 
     def frame(self, sites: SiteBatch, blocks: PriorBlocks) -> Frame:
         """
@@ -482,7 +511,7 @@ class SparseEPState(EPState):
         eta_v = A @ blocked(pair_shift, A)
         half = tf.linalg.triangular_solve(L, Lambda_v, adjoint=True)  # L⁻ᵀΛ_v
         values = (
-            directions(L, A, tf.shape(Lambda_v)[0]),
+            directions(L, A, shape_of(Lambda_v)[0]),
             tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True),
             tf.linalg.triangular_solve(L, eta_v, adjoint=True),
         )

@@ -117,8 +117,9 @@ class MinibatchEP:
         model.check_minibatch_objective()  # before anything is written
         skipped, frame = self._refresh(model, model.minibatch_frame(batch))
         log_prior = model.log_prior_density()
-        surrogate = -(model.minibatch_objective(frame) + log_prior)
-        reported = tf.stop_gradient(-(model.minibatch_log_marginal_likelihood(frame) + log_prior))
+        objective, log_marginal_likelihood = model.minibatch_objective_and_evidence(frame)
+        surrogate = -(objective + log_prior)
+        reported = tf.stop_gradient(-(log_marginal_likelihood + log_prior))
         return reported + (surrogate - tf.stop_gradient(surrogate)), skipped
 
     def loss_closure(self, model, data, *, compile: bool = True) -> Callable[[], tf.Tensor]:
