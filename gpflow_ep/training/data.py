@@ -41,14 +41,27 @@ def make_dataset(
         raise ValueError(f"data[1] (Y) must have shape [{X.shape[0]}, P] like data[0] (X); got {Y.shape}")
     if not np.issubdtype(Y.dtype, np.integer):  # integer class labels stay integers (GPflow's Softmax needs them)
         Y = Y.astype(default_float())
-    index = np.arange(X.shape[0], dtype=np.int32)
-    ds = tf.data.Dataset.from_tensor_slices((X, Y, index))
-    if shuffle:
-        ds = ds.shuffle(X.shape[0], seed=seed, reshuffle_each_iteration=True)
-    # batch within an epoch, then repeat: a batch never holds the same site twice (a minibatch
-    # site refresh would remove that site's old contribution twice)
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-    return ds.repeat() if repeat else ds
+    n = X.shape[0]
+    batch_size = min(batch_size, n)
+    X, Y = tf.constant(X), tf.constant(Y)
+    whole, remainder = divmod(n, batch_size)
+
+    def epoch(number):
+        """One epoch's batches of site indices: a permutation (seeded by (seed, epoch)) cut into rows."""
+        index = tf.range(n, dtype=tf.int32)
+        if shuffle:
+            index = tf.random.experimental.stateless_shuffle(index, seed=tf.stack([tf.constant(seed, tf.int64), number]))
+        batches = tf.data.Dataset.from_tensor_slices(tf.reshape(index[: whole * batch_size], [whole, batch_size]))
+        if remainder and not drop_remainder:
+            batches = batches.concatenate(tf.data.Dataset.from_tensors(index[whole * batch_size :]))
+        return batches
+
+    # indices are permuted and cut, then the rows gathered per batch (no per-row shuffle buffer); a
+    # batch never holds the same site twice (a minibatch site refresh would remove that site's old
+    # contribution twice)
+    epochs = tf.data.Dataset.range(np.iinfo(np.int64).max if repeat else 1)
+    ds = epochs.flat_map(epoch).map(lambda index: (tf.gather(X, index), tf.gather(Y, index), index))
+    return ds
 
 
 def check_data_meets_model(model, X: np.ndarray, Y: np.ndarray, batch_size: Optional[int]) -> None:
