@@ -105,7 +105,10 @@ def _external(model, data):
 #: the sparse classifiers of :func:`sparse_classifier`, by compare's name: (class, default likelihood)
 _SPARSE_CLASSIFIERS = {
     "sepgpc": (SEPGPC, lambda C: Probit()),
-    "svgp": (gpflow.models.SVGP, lambda C: Probit() if C is None else gpflow.likelihoods.MultiClass(C)),
+    "svgp": (
+        gpflow.models.SVGP,
+        lambda C: gpflow.likelihoods.Bernoulli() if C is None else gpflow.likelihoods.MultiClass(C),
+    ),
     "svgp-softmax": (gpflow.models.SVGP, lambda C: gpflow.likelihoods.Softmax(C)),
     "bsvm": (gpflow.models.SVGP, lambda C: MultiClassHinge(C)),
     "sepmgpc": (SEPMGPC, lambda C: MultiClassStep(C)),
@@ -138,11 +141,18 @@ def sparse_classifier(
     return model_class(kernel, likelihood, Z, num_data=num_data, **options)
 
 
-def _binary(likelihood_class):
+def _binary(likelihood_class, gpflow_likelihood_class=None):
+    """
+    Builders of the binary models: the EP models with ``likelihood_class``; GPflow's VGP and SVGP with
+    ``gpflow_likelihood_class`` when given (what a GPflow user writes: stock ``Bernoulli()`` for the probit).
+    """
+
     def build(name):
         def builder(td: TaskData, num_inducing: int, seed: int):
             s = td.split
-            data, kernel, likelihood = (s.X_train, s.Y_train), make_kernel(s.X_train.shape[1]), likelihood_class()
+            baseline = name in ("vgp", "svgp") and gpflow_likelihood_class is not None
+            likelihood = (gpflow_likelihood_class if baseline else likelihood_class)()
+            data, kernel = (s.X_train, s.Y_train), make_kernel(s.X_train.shape[1])
             if name == "epgpc":
                 return _internal(EPGPC(data, kernel, likelihood))
             if name == "pep":
@@ -221,7 +231,7 @@ def _regression(name):
     return builder
 
 
-_probit, _hinge = _binary(Probit), _binary(BinaryHinge)
+_probit, _hinge = _binary(Probit, gpflow.likelihoods.Bernoulli), _binary(BinaryHinge)
 
 #: task → name → (builder, objective kind); the names are those of :data:`.catalogue.MODEL_LABELS`
 MODELS: Dict[str, Dict[str, ModelSpec]] = {

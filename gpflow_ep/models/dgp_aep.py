@@ -47,7 +47,7 @@ from ..validation import (
     check_training_data,
     require_float64,
 )
-from .ep_base import CheckedExternalDataTrainingLossMixin
+from .ep_base import CheckedExternalDataTrainingLossMixin, not_converted
 
 __all__ = ["DGPAEP"]
 
@@ -176,6 +176,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
         m, v = self.propagate(X, cavity=True, blocks=blocks)[-1]
         return tilted_moments(self.likelihood, X, Y, m, v).log_z[:, 0]
 
+    @not_converted
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data: RegressionData) -> tf.Tensor:  # type: ignore[override]
         """F̂ = energy terms + (N/b) Σ_{i∈B} log Z_i (b = #B) for a minibatch ``data = (X, Y)`` (Bui et al. 2016, §6)."""

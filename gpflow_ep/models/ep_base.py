@@ -38,6 +38,13 @@ from ..validation import require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
 
 
+#: The EP models' objectives are written without Python control flow on tensors (``tf.cond`` and
+#: ``tf.while_loop`` are explicit), so AutoGraph, which ``tf.function`` applies by default (GPflow's
+#: ``training_loss_closure``, ``Scipy().minimize``), is told not to convert them: converting the
+#: engine costs seconds on the first compiled call in a fresh process and changes nothing.
+not_converted = tf.autograph.experimental.do_not_convert
+
+
 class SiteProblem(NamedTuple):
     """
     What EP needs of a model at its current hyper-parameters: the ``algebra`` of its prior
@@ -204,6 +211,7 @@ class EPModel:
         self.ep_diagnostics.record(run)
         return run
 
+    @not_converted
     def _run(self, settings: EPSettings, where: str, *site_data) -> EPRun:
         """
         A stored EP run (:meth:`_execute`) that says when it did not converge: called eagerly, an
@@ -241,6 +249,7 @@ class EPModel:
 
         tf.py_function(warn, tf.nest.flatten(run), tf.bool)
 
+    @not_converted
     def fixed_point_sites(self, *site_data) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """
         (τ, ν, dual) of EP's fixed point at the current hyper-parameters, computed without writing
@@ -255,12 +264,14 @@ class EPModel:
 
         return tf.cond(self.ep_state_is_current(), lambda: stored, solve)
 
+    @not_converted
     def _evidence(self, *site_data) -> tf.Tensor:
         """log Z_EP at the stored sites, differentiable in the hyper-parameters (sites fixed)."""
         problem = self.site_problem(*site_data)
         energy = ep_log_marginal_likelihood(problem.algebra, problem.factor, *self.sites.read(), self.ep_settings)
         return energy.log_marginal_likelihood
 
+    @not_converted
     def _objective(self, *site_data) -> tf.Tensor:
         """
         The training objective log Z_EP: in ``ep_mode="nested"`` after a stored EP run has brought the

@@ -71,7 +71,7 @@ from ..validation import (
     check_training_data,
     model_input_dim,
 )
-from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem, check_ep_likelihood
+from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem, check_ep_likelihood, not_converted
 from .ep_state import ep_state_attribute
 from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
 from .sparse_sites import (
@@ -335,6 +335,7 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         sites = self._check_full_data(data)
         return self._evidence(sites.X, sites.Y, sites.pairs.index)
 
+    @not_converted
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self, data) -> tf.Tensor:  # type: ignore[override]
         """

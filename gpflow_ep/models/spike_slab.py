@@ -54,7 +54,7 @@ from tensorflow_probability import bijectors as tfb
 from ..ep import EPRun, EPSettings, LinearGaussianAlgebra, cavity_distribution
 from ..ep.linear_gaussian import FORMS
 from ..validation import check_choice, check_inputs, check_prediction_inputs, check_range
-from .ep_base import EPModel, SiteProblem
+from .ep_base import EPModel, SiteProblem, not_converted
 from .spike_slab_factor import SpikeSlabFactor
 
 __all__ = ["SpikeSlabRegression", "exact_spike_slab_posterior"]
@@ -169,6 +169,7 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
         σ², v_s, p_s with the sites held fixed."""
         return self._evidence()
 
+    @not_converted
     @check_shapes("return: []")
     def maximum_log_likelihood_objective(self) -> tf.Tensor:  # type: ignore[override]
         return self._objective()

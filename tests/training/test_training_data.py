@@ -86,6 +86,24 @@ def test_batches_never_repeat_a_site_across_epoch_boundaries():
     assert sizes[:10] == [12, 12, 12, 12, 2] * 2  # each epoch: 4 whole batches and the remaining 2 points
 
 
+def test_each_epoch_is_a_fresh_seeded_permutation():
+    """Every epoch holds each site once, in an order that changes from epoch to epoch and is fixed by the seed."""
+
+    def epochs(seed, count=3):
+        batches = [b[2].numpy() for b in make_dataset((X, Y), 12, seed=seed).take(5 * count)]
+        return [np.concatenate(batches[5 * e : 5 * e + 5]) for e in range(count)]
+
+    X, Y = two_dimensional(50, seed=0)
+    first = epochs(seed=3)
+    for order in first:
+        np.testing.assert_array_equal(np.sort(order), np.arange(50))
+    assert not np.array_equal(first[0], first[1]) and not np.array_equal(first[1], first[2])
+    np.testing.assert_array_equal(np.concatenate(first), np.concatenate(epochs(seed=3)))
+    assert not np.array_equal(first[0], epochs(seed=4)[0])
+    ordered = [b[2].numpy() for b in make_dataset((X, Y), 12, shuffle=False, repeat=False)]
+    np.testing.assert_array_equal(np.concatenate(ordered), np.arange(50))
+
+
 def test_minibatch_refresh_rejects_repeated_sites(data):
     import tensorflow as tf
 
