@@ -14,6 +14,7 @@ from gpflow_ep.compare import (
     model_label,
 )
 from gpflow_ep.compare.models import apply_prior, build_model, hyperparameters, kernel_summary
+from gpflow_ep.likelihoods import Probit
 
 DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes"}
 
@@ -89,8 +90,17 @@ def test_the_catalogue_names_exactly_the_models_built():
         task: list(labels) for task, labels in MODEL_LABELS.items()
     }
     assert model_label("multiclass", "svgp") == "SVGP (RobustMax)"
-    assert model_label("binary", "svgp") == "SVGP (probit)"
+    assert model_label("binary", "svgp") == "SVGP (Bernoulli)"
     assert model_label("counts", "sepgp") == "SEPGP (Poisson)"
+
+
+def test_binary_baselines_are_what_a_gpflow_user_writes(task_data):
+    """GPflow's VGP and SVGP get stock ``Bernoulli()`` (probit link); the EP models the exact ``Probit``."""
+    td = task_data["binary"]
+    for name, expected in (("vgp", gpflow.likelihoods.Bernoulli), ("svgp", gpflow.likelihoods.Bernoulli)) + tuple(
+        (name, Probit) for name in ("epgpc", "sepgpc")
+    ):
+        assert type(build_model(name, td)[0].likelihood) is expected, name
 
 
 def test_count_models_share_a_poisson_likelihood_and_a_constant_mean(task_data):
