@@ -61,7 +61,10 @@ def make_dataset(
     # contribution twice)
     epochs = tf.data.Dataset.range(np.iinfo(np.int64).max if repeat else 1)
     ds = epochs.flat_map(epoch).map(lambda index: (tf.gather(X, index), tf.gather(Y, index), index))
-    return ds
+    # flat_map hides the number of batches; stating it keeps a multi-worker iterator from agreeing on
+    # the end of the data with an all-reduce at every batch (as for repeat(): infinite)
+    per_epoch = whole + int(bool(remainder) and not drop_remainder)
+    return ds.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY if repeat else per_epoch))
 
 
 def check_data_meets_model(model, X: np.ndarray, Y: np.ndarray, batch_size: Optional[int]) -> None:

@@ -104,6 +104,16 @@ def test_each_epoch_is_a_fresh_seeded_permutation():
     np.testing.assert_array_equal(np.concatenate(ordered), np.arange(50))
 
 
+
+def test_the_number_of_batches_is_known():
+    """Infinite when repeated, else an epoch's batches (a multi-worker iterator syncs per batch when it is unknown)."""
+    X, Y = two_dimensional(50, seed=0)
+    assert make_dataset((X, Y), 12).cardinality() == tf.data.INFINITE_CARDINALITY
+    assert make_dataset((X, Y), 12, repeat=False).cardinality() == 5
+    assert make_dataset((X, Y), 12, repeat=False, drop_remainder=True).cardinality() == 4
+    assert len(list(make_dataset((X, Y), 12, repeat=False))) == 5
+
+
 def test_minibatch_refresh_rejects_repeated_sites(data):
     import tensorflow as tf
 
