@@ -140,14 +140,19 @@ def sparse_gp_start(X, Y, M: int, seed: int):
     return kernel, first.inducing_variables[0].Z.numpy()
 
 
-def trainers(X, Y, methods, M: int, lr: float, seed: int, samples: int = 1, likelihood=None) -> Dict[str, Trainer]:
-    """The minibatch ``methods`` from one start; ``likelihood()`` makes theirs (default Gaussian(0.01))."""
-    likelihood, out = likelihood or (lambda: gpflow.likelihoods.Gaussian(0.01)), {}
+def trainers(
+    X, Y, methods, M: int, lr: float, seed: int, samples: int = 1, likelihood=None, widths=None
+) -> Dict[str, Trainer]:
+    """
+    The minibatch ``methods`` from one start; ``likelihood()`` makes theirs (default Gaussian(0.01));
+    ``widths`` gives the deep models' layer widths by method name (default :data:`WIDTHS`).
+    """
+    likelihood, out, widths = likelihood or (lambda: gpflow.likelihoods.Gaussian(0.01)), {}, widths or WIDTHS
     for method in methods:
-        if method in WIDTHS:
-            model = DGPAEP.from_data(X, Y, [X.shape[1], *WIDTHS[method]], M, likelihood=likelihood(), seed=seed)
+        if method in widths:
+            model = DGPAEP.from_data(X, Y, [X.shape[1], *widths[method]], M, likelihood=likelihood(), seed=seed)
             if method.startswith("GPflux"):
-                out[method] = _gpflux_trainer(model, WIDTHS[method], X, Y, lr, seed, samples)
+                out[method] = _gpflux_trainer(model, widths[method], X, Y, lr, seed, samples)
                 continue
         elif method in ("SVGP", "SEPGPC"):
             kernel, Z = sparse_gp_start(X, Y, M, seed)

@@ -10,7 +10,9 @@ rounds after warm-up (compilation excluded), against :data:`GOALS`:
 * this package's ``Probit`` in that SVGP against stock ``Bernoulli()`` (the same mathematics);
 * ``fit``'s epoch of SEPGPC on 200,000 points in 5-D against a compiled SVGP loop over GPflow's own
   ``tf.data`` pipeline (shuffle, batch) and over ``fit``'s;
-* the first compiled call of a fresh model's training loss (tracing and graph set-up), each in a fresh process.
+* the first compiled call of a fresh model's training loss (tracing and graph set-up), each in a fresh process;
+* DGPAEP's minibatch step against GPflux's DeepGP (independent GPs per output, as ``benchmarks.dgp_uci``)
+  with two layers, M = 100 and hidden widths 2 (the paper's), 4 and 8, with the heavy ops of each graph.
 
 Protocol and results: docs/benchmarks/step_speed.md.
 """
@@ -37,16 +39,18 @@ from .runner import benchmark_parser, parse_command_line, progress_logger
 from .stats import markdown_table
 
 log = progress_logger("step_speed")
-GOALS = {"SEPGPC": 1.1, "SEPMGPC": 1.5, "Probit": 1.05, "fit epoch": 1.1, "first call": 1.5}
+GOALS = {"SEPGPC": 1.1, "SEPMGPC": 1.5, "Probit": 1.05, "fit epoch": 1.1, "first call": 1.5, "DGPAEP": 2.0}
 #: the multi-class comparisons: inducing inputs shared by the classes, and a copy per class
 INDUCING = ("shared", "separate")
 QUICK = dict(
     n=2000, D=8, configs=[(10, 50)], classes=[2, 3], rounds=3, steps=3, warmup=2,
     epoch=dict(n=3000, D=5, M=10, batch=500, rounds=2), first_call=dict(n=100, repeats=1),
+    dgp=dict(n=200, D=8, M=10, widths=[2], rounds=2, steps=3),
 )
 FULL = dict(
     n=20000, D=8, configs=[(50, 200), (100, 500)], classes=[2, 5, 10], warmup=5,
     epoch=dict(n=200000, D=5, M=100, batch=500, rounds=5), first_call=dict(n=1000, repeats=3),
+    dgp=dict(n=1000, D=8, M=100, widths=[2, 4, 8], rounds=7, steps=20),
 )
 
 
@@ -218,6 +222,47 @@ def first_calls(cfg: Dict) -> Dict:
     return dict(config=cfg, runs=runs, medians=medians, goal=goal, met=met)
 
 
+#: the heavy ops counted in a compiled step's graph (function bodies included)
+HEAVY_OPS = ("Cholesky", "MatrixTriangularSolve", "MatMul", "BatchMatMulV2", "Exp")
+
+
+def graph_ops(step, batch) -> Dict[str, int]:
+    """Counts of :data:`HEAVY_OPS` and of all nodes in the graph of a compiled ``step`` on ``batch``."""
+    graph = step.get_concrete_function(batch).graph.as_graph_def()
+    nodes = [node.op for node in graph.node] + [node.op for f in graph.library.function for node in f.node_def]
+    return {**{op: nodes.count(op) for op in HEAVY_OPS}, "nodes": len(nodes)}
+
+
+def dgp_times(cfg: Dict) -> Dict:
+    """
+    DGPAEP's and GPflux's DeepGP's compiled minibatch steps (``benchmarks.dgp_uci.trainers``: the same start,
+    Adam 0.01, batch 50) with layer widths [w, 1] on synthetic data (y = sin(x₁) + noise), interleaved.
+    """
+    from .dgp_uci import train_interleaved, trainers
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((cfg["n"], cfg["D"]))
+    Y = np.sin(X[:, :1]) + 0.1 * rng.standard_normal((cfg["n"], 1))
+    widths = {f"{m} w={w}": [w, 1] for w in cfg["widths"] for m in ("DGP-AEP", "GPflux")}
+    models = trainers(X, Y, list(widths), cfg["M"], 0.01, 0, widths=widths)
+    train_interleaved(models.values(), 1 + cfg["rounds"] * cfg["steps"], cfg["steps"])
+    times = {name: np.asarray(t.per_step[1:]) for name, t in models.items()}
+    rows = []
+    for w in cfg["widths"]:
+        ours, theirs = f"DGP-AEP w={w}", f"GPflux w={w}"
+        batch = next(models[ours].batches)
+        rows.append(
+            dict(
+                width=w,
+                ms=[float(1e3 * np.median(times[name])) for name in (ours, theirs)],
+                ratio=_ratio(times[ours] / times[theirs], GOALS["DGPAEP"]),
+                ops=[graph_ops(models[name].step, batch) for name in (ours, theirs)],
+            )
+        )
+        log(f"DGP width {w}: {rows[-1]['ms']} ms, ratio {rows[-1]['ratio']['median']:.2f}")
+    return dict(config=cfg, rows=rows)
+
+
 def markdown(report: Dict) -> str:
     """The tables: step ratios per (M, batch) and method; fit's epoch; the first compiled call."""
     c = report["config"]
@@ -269,6 +314,25 @@ def markdown(report: Dict) -> str:
             "",
             *markdown_table(["seconds"] + list(f["medians"]), rows),
         ]
+    if report.get("dgp"):
+        d = report["dgp"]
+        dc = d["config"]
+        rows = [
+            [r["width"], *(f"{t:.2f}" for t in r["ms"]), *_ratio_cells(r["ratio"])]
+            + [" / ".join(str(ops[op]) for ops in r["ops"]) for op in HEAVY_OPS + ("nodes",)]
+            for r in d["rows"]
+        ]
+        head = ["hidden width", "DGP-AEP ms/step", "GPflux ms/step", "ratio (median)", "range", "goal"]
+        lines += [
+            "",
+            "## DGPAEP against GPflux's DeepGP",
+            "",
+            f"Two layers [w, 1], M = {dc['M']}, n = {dc['n']} synthetic points in {dc['D']}-D, batch 50, Adam; "
+            f"{dc['rounds']} interleaved chunks of {dc['steps']} steps after a compiling step; medians. The op columns "
+            "count each compiled step's graph (DGP-AEP / GPflux).",
+            "",
+            *markdown_table(head + [f"{op} ops" for op in HEAVY_OPS] + ["graph nodes"], rows),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -276,7 +340,7 @@ def _ratio_cells(r: Dict) -> list:
     return [f"{r['median']:.2f}x", f"{r['min']:.2f}–{r['max']:.2f}", f"≤ {r['goal']}x {'met' if r['met'] else 'not met'}"]
 
 
-PARTS = ("steps", "epoch", "first-call")
+PARTS = ("steps", "epoch", "first-call", "dgp")
 
 
 def run(config: Dict, parts: Sequence[str]) -> Dict:
@@ -287,11 +351,13 @@ def run(config: Dict, parts: Sequence[str]) -> Dict:
         report["epoch"] = epoch_times(config["epoch"])
     if "first-call" in parts:
         report["first_call"] = first_calls(config["first_call"])
+    if "dgp" in parts:
+        report["dgp"] = dgp_times(config["dgp"])
     return report
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    quick = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps; a 3000-point epoch; first calls at n=100"
+    quick = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps; a 3000-point epoch; first calls at n=100; DGP M=10"
     parser = benchmark_parser("benchmarks.step_speed", __doc__, "results/step_speed", quick)
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")
@@ -303,7 +369,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"--parts: unknown {unknown}; choose from {list(PARTS)}")
     config = QUICK if args.quick else dict(FULL, rounds=args.rounds, steps=args.steps)
     report = timed_report(command, lambda: run(config, parts))
-    prefix = Path(args.out_dir) / ("step_speed_quick" if args.quick else "step_speed")
+    name = "step_speed" + ("" if set(parts) == set(PARTS) else "_" + "_".join(p.replace("-", "_") for p in parts))
+    prefix = Path(args.out_dir) / (name + "_quick" if args.quick else name)
     log("wrote {} and {}".format(*write_report(prefix, report, markdown(report))))
     return 0
 
