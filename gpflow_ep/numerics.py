@@ -55,7 +55,12 @@ def log_ndtr(x):
     above = tf.maximum(x, _SERIES_BELOW)
     positive = above >= 0.0
     tail = 0.5 * tf.math.erfc(tf.where(positive, above, -above) * _SQRT_HALF)  # Φ(-|x|), differentiable at 0
-    log_cdf = tf.where(positive, tf.math.log1p(-tail), tf.math.log(tail))
+    # each branch sees a safe input where it is not selected (finite second derivatives, e.g. x > 38)
+    log_cdf = tf.where(
+        positive,
+        tf.math.log1p(-tf.where(positive, tail, tf.zeros_like(tail))),
+        tf.math.log(tf.where(positive, tf.ones_like(tail), tail)),
+    )
 
     def with_series():
         below = tf.minimum(x, _SERIES_BELOW)

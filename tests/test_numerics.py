@@ -42,7 +42,7 @@ def test_gradient_is_the_inverse_mills_ratio_and_finite_everywhere():
 
 def test_second_derivative_is_that_of_the_mills_ratio():
     """d²/dx² log Φ(x) = -r(x + r), r = φ/Φ (differentiating the gradient itself), on both sides of x = -20."""
-    x = tf.constant(np.concatenate([np.linspace(-60.0, 8.0, 681), [-20.0]]))
+    x = tf.constant(np.concatenate([np.linspace(-60.0, 8.0, 681), [-20.0, 30.0, 40.0, 60.0, -1e3]]))
     with tf.GradientTape() as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
