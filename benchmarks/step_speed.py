@@ -138,7 +138,7 @@ def epoch_times(cfg: Dict) -> Dict:
     steps = n // batch
     sep = sparse_classifier("sepgpc", make_kernel(D), Z.copy(), n)
     sep_step = make_train_step(sep, make_optimizer("adam:0.01"))
-    svgps = [gpflow.models.SVGP(make_kernel(D), gpflow.likelihoods.Bernoulli(), Z.copy(), num_data=n) for _ in "ab"]
+    svgps = [gpflow.models.SVGP(make_kernel(D), gpflow.likelihoods.Bernoulli(), Z.copy(), num_data=n) for _ in range(2)]
     gpflow_batches = iter(tf.data.Dataset.from_tensor_slices((X, Y)).repeat().shuffle(n).batch(batch))
     fit_batches = iter(make_dataset((X, Y), batch))
 
@@ -206,7 +206,7 @@ print(json.dumps(dict(imported=imported, first=first, second=second, second_mode
 
 
 def first_calls(cfg: Dict) -> Dict:
-    """Per model (EPGPC with ``Probit``, GPflow's VGP with ``Bernoulli()``), the first-call seconds of fresh processes."""
+    """Per model (EPGPC with ``Probit``, GPflow's VGP with ``Bernoulli()``): first-call seconds in fresh processes."""
     runs: Dict[str, list] = {"EPGPC": [], "VGP": []}
     for r in range(cfg["repeats"]):
         for kind in runs if r % 2 == 0 else list(runs)[::-1]:
@@ -310,7 +310,8 @@ def markdown(report: Dict) -> str:
             "## First compiled call of a fresh model's training loss",
             "",
             f"n = {f['config']['n']}, SE kernel, a fresh process per run ({f['config']['repeats']} runs per model, "
-            f"interleaved), `model.training_loss_closure()`; seconds, medians. Goal for EPGPC: ≤ {f['goal']} s ({met}).",
+            f"interleaved), `model.training_loss_closure()`; seconds, medians. "
+            f"Goal for EPGPC: ≤ {f['goal']} s ({met}).",
             "",
             *markdown_table(["seconds"] + list(f["medians"]), rows),
         ]
@@ -337,7 +338,8 @@ def markdown(report: Dict) -> str:
 
 
 def _ratio_cells(r: Dict) -> list:
-    return [f"{r['median']:.2f}x", f"{r['min']:.2f}–{r['max']:.2f}", f"≤ {r['goal']}x {'met' if r['met'] else 'not met'}"]
+    verdict = "met" if r["met"] else "not met"
+    return [f"{r['median']:.2f}x", f"{r['min']:.2f}–{r['max']:.2f}", f"≤ {r['goal']}x {verdict}"]
 
 
 PARTS = ("steps", "epoch", "first-call", "dgp")
@@ -357,7 +359,9 @@ def run(config: Dict, parts: Sequence[str]) -> Dict:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    quick = "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps; a 3000-point epoch; first calls at n=100; DGP M=10"
+    quick = (
+        "n=2000, (M, batch) = (10, 50), C = 3, 3 rounds of 3 steps; a 3000-point epoch; first calls at n=100; DGP M=10"
+    )
     parser = benchmark_parser("benchmarks.step_speed", __doc__, "results/step_speed", quick)
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     parser.add_argument("--steps", type=int, default=10, help="steps per method per round (default 10)")

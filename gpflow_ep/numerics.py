@@ -31,16 +31,12 @@ _SERIES_COEFFICIENTS = [float((-1) ** k * np.prod(np.arange(1, 2 * k, 2))) for k
 
 
 def _mills_series(below):
-    """Σ_{k=0}^{8} (-1)^k (2k-1)!! / x^{2k} (Horner in 1/x²), the asymptotic series of Φ(x)/φ(x)·(-x), x ≤ -20."""
+    """Σ_{k=0}^{8} (-1)^k (2k-1)!! / x^{2k} (Horner in 1/x²): the asymptotic series of -x Φ(x)/φ(x), x ≤ -20."""
     inverse_square = 1.0 / tf.square(below)
     series = tf.fill(tf.shape(below), tf.constant(_SERIES_COEFFICIENTS[-1], below.dtype))
     for coefficient in _SERIES_COEFFICIENTS[-2::-1]:
         series = series * inverse_square + coefficient
     return series
-
-
-def _any_below(x):
-    return tf.reduce_any(x < _SERIES_BELOW)
 
 
 @tf.custom_gradient
@@ -52,6 +48,8 @@ def log_ndtr(x):
     rule through both branches; differentiable again).
     """
     x = tf.convert_to_tensor(x)
+    in_series = x < _SERIES_BELOW
+    any_in_series = tf.reduce_any(in_series)  # rare: the series (and its gradient) only when some x needs it
     above = tf.maximum(x, _SERIES_BELOW)
     positive = above >= 0.0
     tail = 0.5 * tf.math.erfc(tf.where(positive, above, -above) * _SQRT_HALF)  # Φ(-|x|), differentiable at 0
@@ -65,20 +63,18 @@ def log_ndtr(x):
     def with_series():
         below = tf.minimum(x, _SERIES_BELOW)
         asymptotic = -0.5 * tf.square(below) - _HALF_LOG_2PI - tf.math.log(-below) + tf.math.log(_mills_series(below))
-        return tf.where(x < _SERIES_BELOW, asymptotic, log_cdf)
+        return tf.where(in_series, asymptotic, log_cdf)
 
-    # the series only when some x needs it (rare: x < -20), so the common case pays for one erfc
-    value = tf.cond(_any_below(x), with_series, lambda: log_cdf)
+    value = tf.cond(any_in_series, with_series, lambda: log_cdf)  # the common case pays for one erfc
 
     def gradient(upstream):
-        above = tf.maximum(x, _SERIES_BELOW)
-        ratio = tf.exp(-0.5 * tf.square(above) - _HALF_LOG_2PI - tf.where(x < _SERIES_BELOW, log_cdf, value))
+        ratio = tf.exp(-0.5 * tf.square(above) - _HALF_LOG_2PI - tf.where(in_series, log_cdf, value))
 
         def series_ratio():
             below = tf.minimum(x, _SERIES_BELOW)
-            return tf.where(x < _SERIES_BELOW, -below / _mills_series(below), ratio)
+            return tf.where(in_series, -below / _mills_series(below), ratio)
 
-        return upstream * tf.cond(_any_below(x), series_ratio, lambda: ratio)
+        return upstream * tf.cond(any_in_series, series_ratio, lambda: ratio)
 
     return value, gradient
 

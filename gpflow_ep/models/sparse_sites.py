@@ -391,7 +391,14 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, tilted: BatchTilt
 
 
 def evidence_estimate(
-    frame: Frame, cavities: BatchCavities, tilted: BatchTilted, factor, precision, natural_mean, settings: EPSettings, scale
+    frame: Frame,
+    cavities: BatchCavities,
+    tilted: BatchTilted,
+    factor,
+    precision,
+    natural_mean,
+    settings: EPSettings,
+    scale,
 ):
     r"""
     An unbiased minibatch estimate of the EP evidence at ``frame``'s q, on the scale of the full data.

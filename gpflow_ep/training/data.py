@@ -50,7 +50,8 @@ def make_dataset(
         """One epoch's batches of site indices: a permutation (seeded by (seed, epoch)) cut into rows."""
         index = tf.range(n, dtype=tf.int32)
         if shuffle:
-            index = tf.random.experimental.stateless_shuffle(index, seed=tf.stack([tf.constant(seed, tf.int64), number]))
+            seeds = tf.stack([tf.constant(seed, tf.int64), number])
+            index = tf.random.experimental.stateless_shuffle(index, seed=seeds)
         batches = tf.data.Dataset.from_tensor_slices(tf.reshape(index[: whole * batch_size], [whole, batch_size]))
         if remainder and not drop_remainder:
             batches = batches.concatenate(tf.data.Dataset.from_tensors(index[whole * batch_size :]))
