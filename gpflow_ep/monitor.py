@@ -44,6 +44,7 @@ re-runs EP when it predicts, so :class:`HeldOutToTensorBoard` on such a model br
 the fixed point of the current hyper-parameters (as the next loss evaluation would).
 """
 
+import contextlib
 from typing import Optional, Sequence
 
 import numpy as np
@@ -51,6 +52,7 @@ import tensorflow as tf
 from gpflow.monitor import ModelToTensorBoard, Monitor, MonitorTaskGroup, ToTensorBoard
 
 from .evaluation import held_out_metrics
+from .models.ep_base import EPModel
 from .models.minibatch import MinibatchEPModel
 from .validation import check_positive_int
 
@@ -147,6 +149,9 @@ class HeldOutToTensorBoard(ToTensorBoard):
     Error and NLPD (classification) or RMSE and NLPD (regression) of ``model`` on ``data = (X, Y)``
     as ``<name>/error`` (or ``<name>/rmse``) and ``<name>/nlpd``.
 
+    An EP model is evaluated as it stands (:meth:`~gpflow_ep.models.ep_base.EPModel.predicting_as_stored`):
+    at step 0 an unfitted one predicts from the prior without the warning its predictions give elsewhere.
+
     :param name: the tag prefix, e.g. "test" or "train".
     :param task: "binary", "multiclass" or "regression" (default: from the likelihood).
     """
@@ -157,7 +162,11 @@ class HeldOutToTensorBoard(ToTensorBoard):
         self.model, self.X, self.Y, self.name, self.task = model, np.asarray(X), np.asarray(Y), name, task
 
     def run(self, **unused_kwargs) -> None:
-        for key, value in held_out_metrics(self.model, self.X, self.Y, self.task).items():
+        model = self.model  # the model as it stands: at step 0 an EP model may predict from the prior
+        as_stored = model.predicting_as_stored() if isinstance(model, EPModel) else contextlib.nullcontext()
+        with as_stored:
+            metrics = held_out_metrics(model, self.X, self.Y, self.task)
+        for key, value in metrics.items():
             tf.summary.scalar(f"{self.name}/{key}", value, step=self.current_step)
 
 

@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+import warnings
 
 import gpflow
 import numpy as np
@@ -151,6 +152,17 @@ def test_held_out_task_works_for_plain_gpflow_models_and_refuses_ep_tags_for_the
     assert written["held/error"][0][0] == 7 and 0.0 <= written["held/error"][0][1] <= 1.0
     with pytest.raises(ValueError, match="model"):
         EPDiagnosticsToTensorBoard(str(tmp_path), svgp)
+
+
+def test_held_out_task_evaluates_an_unfitted_ep_model_as_it_stands_without_warning(tmp_path, data):
+    """Step 0 of a run: the prior's prediction, p = Φ(0) = 1/2 at every point, so the NLPD is log 2."""
+    (X, Y), test = data
+    model = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:5].copy(), num_data=len(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        HeldOutToTensorBoard(str(tmp_path), model, test, name="held")(0)
+    # TensorBoard stores scalars in float32: rounding is within 2⁻²⁴ relative
+    assert _read(tmp_path)["held/nlpd"] == [(0, pytest.approx(np.log(2.0), rel=2.0**-24))]
 
 
 def _free_port() -> int:

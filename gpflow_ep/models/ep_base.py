@@ -8,6 +8,7 @@ of its data, :meth:`EPModel.site_problem`) and what it keeps besides the sites
 """
 
 import abc
+import contextlib
 import types
 import warnings
 from typing import Any, NamedTuple, Optional, Tuple
@@ -93,6 +94,7 @@ class EPModel:
         state = EPState(num_sites, int(self._hyperparameter_values().shape[0])) if state is None else state
         self._ep_state = OutOfSummary(state=state)
         self._warned_stale = False
+        self._stale_expected = False
 
     @property
     def ep_state(self) -> EPState:
@@ -316,6 +318,20 @@ class EPModel:
         Y = tf.cast(Y, mean.dtype)
         return tilted_moments(self.likelihood, tf.convert_to_tensor(X, mean.dtype), Y, mean, var, 1.0).log_z[:, 0]
 
+    @contextlib.contextmanager
+    def predicting_as_stored(self):
+        """
+        A context in which predictions read the stored EP state without :meth:`warn_if_stale`'s
+        warning, and without using up its one warning: for a caller that evaluates the model as it
+        stands by design, as a TensorBoard monitor does at step 0 (the model before training, an
+        unfitted one predicting from the prior).
+        """
+        previous, self._stale_expected = self._stale_expected, True
+        try:
+            yield self
+        finally:
+            self._stale_expected = previous
+
     def warn_if_stale(self) -> None:
         """
         Warn once (eagerly) when a model predicts from EP state that is not EP's: never fitted (no EP
@@ -324,7 +340,7 @@ class EPModel:
         ``ep_mode="nested"``, fitted for other hyper-parameters than the current ones (a model that
         holds its data computes the fixed point instead and does not call this in nested mode).
         """
-        if self._warned_stale or not tf.executing_eagerly():
+        if self._warned_stale or self._stale_expected or not tf.executing_eagerly():
             return
         if not bool(self.ep_state_is_fitted()):
             problem = (

@@ -10,6 +10,8 @@ variance of y* under the same integral, checked the same way (the conditional mo
 tests/ep/scipy_predictive.py) for every likelihood, at a test point far from the data (predictive sd 3).
 """
 
+import warnings
+
 import gpflow
 import numpy as np
 import pytest
@@ -181,6 +183,17 @@ def test_a_sparse_copy_of_the_parameters_alone_warns_and_a_copy_with_the_ep_stat
     gpflow.utilities.multiple_assign(copy.ep_state, gpflow.utilities.parameter_dict(trained.ep_state))
     for a, b in zip(copy.predict_f(Xs), trained.predict_f(Xs)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_predicting_as_stored_does_not_warn_nor_use_up_the_one_warning():
+    X, Y, Xs, _ = _data("probit")
+    m = SEPGP(gpflow.kernels.SquaredExponential(), Probit(), X[::3].copy(), num_data=len(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails
+        with m.predicting_as_stored():
+            m.predict_f(Xs)
+    with pytest.warns(UserWarning, match="never fitted"):
+        m.predict_f(Xs)
 
 
 def test_a_nested_sparse_model_warns_when_its_sites_were_fitted_for_other_hyper_parameters():
