@@ -57,6 +57,19 @@ def _fitted(name, data):
     return m
 
 
+@pytest.fixture(scope="module")
+def fitted(data):
+    """Each model fitted once, for the tests that only read it (fitting compiles an EP run per model)."""
+    models = {}
+
+    def get(name):
+        if name not in models:
+            models[name] = _fitted(name, data)
+        return models[name]
+
+    return get
+
+
 def _dense_predictive(m, Xnew):
     """q(f*) from Σ = (K⁻¹ + T)⁻¹, μ = Σ(K⁻¹m + ν) and p(f* | f), in NumPy."""
     X = m.data[0].numpy()
@@ -79,8 +92,8 @@ def _close(actual, expected, rtol):
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_the_posterior_is_a_gpflow_posterior_equal_to_dense_algebra(data, name):
-    m = _fitted(name, data)
+def test_the_posterior_is_a_gpflow_posterior_equal_to_dense_algebra(data, fitted, name):
+    m = fitted(name)
     if name == "PowerEP-NoisyStep":  # the case of sites with negative precisions is exercised
         assert np.any(m.sites.precision.numpy() < 0)
     Xnew = data[0][:7] + 0.3
@@ -95,8 +108,8 @@ def test_the_posterior_is_a_gpflow_posterior_equal_to_dense_algebra(data, name):
 @pytest.mark.parametrize("cache", CACHES)
 @pytest.mark.parametrize("full_cov", [False, True])
 @pytest.mark.parametrize("name", MODELS)
-def test_cached_equals_fused_equals_predict_f(data, name, cache, full_cov):
-    m = _fitted(name, data)
+def test_cached_equals_fused_equals_predict_f(data, fitted, name, cache, full_cov):
+    m = fitted(name)
     Xnew = data[0][::3] - 0.2
     posterior = m.posterior(cache)
     cached = posterior.predict_f(Xnew, full_cov=full_cov)
