@@ -22,6 +22,11 @@ from gpflow.models import ExternalDataTrainingLossMixin
 from gpflow.utilities import assert_params_false
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
+try:  # TensorFlow's pause of every active GradientTape (no public equivalent)
+    from tensorflow.python.eager.record import stop_recording as _stop_recording
+except ImportError:  # pragma: no cover - an older or newer TensorFlow without it: record as before
+    _stop_recording = contextlib.nullcontext
+
 from ..ep import (
     EPRun,
     EPSettings,
@@ -161,7 +166,11 @@ class EPModel:
         (the fixed point of :meth:`fixed_point_sites`).
         """
         if tf.executing_eagerly():
-            return self._execute_compiled(settings, store, *site_data)
+            # nothing of the run is differentiated (the sites are held fixed): under a user's
+            # GradientTape, recording the call would make TensorFlow build the run's gradient graph
+            # (its while loop's intermediates included), which cost 10 s and more per model
+            with _stop_recording():
+                return self._execute_compiled(settings, store, *site_data)
         return self._execute_inline(settings, store, *site_data)
 
     def __init_subclass__(cls, **kwargs):
