@@ -186,7 +186,8 @@ def _mode_and_range(integrand, sd, kinks, depth):
 def _take(stacked, index):
     """
     stacked[index[...], ...] elementwise (negative indices count from the end): ``stacked`` is
-    [Q, ...] and ``index`` [...], broadcasting against each other. A one-hot selection: exact (one
+    [Q, ...] and ``index`` [...] of the rank of stacked[0], the two broadcasting against each other
+    (e.g. [Q, 1, 1] probes against [N, 1] indices). A one-hot selection: exact (one
     term per sum, the others 0, whatever their values), and a handful of graph ops where a gather
     along the first axis with broadcasting needs shape arithmetic.
     """
