@@ -142,8 +142,13 @@ def _ordinal_log_p(k):
         mass = lambda f: special.ndtr((edges[0] - f) / sigma)  # noqa: E731
     elif k == len(edges):
         mass = lambda f: special.ndtr((f - edges[-1]) / sigma)  # noqa: E731
-    else:
-        mass = lambda f: special.ndtr((edges[k] - f) / sigma) - special.ndtr((edges[k - 1] - f) / sigma)  # noqa: E731
+    else:  # Φ(u) - Φ(l) = Φ(-l) - Φ(-u): the upper tails below the bin (f < b_{k-1}), where both Φ are near 1
+
+        def mass(f):
+            upper, lower = (edges[k] - f) / sigma, (edges[k - 1] - f) / sigma
+            tails = special.ndtr(-lower) - special.ndtr(-upper)
+            return np.where(lower > 0.0, tails, special.ndtr(upper) - special.ndtr(lower))
+
     return lambda f: np.log((1 - 2e-3) * mass(f) + 1e-6)
 
 
