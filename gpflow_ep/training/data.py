@@ -18,6 +18,12 @@ from .kinds import holds_data, uses_minibatch_ep
 __all__ = ["Batches", "check_batch", "check_data_meets_model", "check_dataset", "make_dataset", "training_batches"]
 
 
+def _batches_per_epoch(num_data: int, batch_size: int, drop_remainder: bool) -> int:
+    """The batches of an epoch of :func:`make_dataset`: the whole ones, and the remainder's unless dropped."""
+    whole, remainder = divmod(num_data, min(batch_size, num_data))
+    return whole + int(bool(remainder) and not drop_remainder)
+
+
 def make_dataset(
     data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True, drop_remainder: bool = False
 ) -> tf.data.Dataset:
@@ -64,8 +70,8 @@ def make_dataset(
     ds = epochs.flat_map(epoch).map(lambda index: (tf.gather(X, index), tf.gather(Y, index), index))
     # flat_map hides the number of batches; stating it keeps a multi-worker iterator from agreeing on
     # the end of the data with an all-reduce at every batch (as for repeat(): infinite)
-    per_epoch = whole + int(bool(remainder) and not drop_remainder)
-    return ds.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY if repeat else per_epoch))
+    cardinality = tf.data.INFINITE_CARDINALITY if repeat else _batches_per_epoch(n, batch_size, drop_remainder)
+    return ds.apply(tf.data.experimental.assert_cardinality(cardinality))
 
 
 def check_data_meets_model(model, X: np.ndarray, Y: np.ndarray, batch_size: Optional[int]) -> None:
@@ -144,4 +150,4 @@ def training_batches(model, data, batch_size: Optional[int], *, seed: int, whole
             stacklevel=3,
         )
     dataset = make_dataset((X, Y), batch_size, seed=seed, shuffle=batch_size < n, drop_remainder=whole_batches)
-    return Batches(dataset, n // batch_size if whole_batches else -(-n // batch_size), False)
+    return Batches(dataset, _batches_per_epoch(n, batch_size, whole_batches), False)
