@@ -8,10 +8,9 @@ TensorBoard monitoring of EP models: ``gpflow.monitor`` tasks, so they compose w
   ``RelaxedEP``, ``SEPGPC``, ``SEPMGPC``, ``SpikeSlabRegression``), the scalars
 
   ============================== =======================================================
-  ``ep/log_marginal_likelihood`` log Z_EP (the negative EP energy): in ``ep_mode="nested"``
-                                 the last loss evaluation's (at its EP fixed point), else
-                                 at the stored sites; for ``SEPGPC`` only when the task
-                                 is given ``data``
+  ``ep/log_marginal_likelihood`` log Z_EP (the negative EP energy) at the stored sites
+                                 and the current hyper-parameters; for ``SEPGPC`` only
+                                 when the task is given ``data``
   ``ep/damping``                 the damping of a batch EP run in force (the schedule's
                                  default, 0.8 parallel or 1 sequential, when not given);
                                  minibatch models add ``ep/minibatch_damping``
@@ -111,12 +110,8 @@ class EPDiagnosticsToTensorBoard(ToTensorBoard):
         super().__init__(log_dir)
         self.model, self.data, self.histograms = model, data, histograms
 
-    def _log_marginal_likelihood(self, values) -> Optional[float]:
+    def _log_marginal_likelihood(self) -> Optional[float]:
         model = self.model
-        recorded = values["log_marginal_likelihood"]  # None before the first loss evaluation
-        nested = model.ep_settings.ep_mode == "nested"
-        if nested and recorded is not None and np.isfinite(recorded) and not _is_minibatch_ep(model):
-            return recorded  # the last loss evaluation's, at its EP fixed point
         if _is_minibatch_ep(model):
             return None if self.data is None else float(model.log_marginal_likelihood(self.data))
         return float(model.log_marginal_likelihood())
@@ -125,7 +120,7 @@ class EPDiagnosticsToTensorBoard(ToTensorBoard):
         model, step = self.model, self.current_step
         diagnostics, settings = model.ep_diagnostics, model.ep_settings
         values = diagnostics.as_dict()  # None for what did not happen (no full run, no refresh)
-        log_z = self._log_marginal_likelihood(values)
+        log_z = self._log_marginal_likelihood()
         if log_z is not None:
             tf.summary.scalar("ep/log_marginal_likelihood", log_z, step=step)
         tf.summary.scalar("ep/damping", float(settings.damping), step=step)

@@ -1,7 +1,9 @@
 """Shared test configuration: float64 everywhere (GPflow's default), seeded data."""
 
+import dataclasses
 from pathlib import Path
 
+import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -67,6 +69,13 @@ def _seed():
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def tiny_jitter():
+    """GPflow's jitter set to 1e-12 for the test (K_uu with Z = X is then the full-GP prior to round-off)."""
+    with gpflow.config.as_context(dataclasses.replace(gpflow.config.config(), jitter=1e-12)):
+        yield 1e-12
 
 
 @pytest.fixture

@@ -8,8 +8,7 @@ from gpflow.config import default_float
 
 class EPDiagnostics(tf.Module):
     """
-    What EP did on a model: its full EP runs, its minibatch site refreshes and the evidence of its
-    training objective, as non-trainable variables (so a compiled loss can write them and a monitor
+    What EP did on a model: its full EP runs and its minibatch site refreshes, as non-trainable variables (so a compiled loss can write them and a monitor
     task read them). Each group comes with a count, and its other values mean something only when
     that count is positive: :meth:`as_dict` gives ``None`` for them, ``repr`` leaves them out, and
     the monitor writes no TensorBoard scalar for them (nothing that was not attempted is reported as
@@ -28,8 +27,8 @@ class EPDiagnostics(tf.Module):
       whole refresh was not applied because q would have been improper or a value was not finite)
       and ``refresh_max_change``, the largest change of a refreshed site's natural parameters (τ, ν);
       over all of them ``refresh_skipped_total`` and ``refreshes_rejected``.
-    * **Evidence**: ``evaluations`` counts the training-objective evaluations of a batch model, and
-      ``log_marginal_likelihood`` is log Z_EP at the last one.
+
+    Only EP writes them, as it writes the sites; evaluating an objective writes nothing.
     """
 
     def __init__(self, name: str = "ep_diagnostics"):
@@ -52,8 +51,6 @@ class EPDiagnostics(tf.Module):
         self.refresh_max_change = variable(default_float(), "refresh_max_change")
         self.refresh_skipped_total = variable(tf.int64, "refresh_skipped_total")
         self.refreshes_rejected = variable(tf.int64, "refreshes_rejected")
-        self.evaluations = variable(tf.int64, "evaluations")
-        self.log_marginal_likelihood = variable(default_float(), "log_marginal_likelihood")
 
     def record(self, run) -> None:
         """Store an :class:`~gpflow_ep.ep.EPRun` (one more full run)."""
@@ -75,11 +72,6 @@ class EPDiagnostics(tf.Module):
 
     #: whether a non-convergence inside a compiled loss was already reported (once until :meth:`reset`)
     warned_not_converged = False
-
-    def record_evidence(self, log_marginal_likelihood) -> None:
-        """Store the evidence of one more evaluation of the model's training objective."""
-        self.evaluations.assign_add(1)
-        self.log_marginal_likelihood.assign(log_marginal_likelihood)
 
     def record_refresh(self, num_skipped, max_change, rejected) -> None:
         """Store one minibatch refresh (class docstring); ``rejected`` is a boolean tensor."""
@@ -110,7 +102,6 @@ class EPDiagnostics(tf.Module):
             "refresh_skipped_total",
             "refreshes_rejected",
         ),
-        "evaluations": ("evaluations", "log_marginal_likelihood"),
     }
     FIELDS = tuple(name for group in GROUPS.values() for name in group)
 
@@ -130,7 +121,7 @@ class EPDiagnostics(tf.Module):
 
     def __repr__(self) -> str:
         d = self.as_dict()
-        if not (d["runs"] or d["refreshes"] or d["evaluations"]):
+        if not (d["runs"] or d["refreshes"]):
             return "EPDiagnostics(nothing yet: no full EP run, no minibatch refresh)"
         parts = []
         if d["refreshes"]:
@@ -147,6 +138,4 @@ class EPDiagnostics(tf.Module):
             )
         else:
             parts.append("no full EP run")
-        if d["evaluations"]:
-            parts.append(f"log Z_EP at the last loss evaluation={d['log_marginal_likelihood']:.6g}")
         return f"EPDiagnostics({'; '.join(parts)})"

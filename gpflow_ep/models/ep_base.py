@@ -9,20 +9,20 @@ of its data, :meth:`EPModel.site_problem`) and what it keeps besides the sites
 
 import abc
 import contextlib
-import types
 import warnings
 from typing import Any, NamedTuple, Optional, Tuple
 
 import gpflow
 import tensorflow as tf
-from gpflow.base import MeanAndVariance
+from gpflow.base import InputData, MeanAndVariance
 from gpflow.config import default_float
 from gpflow.likelihoods import Likelihood
-from gpflow.models import ExternalDataTrainingLossMixin
+from gpflow.models import ExternalDataTrainingLossMixin, InternalDataTrainingLossMixin
+from gpflow.posteriors import AbstractPosterior, PrecomputeCacheType
 from gpflow.utilities import assert_params_false
 from tensorflow.python.data.ops.iterator_ops import OwnedIterator as DatasetOwnedIterator
 
-try:  # TensorFlow's pause of every active GradientTape (no public equivalent)
+try:  # TensorFlow's pause of every active GradientTape (no public equivalent; see EPModel._execute)
     from tensorflow.python.eager.record import stop_recording as _stop_recording
 except ImportError:  # pragma: no cover - an older or newer TensorFlow without it: record as before
     _stop_recording = contextlib.nullcontext
@@ -40,9 +40,8 @@ from ..ep import (
     tilted_moments,
 )
 from ..ep.convergence import EPConvergenceWarning, non_convergence_message, warn_if_not_converged
-from ..validation import require_float64
+from ..validation import check_prediction_inputs, model_input_dim, require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
-
 
 #: The EP models' objectives are written without Python control flow on tensors (``tf.cond`` and
 #: ``tf.while_loop`` are explicit), so AutoGraph, which ``tf.function`` applies by default (GPflow's
@@ -98,8 +97,8 @@ class EPModel:
         self.ep_settings = self.check_settings(settings)
         state = EPState(num_sites, int(self._hyperparameter_values().shape[0])) if state is None else state
         self._ep_state = OutOfSummary(state=state)
-        self._warned_stale = False
-        self._stale_expected = False
+        self._warned_unfitted = False
+        self._unfitted_expected = False
 
     @property
     def ep_state(self) -> EPState:
@@ -146,8 +145,12 @@ class EPModel:
         """
         True (a boolean tensor) when the hyper-parameters are exactly those of the last full EP run
         that stored its sites (``run_ep`` or the nested loss); False before the first run and after
-        any ``Parameter`` changed (an optimiser step, an ``assign``).
+        any ``Parameter`` changed (an optimiser step, an ``assign``). A model without parameters
+        (``gpflow.utilities.freeze`` replaced them by constants) cannot change: once fitted, its
+        stored sites are current.
         """
+        if not self.parameters:
+            return tf.equal(self.sites_fitted, 1)
         values = self._hyperparameter_values()
         if values.shape != self.sites_fitted_for.shape:  # a parameter was replaced by one of another shape
             return tf.constant(False)
@@ -165,29 +168,25 @@ class EPModel:
         called. With ``store`` the outcome is stored (:meth:`_store_run`), else nothing is written
         (the fixed point of :meth:`fixed_point_sites`).
         """
-        if tf.executing_eagerly():
-            # nothing of the run is differentiated (the sites are held fixed): under a user's
-            # GradientTape, recording the call would make TensorFlow build the run's gradient graph
-            # (its while loop's intermediates included), which cost 10 s and more per model
-            with _stop_recording():
-                return self._execute_compiled(settings, store, *site_data)
-        return self._execute_inline(settings, store, *site_data)
+        if not tf.executing_eagerly():
+            return self._execute_inline(settings, store, *site_data)
+        # Nothing of the run is differentiated (the sites are held fixed), but under a user's
+        # GradientTape TensorFlow would record the call and build the gradient graph of the run's
+        # while loop, intermediates included: seconds per model for nothing
+        # (tests/models/test_ep_base.py checks that the tape watches nothing of the run).
+        compiled = self._execute_compiled  # this model's own tf.function (TensorFlow keeps one per instance)
+        # TensorFlow's frequent-retracing detector is keyed by the code object, which every model's
+        # compiled run shares, so the first run of each of five models built in a row would read as
+        # retracing of one function; each model's function still traces once per settings
+        # (tests/integration/test_retracing.py checks both, and fails if this attribute stops working).
+        compiled._omit_frequent_tracing_warning = True
+        with _stop_recording():
+            return compiled(settings, store, *site_data)
 
-    def __init_subclass__(cls, **kwargs):
-        """
-        Each model class gets its own compiled entry point of the EP run (:meth:`_execute`). TensorFlow
-        keys its frequent-retracing warning by the traced function's code object; one shared entry
-        point would count the traces of every model class together (several models, each traced once
-        per settings, would read as retracing), so each class's is a copy of the code under its name.
-        """
-        super().__init_subclass__(**kwargs)
-        body = _execute_compiled_body
-        names = {"co_name": f"{cls.__name__}_execute"}
-        if hasattr(body.__code__, "co_qualname"):  # Python ≥ 3.11
-            names["co_qualname"] = f"{cls.__name__}._execute"
-        code = body.__code__.replace(**names)
-        copy = types.FunctionType(code, body.__globals__, code.co_name, body.__defaults__, body.__closure__)
-        cls._execute_compiled = tf.function(copy, autograph=False)
+    @tf.function(autograph=False)
+    def _execute_compiled(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
+        """The compiled EP run of :meth:`_execute` (one ``tf.function`` per model)."""
+        return self._execute_inline(settings, store, *site_data)
 
     def _execute_inline(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
         problem = self.site_problem(*site_data, fixed=True)
@@ -285,15 +284,68 @@ class EPModel:
     @not_converted
     def _objective(self, *site_data) -> tf.Tensor:
         """
-        The training objective log Z_EP: in ``ep_mode="nested"`` after a stored EP run has brought the
-        sites to the fixed point of the current hyper-parameters; recorded in :attr:`ep_diagnostics`
-        as the evidence of the last loss evaluation.
+        The training objective log Z_EP at the stored sites; in ``ep_mode="nested"`` after a stored EP
+        run has brought them to the fixed point of the current hyper-parameters (that run is the only
+        write: the objective itself writes nothing).
         """
         if self.ep_settings.ep_mode == "nested":
             self._run(self.ep_settings, " nested training loss", *site_data)
-        value = self._evidence(*site_data)
-        self.ep_diagnostics.record_evidence(value)
-        return value
+        return self._evidence(*site_data)
+
+    # ---------------------------------------------------------------- prediction
+
+    @property
+    def predicts_fixed_point(self) -> bool:
+        """
+        Whether the model predicts from EP's fixed point at the current hyper-parameters, computed when
+        the stored sites are not current: a model that holds its data (``EPGPC``, ``EPGP``,
+        ``SpikeSlabRegression``) in ``ep_mode="nested"``. Otherwise (alternated mode, or a sparse model,
+        whose data come in batches) it predicts from its stored EP state as it is.
+        """
+        return self.ep_settings.ep_mode == "nested" and isinstance(self, InternalDataTrainingLossMixin)
+
+    def current_sites(self) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """
+        (τ, ν, dual) the model predicts from (:attr:`predicts_fixed_point`): EP's fixed point at the
+        current hyper-parameters (:meth:`fixed_point_sites`: the stored sites when they are current, as
+        after training or ``run_ep()``, else computed and not stored), or the stored sites. The stored
+        sites are returned as the site variables themselves, so a posterior built from them follows
+        later EP updates (``update_cache()``).
+        """
+        if self.predicts_fixed_point and not (tf.executing_eagerly() and bool(self.ep_state_is_current())):
+            return self.fixed_point_sites()
+        return self.sites.precision, self.sites.natural_mean, self.sites.dual
+
+    @abc.abstractmethod
+    def posterior_at(self, sites, precompute_cache: Optional[PrecomputeCacheType]) -> AbstractPosterior:
+        """
+        The model's q(f) (a ``gpflow.posteriors.AbstractPosterior``) at ``sites`` = (τ, ν, dual), tensors
+        or the site variables (:meth:`current_sites`), with GPflow's ``precompute_cache``.
+        """
+
+    def posterior(self, precompute_cache: PrecomputeCacheType = PrecomputeCacheType.TENSOR) -> AbstractPosterior:
+        """
+        q(f) as a GPflow posterior, as GPflow's ``SVGP.posterior()`` and ``VGP.posterior()``, at the sites
+        :meth:`current_sites` gives: ``precompute_cache`` is GPflow's ``PrecomputeCacheType`` (TENSOR,
+        VARIABLE or NOCACHE); built from the site variables, ``update_cache()`` after further training
+        follows both the new hyper-parameters and the new EP state. A model that predicts from its
+        stored state warns once when that was never fitted (:meth:`warn_if_unfitted`).
+        """
+        if not self.predicts_fixed_point:
+            self.warn_if_unfitted()
+        return self.posterior_at(self.current_sites(), precompute_cache)
+
+    def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
+        """
+        q(f*) at ``Xnew`` [N, D] (validated first: a ``ValueError`` naming it):
+        ``posterior(NOCACHE).fused_predict_f``, as GPflow's SVGP and VGP predict. Prediction never
+        writes to the model; a model that computes EP's fixed point for it (:meth:`current_sites`)
+        costs an EP run per call while its hyper-parameters differ from the last run's. (The shapes are
+        checked by GPflow's posterior, after the validation.)
+        """
+        Xnew = check_prediction_inputs(Xnew, model_input_dim(self))
+        posterior = self.posterior(PrecomputeCacheType.NOCACHE)
+        return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
     def predict_y(self, Xnew, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
         """
@@ -330,47 +382,38 @@ class EPModel:
     @contextlib.contextmanager
     def predicting_as_stored(self):
         """
-        A context in which predictions read the stored EP state without :meth:`warn_if_stale`'s
+        A context in which predictions read the stored EP state without :meth:`warn_if_unfitted`'s
         warning, and without using up its one warning: for a caller that evaluates the model as it
-        stands by design, as a TensorBoard monitor does at step 0 (the model before training, an
-        unfitted one predicting from the prior).
+        stands by design, as a TensorBoard monitor does at step 0 (an unfitted model predicting
+        from the prior).
         """
-        previous, self._stale_expected = self._stale_expected, True
+        previous, self._unfitted_expected = self._unfitted_expected, True
         try:
             yield self
         finally:
-            self._stale_expected = previous
+            self._unfitted_expected = previous
 
-    def warn_if_stale(self) -> None:
+    def warn_if_unfitted(self) -> None:
         """
-        Warn once (eagerly) when a model predicts from EP state that is not EP's: never fitted (no EP
-        run, training loss or minibatch refresh wrote it — a copy of a trained model's parameters
-        alone, ``multiple_assign(new, parameter_dict(old))``, predicts from the prior), or, in
-        ``ep_mode="nested"``, fitted for other hyper-parameters than the current ones (a model that
-        holds its data computes the fixed point instead and does not call this in nested mode).
+        Warn once (eagerly) when a model predicts from an EP state that no EP update produced: no EP
+        run, training loss or minibatch refresh wrote it, so it predicts from the prior — a model
+        never fitted, or a copy of a trained model's parameters alone
+        (``multiple_assign(new, parameter_dict(trained))``). EP state written by training, with
+        minibatches or not, is the model's trained state and predicts without a warning.
         """
-        if self._warned_stale or self._stale_expected or not tf.executing_eagerly():
+        if self._warned_unfitted or self._unfitted_expected or not tf.executing_eagerly():
             return
-        if not bool(self.ep_state_is_fitted()):
-            problem = (
-                "an EP state that was never fitted (no run_ep, training loss or minibatch refresh wrote it), "
-                "i.e. from the prior. Fit the model, or copy a trained model's EP state with its parameters: "
-                "gpflow.utilities.multiple_assign(model.ep_state, gpflow.utilities.parameter_dict(trained.ep_state))."
-            )
-        elif self.ep_settings.ep_mode == "nested" and not bool(self.ep_state_is_current()):
-            problem = (
-                "EP sites fitted for other hyper-parameters than the current ones (ep_mode='nested'): call "
-                "run_ep(...) to bring them to EP's fixed point for these."
-            )
-        else:
+        if bool(self.ep_state_is_fitted()):
             return
-        self._warned_stale = True
-        warnings.warn(f"{type(self).__name__}: predicting from {problem}", UserWarning, stacklevel=3)
-
-
-def _execute_compiled_body(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
-    """The compiled EP run of a model (copied per model class by ``EPModel.__init_subclass__``)."""
-    return self._execute_inline(settings, store, *site_data)
+        self._warned_unfitted = True
+        warnings.warn(
+            f"{type(self).__name__}: predicting from an EP state that was never fitted (no run_ep, training loss "
+            "or minibatch refresh wrote it), i.e. from the prior. Fit the model, or copy a trained model's EP "
+            "state with its parameters: "
+            "gpflow.utilities.multiple_assign(model.ep_state, gpflow.utilities.parameter_dict(trained.ep_state)).",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _has_scalar_moments(likelihood: Likelihood) -> bool:

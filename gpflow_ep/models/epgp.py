@@ -33,8 +33,8 @@ fractional, more strongly damped updates of :func:`~gpflow_ep.ep.robust_settings
 from typing import Optional
 
 import tensorflow as tf
-from check_shapes import check_shapes, inherit_check_shapes
-from gpflow.base import InputData, MeanAndVariance, RegressionData
+from check_shapes import check_shapes
+from gpflow.base import RegressionData
 from gpflow.kernels import Kernel
 from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
@@ -45,7 +45,7 @@ from gpflow.posteriors import PrecomputeCacheType
 from ..ep import EPRun, GPAlgebra, LikelihoodFactor
 from ..likelihoods.targets import check_targets
 from ..posteriors import EPGPPosterior
-from ..validation import check_choice, check_data, check_kernel_inputs, check_prediction_inputs
+from ..validation import check_choice, check_data, check_kernel_inputs
 from .default_settings import default_ep_settings, run_settings
 from .ep_base import EPModel, SiteProblem, check_ep_likelihood
 
@@ -127,7 +127,8 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         :warns EPConvergenceWarning: when the run did not converge (eagerly; inside a compiled loss
             the outcome is in :attr:`ep_diagnostics`).
         """
-        return self._run(self.check_settings(run_settings(self.ep_settings, overrides, self._schedule_given)), ".run_ep")
+        settings = run_settings(self.ep_settings, overrides, self._schedule_given)
+        return self._run(self.check_settings(settings), ".run_ep")
 
     # ---------------------------------------------------------------- objective
 
@@ -142,36 +143,12 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
 
     # ---------------------------------------------------------------- prediction
 
-    def current_sites(self):
+    def posterior_at(self, sites, precompute_cache: Optional[PrecomputeCacheType]) -> EPGPPosterior:
         """
-        (τ, ν, dual) the model predicts from: in nested mode EP's fixed point at the current
-        hyper-parameters (:meth:`~gpflow_ep.models.ep_base.EPModel.fixed_point_sites`: the stored
-        sites when they are current, as after training or ``run_ep()``; otherwise computed, not
-        stored); in alternated mode the stored sites, as they are.
+        q(f*) at ``sites`` = (τ, ν, dual) as a GPflow posterior (:class:`~gpflow_ep.posteriors.EPGPPosterior`;
+        R&W Alg. 3.6 generalised to sites of any sign), with Minka's dual mean when
+        ``predict_with="dual"``.
         """
-        if self.ep_settings.ep_mode == "nested":
-            return self.fixed_point_sites()
-        return (*self.sites.read(), tf.stop_gradient(tf.convert_to_tensor(self.sites.dual)))
-
-    def posterior(self, precompute_cache: PrecomputeCacheType = PrecomputeCacheType.TENSOR) -> EPGPPosterior:
-        """
-        q(f*) as a GPflow posterior (:class:`~gpflow_ep.posteriors.EPGPPosterior`), at the sites
-        ``predict_f`` uses (:meth:`current_sites`). When the stored sites are those (always in
-        alternated mode; in nested mode once the sites are current), the posterior holds the site
-        variables themselves, so ``posterior.update_cache()`` after further training follows both the
-        new hyper-parameters and the new sites; otherwise it holds the computed fixed point.
-
-        :param precompute_cache: GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE).
-        """
-        if self.ep_settings.ep_mode == "alternated":  # nested mode computes the fixed point when it must
-            self.warn_if_stale()
-        if self.ep_settings.ep_mode == "alternated" or bool(self.ep_state_is_current()):
-            sites = (self.sites.precision, self.sites.natural_mean, self.sites.dual)
-        else:
-            sites = self.current_sites()
-        return self._posterior_at(sites, precompute_cache)
-
-    def _posterior_at(self, sites, precompute_cache) -> EPGPPosterior:
         precision, natural_mean, dual = sites
         dual = dual if self.predict_with == "dual" else None
         return EPGPPosterior(
@@ -183,18 +160,3 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
             dual,
             precompute_cache=precompute_cache,
         )
-
-    @inherit_check_shapes
-    def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
-        """
-        Predictive moments of f(x*), ``posterior(NOCACHE).fused_predict_f`` as in GPflow's VGP (R&W
-        Alg. 3.6 generalised to sites of any sign), at :meth:`current_sites`. Prediction never writes
-        to the model; in nested mode with hyper-parameters changed since the last EP run it costs an
-        EP run per call. One latent function: ``full_output_cov=True`` raises ``NotImplementedError``
-        as in GPflow's VGP.
-        """
-        Xnew = check_prediction_inputs(Xnew, self.data[0].shape[-1])
-        if self.ep_settings.ep_mode == "alternated":
-            self.warn_if_stale()
-        posterior = self._posterior_at(self.current_sites(), None)
-        return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)

@@ -50,8 +50,7 @@ from typing import Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
-from check_shapes import check_shapes, inherit_check_shapes
-from gpflow.base import InputData, MeanAndVariance
+from check_shapes import check_shapes
 from gpflow.config import default_float, default_jitter
 from gpflow.kernels import Kernel
 from gpflow.likelihoods import Likelihood
@@ -63,13 +62,11 @@ from gpflow.posteriors import PrecomputeCacheType
 from ..covariances import block_Kff, block_Kuf, block_Kuu
 from ..ep import EPRun, EPSettings, LikelihoodFactor, SitePairs, WhitenedAlgebra, get_schedule
 from ..likelihoods.targets import check_targets
-from ..posteriors import SparseEPPosterior
+from ..posteriors import q_from_natural_parameters, sparse_ep_posterior
 from ..validation import (
     check_inducing_variable,
     check_positive_int,
-    check_prediction_inputs,
     check_training_data,
-    model_input_dim,
 )
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem, check_ep_likelihood, not_converted
 from .ep_state import ep_state_attribute
@@ -102,7 +99,6 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
     :param inducing_variable: ``InducingPoints`` or an [M, D] array of inducing inputs Z.
     :param num_data: n, the number of training points (one site each).
     :param mean_function: GPflow mean function (default zero).
-    :param jitter: added to K_uu (default ``gpflow.config.default_jitter()``).
     :param ep_options: the options of :class:`~gpflow_ep.ep.EPSettings` (the SEP paper uses
         ``damping=0.5`` for batch EP and ``minibatch_damping=0.99``, the default).
 
@@ -129,8 +125,6 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         inducing_variable: InducingVariablesLike,
         num_data: int,
         mean_function: Optional[MeanFunction] = None,
-        *,
-        jitter: Optional[float] = None,
         **ep_options,
     ):
         self.check_likelihood(likelihood)
@@ -141,7 +135,6 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         self.num_data = num_data
         #: one site per point here; a model whose points have several sites (SEPMGPC) says how many
         self.num_sites = self._num_sites(num_data)
-        self.jitter = default_jitter() if jitter is None else float(jitter)
         C, M = self.num_blocks, int(self.inducing_variable.num_inducing)
         hyperparameters = int(self._hyperparameter_values().shape[0])
         self._init_ep(self.num_sites, settings, state=SparseEPState(self.num_sites, hyperparameters, C, num_data, M))
@@ -234,8 +227,11 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
     # ---------------------------------------------------------------- prior blocks (the model's hooks)
 
     def block_Kuu(self) -> tf.Tensor:
-        """K_uu of every block (with jitter), [C, M, M], or [1, M, M] when shared (:mod:`gpflow_ep.covariances`)."""
-        return block_Kuu(self.inducing_variable, self.kernel, jitter=self.jitter)
+        """
+        K_uu of every block with GPflow's ``default_jitter()`` added, as in SVGP, [C, M, M], or [1, M, M]
+        when shared (:mod:`gpflow_ep.covariances`).
+        """
+        return block_Kuu(self.inducing_variable, self.kernel, jitter=default_jitter())
 
     def block_Kuf(self, X) -> tf.Tensor:
         """K_uf of every block at the points X, [C, M, P] (or [1, M, P] shared)."""
@@ -351,43 +347,30 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
     # ---------------------------------------------------------------- prediction
 
     @property
-    def q_mu(self):
-        """E[u] under q, [M, C] (C = 1 here; for ``gpflow.conditionals.conditional`` with ``white=False``)."""
-        L = self.cholesky_Kuu()
-        return tf.transpose((L @ self.ep_state.whitened(L).mean)[..., 0])
+    def q_mu(self) -> tf.Tensor:
+        """E[u] under q, [M, C] (C = 1 here), in ``SVGP.q_mu``'s layout (:mod:`gpflow_ep.posteriors.sparse`)."""
+        return q_from_natural_parameters(self.kernel, self.inducing_variable, *self.ep_state.stored_posterior())[0]
 
     @property
-    def q_sqrt(self):
-        """Lower-triangular square roots of Cov[u] per block, [C, M, M]."""
-        L = self.cholesky_Kuu()
-        cov = L @ self.ep_state.whitened(L).covariance() @ tf.linalg.matrix_transpose(L)
-        return tf.linalg.cholesky(0.5 * (cov + tf.linalg.matrix_transpose(cov)))
+    def q_sqrt(self) -> tf.Tensor:
+        """Lower-triangular square roots of Cov[u] per block, [C, M, M], in ``SVGP.q_sqrt``'s layout."""
+        return q_from_natural_parameters(self.kernel, self.inducing_variable, *self.ep_state.stored_posterior())[1]
 
-    def posterior(self, precompute_cache: PrecomputeCacheType = PrecomputeCacheType.TENSOR) -> SparseEPPosterior:
+    def posterior_at(self, sites, precompute_cache: Optional[PrecomputeCacheType]):
         """
-        q(f) from the stored q(u) as a GPflow posterior (:class:`~gpflow_ep.posteriors.SparseEPPosterior`,
-        built from the kernel, inducing variable, Λ_u, η_u and mean function), like ``SVGP.posterior()``:
-        ``precompute_cache`` is GPflow's ``PrecomputeCacheType`` (TENSOR, VARIABLE or NOCACHE);
-        ``update_cache()`` after a change of the hyper-parameters, Z or the EP state predicts anew.
-        Warns once when the EP state is stale (:meth:`~gpflow_ep.models.ep_base.EPModel.warn_if_stale`).
+        q(f) from the stored q(u) — the sum of the stored sites, kept in the EP state (``sites`` are
+        those sites) — as GPflow's own SVGP posterior with ``q_mu``, ``q_sqrt`` from q(u)'s natural
+        parameters Λ_u, η_u (:func:`~gpflow_ep.posteriors.sparse_ep_posterior`).
         """
-        self.warn_if_stale()
-        return SparseEPPosterior(
+        del sites  # summed into q(u) as they were stored
+        return sparse_ep_posterior(
             self.kernel,
             self.inducing_variable,
             self.ep_state.posterior_precision,
             self.ep_state.posterior_shift,
             self.mean_function,
-            jitter=self.jitter,
             precompute_cache=precompute_cache,
         )
-
-    @inherit_check_shapes
-    def predict_f(self, Xnew: InputData, full_cov: bool = False, full_output_cov: bool = False) -> MeanAndVariance:
-        """q(f*) = ∫ p(f* | u) q(u) du from the stored q(u): ``posterior(NOCACHE).fused_predict_f``, as in SVGP."""
-        Xnew = check_prediction_inputs(Xnew, model_input_dim(self))
-        posterior = self.posterior(PrecomputeCacheType.NOCACHE)
-        return posterior.fused_predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
 
     # ---------------------------------------------------------------- minibatches (the paper's Sec. 2.3)
 

@@ -34,7 +34,7 @@ The evidence is SEPGPC's EP energy over all sites; its minibatch surrogate and g
 quadrature of the argmax under the independent predictive marginals (``MultiClassStep``).
 """
 
-from typing import Optional, Sequence, Union
+from typing import Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -88,8 +88,6 @@ class SEPMGPC(SEPGP):
         likelihood: MultiClassStep,
         inducing_variable,
         num_data: int,
-        *,
-        jitter: Optional[float] = None,
         **ep_options,
     ):
         if not isinstance(likelihood, MultiClassStep):
@@ -99,7 +97,7 @@ class SEPMGPC(SEPGP):
         C = likelihood.num_classes
         kernel, inducing_variable = class_kernel(kernel, C), class_inducing_variable(inducing_variable, C)
         ep_options.setdefault("damping", 0.5)
-        super().__init__(kernel, likelihood, inducing_variable, num_data, jitter=jitter, **ep_options)
+        super().__init__(kernel, likelihood, inducing_variable, num_data, **ep_options)
 
     def check_likelihood(self, likelihood) -> None:
         """Checked in ``__init__``: a :class:`~gpflow_ep.likelihoods.MultiClassStep` (its paired sites)."""

@@ -56,8 +56,8 @@ from ..ep import (
     flat,
     propose_sites,
 )
-from ..ep.energy import cavity_log_normaliser_gap
 from ..ep.algebra import shape_of
+from ..ep.energy import cavity_log_normaliser_gap
 from ..ep.whitened import Projections, eye_like
 from .ep_state import EPState
 from .minibatch import SiteRefresh

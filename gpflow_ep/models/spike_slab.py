@@ -35,8 +35,9 @@ log Z_EP = -E (the paper's energy, eq. 9) is the training objective of σ², v_s
 ``Parameter``\ s): its gradient with the sites held fixed is exact at a fixed point; in
 ``ep_mode="nested"`` (default, R-EP only) every evaluation of the loss first re-runs EP,
 warm-started. Posterior summaries: :meth:`inclusion_probabilities` (π_i = sig(ℓ_i) of the tilted
-distributions), :meth:`weight_moments`, ``predict_f``/``predict_y`` and ``predict_log_density``
-(the exact Gaussian predictive, as GPflow's models have).
+distributions), :meth:`weight_moments`, ``posterior()`` (a GPflow posterior of f(x) = xᵀw),
+``predict_f``/``predict_y`` and ``predict_log_density`` (the exact Gaussian predictive, as GPflow's
+models have), in ``ep_mode="nested"`` at EP's fixed point for the current hyper-parameters.
 """
 
 from typing import Optional
@@ -48,11 +49,13 @@ from check_shapes import check_shapes
 from gpflow.base import Parameter
 from gpflow.config import default_float
 from gpflow.models import BayesianModel, InternalDataTrainingLossMixin
+from gpflow.posteriors import PrecomputeCacheType
 from gpflow.utilities import positive
 from tensorflow_probability import bijectors as tfb
 
 from ..ep import EPRun, EPSettings, LinearGaussianAlgebra, cavity_distribution
 from ..ep.linear_gaussian import FORMS
+from ..posteriors import LinearModelPosterior
 from ..validation import check_choice, check_inputs, check_prediction_inputs, check_range
 from .ep_base import EPModel, SiteProblem, not_converted
 from .spike_slab_factor import SpikeSlabFactor
@@ -178,14 +181,14 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
 
     @check_shapes("return[0]: [D, 1]", "return[1]: [D, 1]")
     def weight_moments(self):
-        """Means and variances of q(w_i) at the stored sites."""
-        q = self.site_problem().algebra.marginals(*self.sites.read())
+        """Means and variances of q(w_i) at the sites the model predicts from (:meth:`current_sites`)."""
+        q = self.site_problem().algebra.marginals(*self.current_sites()[:2])
         return q.mean, q.var
 
     @check_shapes("return: [D, 1]")
     def inclusion_probabilities(self) -> tf.Tensor:
-        """π_i = P(w_i from the slab) under the tilted distribution of site i."""
-        tau, nu = self.sites.read()
+        """π_i = P(w_i from the slab) under the tilted distribution of site i (at :meth:`current_sites`)."""
+        tau, nu = (tf.convert_to_tensor(t) for t in self.current_sites()[:2])
         q = self.site_problem().algebra.marginals(tau, nu)
         cav = cavity_distribution(q.mean, q.var, tau, nu)
         return tf.sigmoid(self.site_problem().factor.inclusion_log_odds(cav.mean, cav.var))
@@ -196,23 +199,22 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
             if value:
                 raise ValueError(f"{name}: only marginal predictive variances are offered; leave {name}=False")
 
-    def predict_f(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
-        """f* = x*ᵀw under q(w) = N(m, Σ): mean x*ᵀm and variance x*ᵀΣx* (Hernández-Lobato &
-        Hernández-Lobato 2011, the EP posterior approximation of their eq. 4), at the stored sites;
-        each [N, 1]. ``Xnew`` [N, D] is validated first (a ``ValueError`` naming it)."""
-        self._marginal_only(full_cov, full_output_cov)
-        return self._predict_f(check_prediction_inputs(Xnew, self.sites.num_sites))
-
-    @check_shapes("Xnew: [N, D]", "return[0]: [N, 1]", "return[1]: [N, 1]")
-    def _predict_f(self, Xnew):
-        joint = self.site_problem().algebra.joint(*self.sites.read())
-        mean = tf.matmul(Xnew, joint.mean)
-        var = tf.reduce_sum(tf.matmul(Xnew, joint.cov) * Xnew, axis=1, keepdims=True)
-        return mean, var
+    def posterior_at(self, sites, precompute_cache: Optional[PrecomputeCacheType]) -> LinearModelPosterior:
+        """
+        q(f*) for f* = x*ᵀw under q(w) = N(m, Σ) at ``sites`` (Hernández-Lobato & Hernández-Lobato
+        2011, the EP posterior approximation of their eq. 4): mean x*ᵀm, covariance x*ᵀΣx*'
+        (:class:`~gpflow_ep.posteriors.LinearModelPosterior`).
+        """
+        precision, natural_mean, _ = sites
+        X, y = self.data
+        return LinearModelPosterior(
+            X, y, self.noise_variance, precision, natural_mean, self.form, precompute_cache=precompute_cache
+        )
 
     def predict_y(self, Xnew, full_cov: bool = False, full_output_cov: bool = False):
         """The Gaussian predictive N(y* | x*ᵀm, x*ᵀΣx* + σ²): its mean and variance, each [N, 1]."""
-        mean, var = self.predict_f(Xnew, full_cov=full_cov, full_output_cov=full_output_cov)
+        self._marginal_only(full_cov, full_output_cov)
+        mean, var = self.predict_f(Xnew)
         return mean, var + self.noise_variance
 
     @check_shapes("return: [N]")

@@ -16,10 +16,13 @@ import gpflow
 import numpy as np
 import pytest
 import tensorflow as tf
+from gpflow.keras import tf_keras
 from scipy import integrate, stats
 
 from gpflow_ep.likelihoods import Laplace, MultiClassStep, Probit
 from gpflow_ep.models import EPGP, EPGPC, SEPGP, SEPGPC, PowerEP
+from gpflow_ep.optimizers import MinibatchEP
+from gpflow_ep.training import make_dataset
 
 
 def _reference_log_density(density, y, mean, sd):
@@ -225,13 +228,25 @@ def test_predicting_as_stored_does_not_warn_nor_use_up_the_one_warning():
         m.predict_f(Xs)
 
 
-def test_a_nested_sparse_model_warns_when_its_sites_were_fitted_for_other_hyper_parameters():
+def test_a_sparse_model_predicts_from_its_trained_state_without_a_warning():
+    """
+    Sites written by EP — a batch run, or minibatch refreshes while the hyper-parameters move — are the
+    model's trained state: predicting from them is silent, in either EP mode, also after a later change
+    of a hyper-parameter (as SVGP predicts from its q(u) whatever its kernel).
+    """
     X, Y, Xs, _ = _data("probit")
-    m = SEPGP(gpflow.kernels.SquaredExponential(), Probit(), X[::3].copy(), num_data=len(X))
-    m.run_ep((X, Y))
-    m.kernel.variance.assign(2.0)
-    with pytest.warns(UserWarning, match="fitted for other hyper-parameters"):
-        m.predict_f(Xs)
+    for ep_mode in ("nested", "alternated"):
+        m = SEPGP(gpflow.kernels.SquaredExponential(), Probit(), X[::3].copy(), num_data=len(X), ep_mode=ep_mode)
+        loss = MinibatchEP().loss_closure(m, iter(make_dataset((X, Y), batch_size=10, seed=0)))
+        optimizer = tf_keras.optimizers.Adam(0.05)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # any warning fails
+            for _ in range(3):
+                optimizer.minimize(loss, m.trainable_variables)
+            m.predict_y(Xs)
+            m.run_ep((X, Y))
+            m.kernel.variance.assign(2.0)
+            m.predict_y(Xs)
 
 
 @pytest.mark.parametrize(
@@ -249,3 +264,25 @@ def test_a_likelihood_without_ep_moments_is_refused_when_the_model_is_built(buil
     X, Y, _, _ = _data("probit")
     with pytest.raises(ValueError, match=r"^likelihood: EP has no site moments for"):
         build(X, Y, gpflow.kernels.SquaredExponential())
+
+
+@pytest.mark.parametrize("model", ["EPGPC", "SEPGPC"])
+def test_a_frozen_model_predicts_exactly_what_the_model_predicts(model):
+    """
+    ``gpflow.utilities.freeze`` replaces the parameters by constants: the frozen model cannot change, so
+    it predicts from the stored EP state (no EP run at predict time) — bit for bit what the trained model
+    predicts from the same state.
+    """
+    X, Y, Xs, _ = _data("probit")
+    kernel = gpflow.kernels.SquaredExponential()
+    if model == "EPGPC":
+        m = EPGPC((X, Y), kernel, Probit())
+        gpflow.optimizers.Scipy().minimize(m.training_loss, m.trainable_variables, options=dict(maxiter=5))
+        assert bool(m.ep_state_is_current())  # Scipy's last evaluation is at its result
+    else:
+        m = SEPGPC(kernel, Probit(), X[::3].copy(), num_data=len(X))
+        m.run_ep((X, Y))
+    frozen = gpflow.utilities.freeze(m)
+    assert not frozen.parameters and bool(frozen.ep_state_is_current())
+    for a, b in zip(frozen.predict_y(Xs), m.predict_y(Xs)):
+        np.testing.assert_array_equal(a, b)

@@ -45,12 +45,12 @@ def _converged_sep(data, Z, likelihood=None, **kw):
 
 
 @pytest.mark.parametrize("schedule", ["parallel", "sequential"])
-def test_inducing_points_at_the_data_reproduce_full_ep(data, schedule):
+def test_inducing_points_at_the_data_reproduce_full_ep(data, schedule, tiny_jitter):
     """T1: Z = X (jitter 1e-12, so no FITC correction is left): SEP = full-GP EP to 1e-6."""
     X, Y = data
     ep = EPGPC(data, _kernel(), Probit(), tol=1e-12, max_sweeps=2000, ep_mode="alternated")
     assert EP().minimize(ep).converged
-    sep = _converged_sep(data, X.copy(), jitter=1e-12, schedule=schedule)
+    sep = _converged_sep(data, X.copy(), schedule=schedule)
     np.testing.assert_allclose(sep.log_marginal_likelihood(data), ep.log_marginal_likelihood(), rtol=0, atol=1e-6)
     for a, b in zip(sep.sites.read(), ep.sites.read()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
@@ -65,7 +65,7 @@ def test_converged_sep_equals_gfitc(data):
     Z = X[::5].copy()
     sep = _converged_sep(data, Z)
     kern = _kernel()
-    Kuu = kern(Z) + sep.jitter * np.eye(len(Z))
+    Kuu = kern(Z) + gpflow.config.default_jitter() * np.eye(len(Z))
     Kuf = kern(Z, X)
     Qff = tf.matmul(Kuf, tf.linalg.solve(Kuu, Kuf), transpose_a=True).numpy()
     K_fitc = Qff + np.diag(np.diag(kern(X).numpy()) - np.diag(Qff))
@@ -212,7 +212,7 @@ def test_minibatch_gradients_average_to_the_exact_gradient(data, likelihood, pow
 def _reference_surrogate(m, X, Y, index):
     """F_M (Hernández-Lobato & Hernández-Lobato 2016, eqs. 4 and 6) written directly in u-space (dense inverses)
     and left to autodiff."""
-    Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=m.jitter)
+    Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=gpflow.config.default_jitter())
     Kuu0 = tf.stop_gradient(Kuu)
     Sigma = tf.linalg.inv(tf.linalg.inv(Kuu0) + m.posterior_precision)
     mu = Sigma @ m.posterior_shift
@@ -367,7 +367,7 @@ def test_a_refresh_that_would_leave_q_improper_is_not_applied(data):
     X, Y = data
     m = SEPGPC(_kernel(), NoisyStep(0.1), X[::4].copy(), num_data=len(X))
     m.run_ep(data)
-    Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=m.jitter).numpy()
+    Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=gpflow.config.default_jitter()).numpy()
     m.posterior_precision.assign(-10.0 * np.linalg.inv(Kuu))
     state = (m.sites.precision, m.sites.natural_mean, m.site_directions, m.posterior_precision, m.posterior_shift)
     before = [v.numpy().copy() for v in state]

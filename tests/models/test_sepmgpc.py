@@ -209,7 +209,7 @@ class StackedSEPMGPC(SEPGPC):
 
     def block_Kuu(self):
         blocks = [
-            self.kernel(iv.Z) + self.jitter * tf.eye(iv.num_inducing, dtype=tf.float64)
+            self.kernel(iv.Z) + gpflow.config.default_jitter() * tf.eye(iv.num_inducing, dtype=tf.float64)
             for iv in self.inducing_variable.inducing_variable_list
         ]
         return tf.linalg.LinearOperatorBlockDiag([tf.linalg.LinearOperatorFullMatrix(b) for b in blocks]).to_dense()[
