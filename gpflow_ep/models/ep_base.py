@@ -168,7 +168,7 @@ class EPModel:
         if tf.executing_eagerly():
             # nothing of the run is differentiated (the sites are held fixed): under a user's
             # GradientTape, recording the call would make TensorFlow build the run's gradient graph
-            # (its while loop's intermediates included), which cost 10 s and more per model
+            # (its while loop's intermediates included), a graph as large as the run's own
             with _stop_recording():
                 return self._execute_compiled(settings, store, *site_data)
         return self._execute_inline(settings, store, *site_data)
