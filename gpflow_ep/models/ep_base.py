@@ -422,7 +422,7 @@ class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
             return super().training_loss_closure(data, compile=compile)
         unchecked = super().training_loss  # each batch is checked below, once
         loss = unchecked
-        if compile:  # through a lambda, as GPflow's own closure does (GPflow issue #1929)
+        if compile:  # through a lambda, as GPflow's own closure does (https://github.com/GPflow/GPflow/issues/1929)
             loss = tf.function(lambda batch: unchecked(batch), input_signature=[data.element_spec])
 
         def closure() -> tf.Tensor:
