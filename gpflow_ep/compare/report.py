@@ -15,9 +15,8 @@ likelihood (:func:`.catalogue.model_label`, e.g. "SVGP (RobustMax)").
 * The NLPD panel draws each model's test NLPD with a bar of ± 2 standard errors of that mean over
   the test points (``test_nlpd_se``), both in the legend, and the axis spans these bars (not below
   0 for classification and counts, whose NLPD, of a probability mass, is non-negative): a
-  difference much smaller than the bars (0.005 nats beside standard errors of 0.03 on breast
-  cancer's 171 test points) is not one the test set can resolve, and the axis no longer zooms
-  until it looks like one. The models share the test points, so the bars are conservative for a
+  difference much smaller than the bars is not one the test set can resolve, and the axis does not
+  zoom until it looks like one. The models share the test points, so the bars are conservative for a
   difference between two models (a paired comparison's error is smaller).
 """
 

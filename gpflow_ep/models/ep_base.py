@@ -172,7 +172,7 @@ class EPModel:
             return self._execute_inline(settings, store, *site_data)
         # Nothing of the run is differentiated (the sites are held fixed), but under a user's
         # GradientTape TensorFlow would record the call and build the gradient graph of the run's
-        # while loop, intermediates included: seconds per model for nothing
+        # while loop, intermediates included, a graph as large as the run's own
         # (tests/models/test_ep_base.py checks that the tape watches nothing of the run).
         compiled = self._execute_compiled  # this model's own tf.function (TensorFlow keeps one per instance)
         # TensorFlow's frequent-retracing detector is keyed by the code object, which every model's
@@ -465,7 +465,7 @@ class CheckedExternalDataTrainingLossMixin(ExternalDataTrainingLossMixin):
             return super().training_loss_closure(data, compile=compile)
         unchecked = super().training_loss  # each batch is checked below, once
         loss = unchecked
-        if compile:  # through a lambda, as GPflow's own closure does (GPflow issue #1929)
+        if compile:  # through a lambda, as GPflow's own closure does (https://github.com/GPflow/GPflow/issues/1929)
             loss = tf.function(lambda batch: unchecked(batch), input_signature=[data.element_spec])
 
         def closure() -> tf.Tensor:

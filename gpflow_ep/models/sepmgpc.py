@@ -1,6 +1,6 @@
 r"""
 SEPMGPC: scalable multi-class EP classification (Villacampa-Calvo & Hernández-Lobato, ICML 2017),
-the SEP paper's scalable EP (``seeds/002``) for C classes.
+the scalable EP of Hernández-Lobato & Hernández-Lobato (AISTATS 2016) for C classes.
 
 C latent functions f^c, each with its GPflow kernel and inducing inputs Z_c (u^c = f^c(Z_c), FITC
 conditionals as in :class:`~gpflow_ep.models.SEPGPC`), and the likelihood
@@ -74,9 +74,9 @@ class SEPMGPC(SEPGP):
     :param num_data: N, the number of training points (each has 2(C - 1) sites: ``num_sites``).
     :param ep_options: EP options (:class:`~gpflow_ep.ep.EPSettings`); the paired sites need
         ``power=1``, no relaxation and the parallel schedule. Batch EP defaults to ``damping=0.5``:
-        parallel updates of the paired sites oscillate at 0.8 when the latent noise is small (iris,
-        σ² = 1e-3), and converge slowly even at 0.5 (300 sweeps to a site change of ~1e-3); larger
-        σ² converges in ~100 sweeps. The same damping bounds a minibatch refresh of most sites
+        parallel updates of the paired sites can oscillate at 0.8 when the latent noise σ² is small
+        (each factor is then nearly a step in f), and converge slowly there even at 0.5.
+        The same damping bounds a minibatch refresh of most sites
         (``fit`` with ``batch_size`` near N): it uses min(``minibatch_damping``, ``damping``·N/b) for a batch of b
         points (:func:`~gpflow_ep.models.sparse_sites.refresh_damping`), so full-batch training converges
         instead of alternating.
