@@ -6,6 +6,8 @@ is process-wide and keyed by code object, so it also counts the models earlier t
 worker process.
 """
 
+import logging
+
 import gpflow
 import numpy as np
 import tensorflow as tf
@@ -33,3 +35,27 @@ def test_repeated_runs_and_a_second_model_do_not_retrace(rng):
             slab.run_ep()
         assert slab._execute_compiled.experimental_get_tracing_count() == 1
     assert np.isfinite(float(loss()))
+
+
+def test_models_built_in_a_row_do_not_read_as_retracing(rng):
+    """
+    TensorFlow's frequent-retracing warning is keyed by the traced function's code object, which the
+    compiled EP run of every model shares: six models, each running EP once, would read as six traces of
+    one function. Each model's function is marked to omit that warning (a private TensorFlow attribute,
+    checked to exist here so that this test fails if TensorFlow renames it); the counts above show each
+    model still traces once per settings.
+    """
+    assert hasattr(tf.function(lambda: 0), "_omit_frequent_tracing_warning")
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    tf_logger = logging.getLogger("tensorflow")
+    tf_logger.addHandler(handler)
+    try:
+        X = rng.normal(size=(12, 2))
+        Y = (X[:, :1] > 0).astype(float)
+        for _ in range(6):
+            EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit()).run_ep()
+    finally:
+        tf_logger.removeHandler(handler)
+    assert not [m for m in messages if "retracing" in m], messages
