@@ -47,7 +47,7 @@ for _ in range(further):
     firsts.append(seconds(lambda: fresh().training_loss().numpy())[0])
     m = fresh()
     t_first_run, run = seconds(lambda: m.run_ep())
-    sweeps = int(run.iterations)
+    sweeps = int(run.sweeps)
     t_lz, _ = seconds(lambda: m.log_marginal_likelihood().numpy())
     compiled = []
     for _ in range(3):

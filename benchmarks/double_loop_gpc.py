@@ -51,10 +51,10 @@ def run_one(flip_rate: float, rep: int, config: Dict) -> Dict:
         t0 = time.perf_counter()
         run = model.run_ep()
         seconds, p = time.perf_counter() - t0, model.predict_y(Xt)[0].numpy()
-        out[name] = dict(converged=bool(run.converged), sweeps=int(run.iterations), seconds=seconds)
+        out[name] = dict(converged=bool(run.converged), sweeps=int(run.sweeps), seconds=seconds)
         out[name].update(error=float(np.mean((p > 0.5) != Yt)), log_z=float(model.log_marginal_likelihood()))
         if loop:
-            E = run.info.energies.numpy()[: int(run.iterations)]
+            E = run.info.energies.numpy()[: int(run.sweeps)]
             out[name]["max_increase"] = float(np.max(np.diff(E))) if len(E) > 1 else 0.0
     return out
 

@@ -76,7 +76,7 @@ def _ep_run(model, schedule: str, log_z: Callable = None) -> Dict:
     model.sites.reset()
     t0 = time.perf_counter()
     run = model.run_ep(schedule=schedule, tol=TOL, max_sweeps=MAX_SWEEPS)
-    record = dict(run=run, sweeps=int(run.iterations.numpy()), to_log_z=None)  # reading sweeps forces completion
+    record = dict(run=run, sweeps=int(run.sweeps.numpy()), to_log_z=None)  # reading sweeps forces completion
     record["seconds"] = time.perf_counter() - t0
     if log_z is not None:
         float(log_z().numpy())

@@ -54,8 +54,8 @@ def ep_fit(model) -> Dict:
     tau, nu = (v.numpy() for v in model.sites.read())
     return {
         "converged": bool(res.converged),
-        "sweeps": int(res.iterations),
-        "final_R": finite_or_none(res.change),
+        "sweeps": int(res.sweeps),
+        "final_R": finite_or_none(res.max_change),
         "num_skipped": int(res.num_skipped),
         "finite": bool(np.all(np.isfinite(tau)) and np.all(np.isfinite(nu))),
         "R_history": [float(f"{h:.4g}") for h in res.history],

@@ -152,7 +152,7 @@ def finish_ep(model) -> Dict:
     if not out["converged"]:
         start = time.perf_counter()
         res = EP(warn=False, **FALLBACK_OPTIONS).minimize(model)
-        out.update(fallback=True, fallback_converged=bool(res.converged), fallback_sweeps=int(res.iterations))
+        out.update(fallback=True, fallback_converged=bool(res.converged), fallback_sweeps=int(res.sweeps))
         out["fallback_time_s"] = time.perf_counter() - start
     return out
 

@@ -53,8 +53,8 @@ def run_set(seed: int, taus, max_outer: int) -> Dict:
     run = model.run_ep()
     seconds = time.perf_counter() - t0
     info = run.info  # the double loop's record (gpflow_ep.ep.DoubleLoopInfo)
-    E = info.energies.numpy()[: int(run.iterations)]
-    pc = dict(converged=bool(run.converged), outer=int(run.iterations), inner=int(info.inner_steps), seconds=seconds)
+    E = info.energies.numpy()[: int(run.sweeps)]
+    pc = dict(converged=bool(run.converged), outer=int(run.sweeps), inner=int(info.inner_steps), seconds=seconds)
     pc.update(
         mse=_mse(model, Xt, yt), energies=E.tolist(), max_increase=float(np.max(np.diff(E))) if len(E) > 1 else 0.0
     )

@@ -66,14 +66,14 @@ def non_convergence_message(run: EPRun, settings, where: str = "") -> str:
     unit = "outer steps" if double_loop else "sweeps"
     name, meaning = MEASURES[int(run.measure)]
     text = (
-        f"EP{where} did not converge in {int(run.iterations)} {unit} (schedule='{settings.schedule}', "
+        f"EP{where} did not converge in {int(run.sweeps)} {unit} (schedule='{settings.schedule}', "
         f"max_sweeps={settings.max_sweeps}, power={settings.power:g}, damping={settings.damping:g}): {meaning} "
-        f"(measure '{name}') was {float(run.change):.3g}, above tol={settings.tol:g}"
+        f"(measure '{name}') was {float(run.max_change):.3g}, above tol={settings.tol:g}"
     )
     if isinstance(info, FallbackInfo) and bool(info.used_fallback):
         text += (
-            f". Parallel EP ran first and did not converge in {int(info.parallel_iterations)} sweeps (its measure "
-            f"was {float(info.parallel_change):.3g}); the double loop continued from its sites: "
+            f". Parallel EP ran first and did not converge in {int(info.parallel_sweeps)} sweeps (its measure "
+            f"was {float(info.parallel_max_change):.3g}); the double loop continued from its sites: "
             f"{_double_loop_part(info.double_loop)}"
         )
     elif isinstance(info, DoubleLoopInfo):

@@ -64,8 +64,8 @@ class FallbackSchedule(Schedule):
         def info(used, double_loop: DoubleLoopInfo) -> FallbackInfo:
             return FallbackInfo(
                 used_fallback=tf.constant(used),
-                parallel_iterations=first.iterations,
-                parallel_change=first.change,
+                parallel_sweeps=first.sweeps,
+                parallel_max_change=first.max_change,
                 parallel_history=first.history,
                 parallel_skipped_last_sweep=first.info.skipped_last_sweep,
                 double_loop=double_loop,

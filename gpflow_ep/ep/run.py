@@ -7,13 +7,13 @@ of it.
 ==================  ===========================================================================
 ``precision``,      the sites τ, ν [N, 1] at the end (the last accepted state: finite, and q proper)
 ``natural_mean``
-``converged``       [] bool: ``change`` ≤ ``settings.tol`` (and, for the sweeping schedules, no site
+``converged``       [] bool: ``max_change`` ≤ ``settings.tol`` (and, for the sweeping schedules, no site
                     update skipped in the last sweep)
-``iterations``      [] int: iterations of the loop that produced the sites — sweeps of parallel or
-                    sequential EP, outer steps of the double loop
-``measure``         [] int: which convergence measure ``change`` is, an index into :data:`MEASURES`
+``sweeps``          [] int: iterations of the loop that produced the sites — sweeps of parallel or
+                    sequential EP, outer steps of the double loop (the name model diagnostics use)
+``measure``         [] int: which convergence measure ``max_change`` is, an index into :data:`MEASURES`
                     (its name: :attr:`EPRun.measure_name`)
-``change``          [] the measure's value at the end, compared with ``tol``
+``max_change``      [] the measure's value at the end, compared with ``tol``
 ``history``         [max_sweeps] the measure after each iteration (0 after the last; -1 for a parallel
                     sweep that was undone)
 ``num_skipped``     [] int: site updates skipped, all iterations (an improper cavity or tilted
@@ -91,8 +91,8 @@ class FallbackInfo(NamedTuple):
     """
 
     used_fallback: tf.Tensor  # [] bool: the double loop ran (recorded when it was started)
-    parallel_iterations: tf.Tensor  # [] int: the parallel phase's sweeps
-    parallel_change: tf.Tensor  # [] its measure at its end
+    parallel_sweeps: tf.Tensor  # [] int: the parallel phase's sweeps
+    parallel_max_change: tf.Tensor  # [] its measure at its end
     parallel_history: tf.Tensor  # [max_sweeps] its measure per sweep
     parallel_skipped_last_sweep: tf.Tensor  # [] int
     double_loop: DoubleLoopInfo
@@ -110,9 +110,9 @@ class EPRun(NamedTuple):
     precision: tf.Tensor
     natural_mean: tf.Tensor
     converged: tf.Tensor
-    iterations: tf.Tensor
+    sweeps: tf.Tensor
     measure: tf.Tensor
-    change: tf.Tensor
+    max_change: tf.Tensor
     history: tf.Tensor
     num_skipped: tf.Tensor
     num_rejected: tf.Tensor

@@ -119,8 +119,8 @@ def schedule_names():
     "return.dual: [N, 1]",
     "return.relaxation: [N, 1]",
     "return.converged: []",
-    "return.iterations: []",
-    "return.change: []",
+    "return.sweeps: []",
+    "return.max_change: []",
 )
 def run_ep(algebra: SiteAlgebra, factor: SiteFactor, precision, natural_mean, settings: EPSettings) -> EPRun:
     """Run the schedule named by ``settings.schedule`` (:func:`get_schedule`)."""
@@ -183,9 +183,9 @@ def outcome(state, num_sites, settings: EPSettings, num_rejected) -> EPRun:
         precision=state.precision,
         natural_mean=state.natural_mean,
         converged=converged(state.change, state.skipped_now, num_sites, settings),
-        iterations=state.sweep,
+        sweeps=state.sweep,
         measure=tf.constant(measure_code(settings.criterion)),
-        change=state.change,
+        max_change=state.change,
         history=state.history,
         num_skipped=state.skipped,
         num_rejected=num_rejected,

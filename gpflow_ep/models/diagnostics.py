@@ -56,8 +56,8 @@ class EPDiagnostics(tf.Module):
         """Store an :class:`~gpflow_ep.ep.EPRun` (one more full run)."""
         self.runs.assign_add(1)
         self.converged.assign(tf.cast(run.converged, tf.int32))
-        self.sweeps.assign(run.iterations)
-        self.max_change.assign(run.change)
+        self.sweeps.assign(run.sweeps)
+        self.max_change.assign(run.max_change)
         self.num_skipped.assign(run.num_skipped)
         self.num_rejected.assign(run.num_rejected)
         self.runs_not_converged.assign_add(1 - tf.cast(run.converged, tf.int64))

@@ -22,9 +22,9 @@ class EPResult:
     :mod:`gpflow_ep.ep.run`), with the evidence and the back-off.
 
     :param converged: the convergence measure met ``tol`` (and no site was skipped in the last sweep).
-    :param iterations: sweeps, or outer steps of a double loop.
+    :param sweeps: sweeps, or outer steps of a double loop.
     :param measure: the convergence measure's name ("sites", "alpha", "moments" or "mismatch").
-    :param change: its value at the end.
+    :param max_change: its value at the end.
     :param num_skipped: site updates skipped (improper cavity or tilted distribution), all iterations.
     :param num_rejected: steps undone because they gave an improper posterior.
     :param used_fallback: robust EP's double loop took over from parallel EP.
@@ -35,9 +35,9 @@ class EPResult:
     """
 
     converged: bool
-    iterations: int
+    sweeps: int
     measure: str
-    change: float
+    max_change: float
     num_skipped: int
     num_rejected: int
     used_fallback: bool
@@ -94,17 +94,17 @@ class EP:
             for variable, value in zip(state, before):
                 variable.assign(value)
             damping /= 2.0
-        iterations = int(run.iterations.numpy())
+        sweeps = int(run.sweeps.numpy())
         result = EPResult(
             converged=bool(run.converged.numpy()),
-            iterations=iterations,
+            sweeps=sweeps,
             measure=run.measure_name,
-            change=float(run.change.numpy()),
+            max_change=float(run.max_change.numpy()),
             num_skipped=int(run.num_skipped.numpy()),
             num_rejected=int(run.num_rejected.numpy()),
             used_fallback=bool(run.used_fallback.numpy()),
             log_marginal_likelihood=float(model.log_marginal_likelihood(*args).numpy()),
-            history=run.history.numpy()[:iterations].tolist(),
+            history=run.history.numpy()[:sweeps].tolist(),
             damping=float(damping),
             attempts=attempt,
         )

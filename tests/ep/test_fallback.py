@@ -28,7 +28,7 @@ def test_fallback_not_used_where_parallel_ep_converges():
     scale = float(np.max(np.abs(plain.precision.numpy())))
     np.testing.assert_allclose(run.precision.numpy(), plain.precision.numpy(), rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(run.natural_mean.numpy(), plain.natural_mean.numpy(), rtol=0, atol=1e-12 * scale)
-    assert int(run.iterations) == int(plain.iterations)
+    assert int(run.sweeps) == int(plain.sweeps)
 
 
 def _fixed_point_gap(model, settings):
@@ -90,8 +90,8 @@ def test_fallback_reaches_a_power_ep_fixed_point(fallen_back):
     assert bool(used_fallback(run)) and bool(run.converged)
     gap, ratio = _fixed_point_gap(model, settings)
     assert gap <= 2 * (TOL + 2 * TOL * (1 + ratio)), (gap, ratio)
-    assert run.measure_name == "mismatch" and int(run.info.parallel_iterations) == settings.max_sweeps
-    energies = run.info.double_loop.energies.numpy()[: int(run.iterations) + 1]
+    assert run.measure_name == "mismatch" and int(run.info.parallel_sweeps) == settings.max_sweeps
+    energies = run.info.double_loop.energies.numpy()[: int(run.sweeps) + 1]
     assert len(energies) > 0 and np.all(np.isfinite(energies))
     lml = float(model.log_marginal_likelihood())
     assert np.isfinite(lml)

@@ -54,7 +54,7 @@ def test_a_sweep_that_skips_every_site_is_not_convergence(schedule, criterion):
     settings = EPSettings(schedule=schedule, criterion=criterion, max_sweeps=4)
     run = run_ep(_Prior(), _NaNFactor(), zeros, zeros, settings)
     assert not bool(run.converged)
-    assert int(run.iterations) == 4
+    assert int(run.sweeps) == 4
     assert int(run.num_skipped) == 4 * N
     np.testing.assert_array_equal(run.precision, zeros)
     assert np.all(np.isfinite(run.natural_mean))
@@ -77,7 +77,7 @@ def test_a_registered_schedule_is_an_ep_settings_choice():
     Y = (rng.random((N, 1)) > 0.5).astype(float)
     zeros = tf.zeros([N, 1], tf.float64)
     run = run_ep(_Prior(), LikelihoodFactor(Probit(), None, tf.constant(Y)), zeros, zeros, settings)
-    assert int(run.iterations) == 1
+    assert int(run.sweeps) == 1
     with pytest.raises(ValueError, match="schedule"):
         register_schedule("bad", object())
 
@@ -89,9 +89,9 @@ def _run_of(num_sites):
         precision=column + 1.0,
         natural_mean=column,
         converged=tf.constant(True),
-        iterations=tf.constant(7),
+        sweeps=tf.constant(7),
         measure=tf.constant(0),
-        change=tf.constant(3.2e-7, tf.float64),
+        max_change=tf.constant(3.2e-7, tf.float64),
         history=tf.zeros([100], tf.float64),
         num_skipped=scalar,
         num_rejected=scalar,
@@ -106,7 +106,7 @@ def test_an_ep_run_prints_as_one_short_line():
     length for 1,000 sites as for 10; the arrays stay attributes. Inside a tf.function it still prints."""
     text = repr(_run_of(1000))
     assert "\n" not in text and len(text) == len(repr(_run_of(10))) + 8  # "1000" vs "10" in four shapes
-    assert text.startswith("EPRun(converged=True, iterations=7, measure=0, change=3.2e-07, num_skipped=0,")
+    assert text.startswith("EPRun(converged=True, sweeps=7, measure=0, max_change=3.2e-07, num_skipped=0,")
     assert "info=SweepInfo(skipped_last_sweep=0)" in text
     assert "precision=<float64 [1000, 1]>" in text and "history=<float64 [100]>" in text
     assert str(_run_of(3)) == repr(_run_of(3))
@@ -150,7 +150,7 @@ def test_parallel_ep_from_flat_sites_factorises_once_per_sweep(warm):
     algebra = _CountingGPAlgebra(K, zeros)
     run = tf.function(lambda: run_ep(algebra, factor, *start, settings))()
     assert bool(run.converged)
-    assert int(algebra.factorisations.numpy()) == int(run.iterations) + int(warm)
+    assert int(algebra.factorisations.numpy()) == int(run.sweeps) + int(warm)
     if not warm:  # the same run compiled: B = I + AKA has eigenvalues in [1, 1 + max τ λ_max(K)] (< 1e3 here)
         scale = np.max(np.abs(cold.precision))
         np.testing.assert_allclose(run.precision, cold.precision, rtol=0, atol=1e-10 * scale)

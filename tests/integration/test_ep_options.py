@@ -148,7 +148,7 @@ BASE = dict(schedule="parallel")
 def base_run(data):
     """The sites and sweeps of EP with the grid's base settings."""
     reference = EPGPC(data, _kernel(), NoisyStep(0.1), **BASE)
-    sweeps = int(reference.run_ep().iterations)
+    sweeps = int(reference.run_ep().sweeps)
     return _all_sites(reference), sweeps
 
 
@@ -165,7 +165,7 @@ def test_run_ep_overrides_equal_the_model_built_with_them(data, base_run, option
     run = built.run_ep()
     base_sites, base_sweeps = base_run
     diff = max(np.abs(a - b).max() for a, b in zip(_all_sites(built), base_sites))
-    assert diff > 1e-6 or int(run.iterations) != base_sweeps
+    assert diff > 1e-6 or int(run.sweeps) != base_sweeps
     overridden.run_ep(**options)
     for a, b in zip(_all_sites(built), _all_sites(overridden)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)

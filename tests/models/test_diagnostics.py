@@ -44,7 +44,7 @@ def test_a_full_run_is_reported_with_its_outcome():
     model = SEPGPC(_kernel(), Probit(), X[:8].copy(), num_data=len(X))
     run = model.run_ep((X, Y))
     values = model.ep_diagnostics.as_dict()
-    assert values["runs"] == 1 and values["converged"] is True and values["sweeps"] == int(run.iterations)
+    assert values["runs"] == 1 and values["converged"] is True and values["sweeps"] == int(run.sweeps)
     assert values["refreshes"] == 0 and values["refresh_max_change"] is None
     text = repr(model.ep_diagnostics)
     assert "full EP runs=1" in text and "converged=True" in text and "refresh" not in text

@@ -19,7 +19,7 @@ PAPER = dict(noise_variance=0.005**2, slab_variance=1.0, prior_inclusion=0.2)
 
 def _energies(run):
     """The double loop's energies E(v) after each outer step's inner loop (:class:`DoubleLoopInfo`)."""
-    return run.info.energies.numpy()[: int(run.iterations)]
+    return run.info.energies.numpy()[: int(run.sweeps)]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_orthogonal_design_is_exact(orthogonal, schedule):
     X, y, hyper = orthogonal
     m = SpikeSlabRegression((X, y), **hyper, damping=1.0, schedule=schedule, tol=1e-12)
     run = m.run_ep()
-    assert bool(run.converged) and int(run.iterations) <= 3
+    assert bool(run.converged) and int(run.sweeps) <= 3
     assert np.all(m.sites.precision.numpy() > 1e-6)  # no site at the clip, or exactness is not claimed
     log_z, mean, var, incl = exact_spike_slab_posterior(X, y, **hyper)
     np.testing.assert_allclose(m.log_marginal_likelihood().numpy(), log_z, rtol=0, atol=1e-9)
@@ -115,7 +115,7 @@ def test_r_ep_stays_feasible_and_fails_on_hard_data():
     m = SpikeSlabRegression((X, y), **PAPER, damping=0.9)
     with pytest.warns(EPConvergenceWarning, match="did not converge in 1000 sweeps"):
         run = m.run_ep()
-    assert not bool(run.converged) and int(run.iterations) == 1000
+    assert not bool(run.converged) and int(run.sweeps) == 1000
     assert np.all(m.sites.precision.numpy() >= 1e-6)
     assert np.isfinite(m.log_marginal_likelihood().numpy())
 
@@ -328,7 +328,7 @@ def test_a_converged_run_marks_the_sites_current(orthogonal, method):
     run = m.run_ep()
     assert bool(run.converged)
     assert bool(m.ep_state_is_current()) and int(m.sites_fitted.numpy()) == 1
-    assert m.ep_diagnostics.converged.numpy() == 1 and m.ep_diagnostics.sweeps.numpy() == int(run.iterations)
+    assert m.ep_diagnostics.converged.numpy() == 1 and m.ep_diagnostics.sweeps.numpy() == int(run.sweeps)
     m.noise_variance.assign(0.1)
     assert not bool(m.ep_state_is_current())
 
@@ -346,7 +346,7 @@ def test_run_ep_warns_when_it_does_not_converge(orthogonal, method, match):
     m = _model(orthogonal, method)
     with pytest.warns(EPConvergenceWarning, match=match):
         run = m.run_ep(max_sweeps=1, tol=1e-15)
-    assert not bool(run.converged) and int(run.iterations) == 1
+    assert not bool(run.converged) and int(run.sweeps) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error", EPConvergenceWarning)
         assert bool(m.run_ep().converged)

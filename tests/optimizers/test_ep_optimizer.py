@@ -17,12 +17,12 @@ def test_minimize_returns_result_and_updates_sites():
     m = EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit(), ep_mode="alternated")
     result = EP(damping=0.7, tol=1e-9).minimize(m)
     assert isinstance(result, EPResult)
-    assert result.converged and result.iterations > 1 and result.change <= 1e-9
+    assert result.converged and result.sweeps > 1 and result.max_change <= 1e-9
     assert result.num_skipped == 0 and result.num_rejected == 0
     assert np.any(m.sites.precision.numpy() > 0)
     np.testing.assert_allclose(result.log_marginal_likelihood, m.log_marginal_likelihood())
     # warm start: a second run from converged sites takes one sweep
-    assert EP(tol=1e-9).minimize(m).iterations == 1
+    assert EP(tol=1e-9).minimize(m).sweeps == 1
 
 
 def test_a_result_prints_as_one_short_line():
@@ -32,8 +32,8 @@ def test_a_result_prints_as_one_short_line():
     result = EP(damping=0.7, tol=1e-12, max_sweeps=500).minimize(m)
     text = repr(result)
     assert "\n" not in text and len(text) < 250, text
-    assert text.startswith(f"EPResult(converged=True, iterations={result.iterations}, ") and "damping=0.7" in text
-    assert f"history=<float64 [{result.iterations}]>" in text and len(result.history) == result.iterations > 10
+    assert text.startswith(f"EPResult(converged=True, sweeps={result.sweeps}, ") and "damping=0.7" in text
+    assert f"history=<float64 [{result.sweeps}]>" in text and len(result.history) == result.sweeps > 10
 
 
 def test_sweep_cap_is_honoured_and_reported():
@@ -42,7 +42,7 @@ def test_sweep_cap_is_honoured_and_reported():
     with warnings.catch_warnings():
         warnings.simplefilter("error", EPConvergenceWarning)  # warn=False silences the model's run_ep too
         result = EP(max_sweeps=2, tol=1e-14, warn=False).minimize(m)
-    assert result.iterations == 2 and not result.converged
+    assert result.sweeps == 2 and not result.converged
 
 
 @pytest.mark.parametrize(
