@@ -17,7 +17,8 @@ from gpflow.models import VGP
 
 from gpflow_ep.compare import make_kernel
 from gpflow_ep.datasets import two_dimensional
-from gpflow_ep.ep import DEFAULT_DAMPING, GPSiteFactorisation
+from gpflow_ep.ep.gp_factorisation import GPSiteFactorisation
+from gpflow_ep.ep.settings import DEFAULT_DAMPING
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC
 

@@ -17,13 +17,12 @@ rounds after warm-up (compilation excluded), against :data:`GOALS`:
 Protocol and results: docs/benchmarks/step_speed.md.
 """
 
-from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
-
 import json
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
 
 import gpflow
 import numpy as np

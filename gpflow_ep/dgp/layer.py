@@ -18,7 +18,7 @@ E_{q(h_{l-1})}, Eq. (5) defines Ψ₂):
 assembled term by term, each term non-negative in exact arithmetic and clipped at 0 (the
 expected FITC variance, the variance from q(u), the variance of the conditional mean; equal to
 σ² + ψ₀ + tr(BΨ₂) - m² with B = K⁻¹(V + mmᵀ)K⁻¹ - K⁻¹). With v = L⁻¹u and q(v) =
-N(μ_v, B_v⁻¹) (:class:`~gpflow_ep.ep.WhitenedGaussian`): A = L⁻ᵀμ_v and K⁻¹VK⁻¹ = GᵀG with
+N(μ_v, B_v⁻¹) (:class:`~gpflow_ep.ep.whitened.WhitenedGaussian`): A = L⁻ᵀμ_v and K⁻¹VK⁻¹ = GᵀG with
 G = L_B⁻¹L⁻¹. For a deterministic input (the first layer, s = 0) Ψ₂ = kkᵀ and the moments are the
 whitened SVGP predictive of the engine's ``WhitenedGaussian.predict`` plus σ_l² (Bui et al. 2016, §5, m_1 and v_1).
 The outputs are returned as independent Gaussians: their cross-covariances are dropped
@@ -36,8 +36,7 @@ from gpflow.inducing_variables import InducingPoints
 from gpflow.kernels import SquaredExponential
 from gpflow.utilities import positive
 
-from ..ep import WhitenedGaussian
-from ..ep.whitened import eye_like
+from ..ep.whitened import WhitenedGaussian, eye_like
 from .psi import psi2_traces, psi_statistics
 from .tied_factor import TiedFactor
 

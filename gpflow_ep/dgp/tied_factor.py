@@ -10,7 +10,7 @@ a vector t:
     cavity     P\ = K⁻¹ + βT,   m\ = (P\)⁻¹ βt,     β = (N - 1)/N   (q divided by one g).
 
 In the whitened coordinates v = L⁻¹u (L = chol K) these are the engine's
-:class:`~gpflow_ep.ep.WhitenedGaussian` with Λ = LᵀTL and η = Lᵀt (β-scaled for the cavity),
+:class:`~gpflow_ep.ep.whitened.WhitenedGaussian` with Λ = LᵀTL and η = Lᵀt (β-scaled for the cavity),
 and its ``log_normaliser_ratio`` is φ(q) - φ(prior) of Bui et al. 2016, App. E, Eq. (19): with
 φ = -½ log|P| + ½ tᵀP⁻¹t, φ_prior = ½ log|K|, -½log|P| = ½log|K| - ½log|I + LᵀTL| and
 tᵀP⁻¹t = ‖L_B⁻¹Lᵀt‖². The block's share of the energy (App. E, Eq. (18); the coefficients of φ sum to
@@ -34,7 +34,7 @@ from check_shapes import check_shapes
 from gpflow import Module, Parameter
 from gpflow.config import default_float
 
-from ..ep import WhitenedGaussian
+from ..ep.whitened import WhitenedGaussian
 from ..validation import check_positive_int
 
 __all__ = ["TiedFactor"]

@@ -85,7 +85,7 @@ def safe_cholesky(matrix: tf.Tensor, maybe_indefinite=False, sufficient: Optiona
     ``maybe_indefinite`` (a Python bool or a [] bool tensor): the caller cannot rule out that
     ``matrix`` is indefinite (e.g. some site precision is negative). TensorFlow's CPU Cholesky
     writes a warning to stderr every time it fails, so such a matrix is not handed to it blindly:
-    when ``maybe_indefinite`` holds, definiteness is decided first (:func:`~gpflow_ep.ep.is_positive_definite`:
+    when ``maybe_indefinite`` holds, definiteness is decided first (:func:`~gpflow_ep.ep.algebra.is_positive_definite`:
     Gershgorin's discs or the caller's cheap ``sufficient`` test, a callable returning a [] bool,
     else the eigenvalues), and a matrix found not positive definite never reaches the Cholesky (the
     identity is factorised in its place; the outcome is the failed one, ``ok`` False and L the

@@ -2,7 +2,7 @@ r"""
 Robust EP's schedule ``"robust"``: parallel EP that falls back to the convergent double loop when it
 does not converge (Jylänki, Vanhatalo & Vehtari 2011, Sec. 5).
 
-The run is the parallel schedule (:class:`~gpflow_ep.ep.ParallelSchedule`) with the given settings.
+The run is the parallel schedule (:class:`~gpflow_ep.ep.schedules.ParallelSchedule`) with the given settings.
 When it converges, that run is the result, unchanged. When it does not (``max_sweeps`` sweeps without
 meeting ``tol``, or site updates skipped in its last sweep), the double loop of
 :mod:`gpflow_ep.ep.double_loop` continues from its last sites with the same power α, up to

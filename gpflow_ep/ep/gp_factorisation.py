@@ -17,7 +17,7 @@ C is positive definite exactly when q is a proper Gaussian, so its Cholesky fact
 propriety test (TensorFlow fills a failed factor with NaNs; we test for that and never propagate
 them). B is positive definite by construction and factorised directly. C may be indefinite, and
 TensorFlow reports every failed factorisation on stderr, so C is factorised only once it is known to
-be positive definite (:func:`~gpflow_ep.ep.safe_cholesky` with ``maybe_indefinite``): when
+be positive definite (:func:`~gpflow_ep.ep.algebra.safe_cholesky` with ``maybe_indefinite``): when
 trace(A₋ Σ₊[J, J] A₋) < 1 (then every eigenvalue of C is positive; O(|J|)) or C is diagonally
 dominant, else by its eigenvalues. Both factorisations are Cholesky decompositions; the cost is
 O(n³) with an extra O(n²|J|) (and O(|J|³) for the eigenvalues when the cheap tests fail).

@@ -49,7 +49,7 @@ class EPSettings:
     :param minibatch_damping: ρ of a minibatch site refresh (default 0.99, the SEP paper's).
     :param max_sweeps: the cap on sweeps of one EP run (default 100).
     :param tol: the tolerance of ``criterion`` (default 1e-6); what it bounds per schedule is the run's
-        measure (``EPRun.measure``, :data:`gpflow_ep.ep.MEASURES`): a site change per sweep ("sites"),
+        measure (``EPRun.measure``, :data:`gpflow_ep.ep.run.MEASURES`): a site change per sweep ("sites"),
         R ("alpha"), the change of q's marginal moments per iteration ("moments"), or for the double loop
         with the default criterion the fixed-point mismatch ("mismatch", :mod:`gpflow_ep.ep.double_loop`).
     :param criterion: "sites" (default: no site natural parameter moved by more than ``tol`` in a

@@ -49,7 +49,7 @@ def propose_sites(cavity: Cavity, precision, natural_mean, factor: SiteFactor, s
     """
     The undamped EP update of the visited sites (:mod:`gpflow_ep.ep.sites`, steps 2–3).
 
-    :param cavity: the cavities of the visited sites (:func:`~gpflow_ep.ep.cavity_distribution`).
+    :param cavity: the cavities of the visited sites (:func:`~gpflow_ep.ep.sites.cavity_distribution`).
     :param precision: their current site precisions τ (the relaxation is centred on the sites' means).
     :param natural_mean: their current site natural means ν.
     :param factor: the visited sites' factors (:class:`~gpflow_ep.ep.SiteFactor`).

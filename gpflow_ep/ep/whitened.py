@@ -69,7 +69,7 @@ class WhitenedGaussian:
     @check_shapes("Lambda: [batch..., M, M]", "eta: [batch..., M, 1]")
     def __init__(self, Lambda, eta, maybe_indefinite=False, sufficient=None):
         """
-        ``maybe_indefinite``, ``sufficient``: as for :func:`~gpflow_ep.ep.safe_cholesky` — whether
+        ``maybe_indefinite``, ``sufficient``: as for :func:`~gpflow_ep.ep.algebra.safe_cholesky` — whether
         I + Λ may be indefinite (negative site precisions), and a cheap sufficient test of its
         definiteness; by default Λ is taken to be positive semi-definite and I + Λ factorised directly.
         """
@@ -84,7 +84,7 @@ class WhitenedGaussian:
         """
         Λ = A T Aᵀ, η = A ν from [..., M, N] projections and [..., N, 1] sites (one per column).
         With every τ_i ≥ 0, I + Λ is positive definite and factorised directly; with negative ones
-        it may not be, and is factorised only once known to be (:func:`~gpflow_ep.ep.safe_cholesky`):
+        it may not be, and is factorised only once known to be (:func:`~gpflow_ep.ep.algebra.safe_cholesky`):
         first by λ_min(I + Λ) ≥ 1 - Σ_{τ_i < 0} (−τ_i) ‖a_i‖² > 0 (O(MN), only then computed).
         """
 

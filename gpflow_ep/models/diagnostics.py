@@ -8,8 +8,8 @@ from gpflow.config import default_float
 
 class EPDiagnostics(tf.Module):
     """
-    What EP did on a model: its full EP runs and its minibatch site refreshes, as non-trainable variables (so a compiled loss can write them and a monitor
-    task read them). Each group comes with a count, and its other values mean something only when
+    What EP did on a model: its full EP runs and its minibatch site refreshes, as non-trainable
+    variables (so a compiled EP run can write them and a monitor task read them). Each group comes with a count, and its other values mean something only when
     that count is positive: :meth:`as_dict` gives ``None`` for them, ``repr`` leaves them out, and
     the monitor writes no TensorBoard scalar for them (nothing that was not attempted is reported as
     a failure or a NaN).

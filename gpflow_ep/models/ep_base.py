@@ -82,7 +82,9 @@ class EPModel:
     #: "sites": predict from q; "dual": mean from the per-site statistics (see ``PowerEP``)
     predict_with = "sites"
 
-    sites = ep_state_attribute("sites", "The EP sites (:class:`~gpflow_ep.ep.SiteParameters`): τ, ν, dual, relaxation.")
+    sites = ep_state_attribute(
+        "sites", "The EP sites (:class:`~gpflow_ep.ep.sites.SiteParameters`): τ, ν, dual, relaxation."
+    )
     ep_diagnostics = ep_state_attribute("diagnostics", "What EP did on this model (:class:`EPDiagnostics`).")
     sites_fitted_for = ep_state_attribute(
         "sites_fitted_for",

@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 from gpflow.config import default_float
 
-from ..ep import SiteParameters
+from ..ep.sites import SiteParameters
 from .diagnostics import EPDiagnostics
 
 __all__ = ["EPState", "OutOfSummary", "ep_state_attribute"]
@@ -31,7 +31,7 @@ __all__ = ["EPState", "OutOfSummary", "ep_state_attribute"]
 class EPState(tf.Module):
     """
     The EP state every EP model has, as non-trainable variables: ``sites`` (τ, ν, dual, relaxation;
-    :class:`~gpflow_ep.ep.SiteParameters`), ``diagnostics`` (:class:`EPDiagnostics`),
+    :class:`~gpflow_ep.ep.sites.SiteParameters`), ``diagnostics`` (:class:`EPDiagnostics`),
     ``sites_fitted_for`` (every ``Parameter``'s unconstrained value, flattened, at the last full EP
     run that stored its sites) and ``sites_fitted`` (1 once such a run was stored; an int, as GPflow's
     ``print_summary`` formats no booleans). A model adds its own state as further attributes

@@ -49,7 +49,7 @@ class AppliedRefresh(NamedTuple):
 
     num_skipped: tf.Tensor  # [] int32 (all of the batch's when the refresh was refused)
     accepted: tf.Tensor  # [] bool
-    posterior: object  # q(v) after the refresh (gpflow_ep.ep.WhitenedGaussian), factorised once
+    posterior: object  # q(v) after the refresh (gpflow_ep.ep.whitened.WhitenedGaussian), factorised once
 
 
 class MinibatchEPModel(abc.ABC):

@@ -20,7 +20,8 @@ from gpflow.kernels import Kernel
 from gpflow.likelihoods import Likelihood
 from gpflow.mean_functions import MeanFunction
 
-from ..ep import MESSAGE_UPDATES, OBJECTIVES, Relaxation
+from ..ep import Relaxation
+from ..ep.relaxation import MESSAGE_UPDATES, OBJECTIVES
 from ..validation import check_choice, check_range
 from .epgp import EPGP
 

@@ -9,7 +9,7 @@ s_i = K_ii - k_iᵀK_uu⁻¹k_i (the paper's Sec. 2.1), and are *not* marginalis
 term ϕ_i(u) = ∫ p(y_i | f) N(f; υ_iᵀu, s_i) df depends on u through one projection. Its EP site is
 one scalar Gaussian in h_i = υ_iᵀu (eq. 2): O(n) site memory, O(nm²) per sweep. In whitened
 coordinates v = L⁻¹u the projections are a_i = L⁻¹k_i and q(v) is
-:class:`~gpflow_ep.ep.WhitenedGaussian`. The site update is the engine's, with the FITC variance
+:class:`~gpflow_ep.ep.whitened.WhitenedGaussian`. The site update is the engine's, with the FITC variance
 s_i added to the cavity inside the likelihood's tilted moments (App. A.2: the probit's
 b_i = 1 + s_i + σ²_{\i}).
 
@@ -40,7 +40,7 @@ an unbiased minibatch estimate of log Z_EP, and :meth:`log_marginal_likelihood` 
 is the exact value.
 
 **Blocks and pairs.** The algebra carries a leading dimension of C independent blocks of u and
-lets several sites act on one (block, point) pair (:class:`~gpflow_ep.ep.SitePairs`). Here C = 1
+lets several sites act on one (block, point) pair (:class:`~gpflow_ep.ep.whitened.SitePairs`). Here C = 1
 and each site has its own pair; :class:`~gpflow_ep.models.SEPMGPC` has one block per class and
 2(C - 1) sites on C pairs per point, and overrides only the prior blocks and ``_site_data``.
 """
@@ -60,7 +60,8 @@ from gpflow.models.util import InducingVariablesLike, inducingpoint_wrapper
 from gpflow.posteriors import PrecomputeCacheType
 
 from ..covariances import block_Kff, block_Kuf, block_Kuu
-from ..ep import EPRun, EPSettings, LikelihoodFactor, SitePairs, WhitenedAlgebra, get_schedule
+from ..ep import EPRun, EPSettings, LikelihoodFactor, WhitenedAlgebra, get_schedule
+from ..ep.whitened import SitePairs
 from ..likelihoods.targets import check_targets
 from ..posteriors import q_from_natural_parameters, sparse_ep_posterior
 from ..validation import (

@@ -17,7 +17,7 @@ batch EP, minibatch refresh, surrogate F_M and its gradient, ``fit``, ``tf.distr
 — with C blocks u = (u^0, …, u^{C-1}) and several sites per point. The sites of a point act on C
 (class, point) *pairs*: its C - 1 y-sites share the pair (y_i, i) (one direction υ^{y_i}_i), each
 k-site has the pair (k, i). SEPGPC's algebra sums the sites' natural parameters on their pairs and
-works per class (:class:`~gpflow_ep.ep.SitePairs`), so a step on a minibatch of b points costs O(C
+works per class (:class:`~gpflow_ep.ep.whitened.SitePairs`), so a step on a minibatch of b points costs O(C
 m² b) like an SVGP with C latent functions, and the stored directions are one per pair, [C n, M]. A
 point's 2(C - 1) sites are updated together or not at all (so the sites of a pair always share its
 direction).
@@ -47,7 +47,8 @@ from gpflow.inducing_variables import (
 )
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
-from ..ep import EPSettings, SitePairs, get_schedule
+from ..ep import EPSettings, get_schedule
+from ..ep.whitened import SitePairs
 from ..likelihoods.labels import class_labels_to_index
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
 from ..validation import check_inputs

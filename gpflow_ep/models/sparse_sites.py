@@ -21,7 +21,7 @@ functions of a minibatch step, which take tensors, never a model:
 
 Site layout. The algebra carries a leading dimension of C independent blocks of u (K_uu [C, M, M],
 q(v) per block) and lets several sites act on one (block, point) *pair*
-(:class:`~gpflow_ep.ep.SitePairs`): their natural parameters add up on the pair's projection, and
+(:class:`~gpflow_ep.ep.whitened.SitePairs`): their natural parameters add up on the pair's projection, and
 the pair keeps one direction (row c·n + i of ``site_directions``). q(u) is stored in u-space as
 natural parameters, Λ_u = Σ_i τ_i υ_iυ_iᵀ and η_u = Σ_i (ν_i - τ_i m_i) υ_i, running sums that a
 refresh of a batch changes in O(|M|m² + m³).
@@ -46,19 +46,12 @@ import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.config import default_float
 
-from ..ep import (
-    EPSettings,
-    SitePairs,
-    WhitenedGaussian,
-    accept_proposal,
-    blocked,
-    cavity_distribution,
-    flat,
-    propose_sites,
-)
+from ..ep import EPSettings
 from ..ep.algebra import shape_of
 from ..ep.energy import cavity_log_normaliser_gap
-from ..ep.whitened import Projections, eye_like
+from ..ep.sites import cavity_distribution
+from ..ep.update import accept_proposal, propose_sites
+from ..ep.whitened import Projections, SitePairs, WhitenedGaussian, blocked, eye_like, flat
 from .ep_state import EPState
 from .minibatch import SiteRefresh
 
@@ -151,7 +144,7 @@ class Frame(NamedTuple):
 class BatchCavities(NamedTuple):
     """The batch sites' cavities on their fresh directions and the projections they came from."""
 
-    cavity: object  # gpflow_ep.ep.Cavity, one per site
+    cavity: object  # gpflow_ep.ep.sites.Cavity, one per site
     new: Projections  # q's projections on υ_n, per pair
     old: Projections  # q's projections on υ_o, per pair
     cross: tf.Tensor  # [C·P, 1] Cov_q(υ_nᵀu, υ_oᵀu)
@@ -253,7 +246,7 @@ def sites_in_sync(num_local):
 def batch_cavities(frame: Frame, precision, natural_mean, removed_fraction: float) -> BatchCavities:
     """
     The engine's cavity of each batch site's old contribution (on υ_o), evaluated on the fresh υ_n
-    (:meth:`~gpflow_ep.ep.Cavity.of` with Cov_q(υ_nᵀu, υ_oᵀu) = W_nᵀW_o); the projections are
+    (:meth:`~gpflow_ep.ep.sites.Cavity.of` with Cov_q(υ_nᵀu, υ_oᵀu) = W_nᵀW_o); the projections are
     computed once per pair (once when ``frame.same`` says A_old = A_new).
     """
     new = frame.q.projections(frame.A_new)
@@ -286,7 +279,7 @@ def propose_refresh(
 ) -> Tuple[SiteRefresh, tf.Tensor]:
     """
     One damped EP update of each site of ``frame``'s batch (nothing written): the engine's
-    :func:`~gpflow_ep.ep.propose_sites` (power, relaxation, clipping) at ``cavities``, damped by
+    :func:`~gpflow_ep.ep.update.propose_sites` (power, relaxation, clipping) at ``cavities``, damped by
     ``damping``; a pair moves to its fresh direction when its sites are updated. Per block
     Λ_u += Σ τ_d υ_nυ_nᵀ - τ_o υ_oυ_oᵀ and η_u += Σ (ν_d - τ_d m) υ_n - (ν_o - τ_o m) υ_o, the
     sites' parameters summed on their pairs.
@@ -408,7 +401,7 @@ def evidence_estimate(
         log Z_EP = [g(q) - g(prior)] + Σ_{i=1}^{n} T_i,     T_i = (1/α)[log Z_i + g(q^{\i}) - g(q_i)],
 
     and the estimate keeps the global term exact — it needs only q(u), which sums every site
-    (g(q) - g(prior) = -Σ_j log(L_B)_jj + ½‖c‖², :class:`~gpflow_ep.ep.WhitenedGaussian`, summed over
+    (g(q) - g(prior) = -Σ_j log(L_B)_jj + ½‖c‖², :class:`~gpflow_ep.ep.whitened.WhitenedGaussian`, summed over
     the blocks) — and estimates the sum by the batch's terms scaled by ``scale`` = n/|M| (sites):
 
         log Ẑ_M = [g(q) - g(prior)] + (n/|M|) Σ_{i∈M} T_i.

@@ -53,8 +53,9 @@ from gpflow.posteriors import PrecomputeCacheType
 from gpflow.utilities import positive
 from tensorflow_probability import bijectors as tfb
 
-from ..ep import EPRun, EPSettings, LinearGaussianAlgebra, cavity_distribution
+from ..ep import EPRun, EPSettings, LinearGaussianAlgebra
 from ..ep.linear_gaussian import FORMS
+from ..ep.sites import cavity_distribution
 from ..posteriors import LinearModelPosterior
 from ..validation import check_choice, check_inputs, check_prediction_inputs, check_range
 from .ep_base import EPModel, SiteProblem, not_converted

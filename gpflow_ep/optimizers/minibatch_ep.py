@@ -35,7 +35,7 @@ from typing import Callable, Tuple
 
 import tensorflow as tf
 
-from ..ep import WhitenedGaussian
+from ..ep.whitened import WhitenedGaussian
 from ..models.minibatch import MinibatchEPModel, SiteRefresh
 
 __all__ = ["MinibatchEP", "merge_refreshes"]

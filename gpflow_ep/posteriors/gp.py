@@ -11,7 +11,8 @@ For g = f - m the sites are (τ, ν - τm), and the predictive of g* = g(x*) is 
     E[g*] = k*ᵀ α,        Cov[g*] = k(x*, x*) - k*ᵀ Q k*,
 
 with α = (K + T⁻¹)⁻¹ T⁻¹(ν - τm) and Q = (K + T⁻¹)⁻¹ (R&W eqs. 3.60–3.61, T = diag τ; both are
-formed here without T⁻¹, so sites with τ_i ≤ 0 are allowed, :class:`~gpflow_ep.ep.GPSiteFactorisation`).
+formed here without T⁻¹, so sites with τ_i ≤ 0 are allowed,
+:class:`~gpflow_ep.ep.gp_factorisation.GPSiteFactorisation`).
 :class:`EPGPPosterior` caches α and Q (``PrecomputeCacheType.TENSOR`` or ``VARIABLE``), O(N³) once
 and O(N²) per test point after; ``fused_predict_f`` factorises K and the sites at each call and never
 forms Q (R&W Alg. 3.6 generalised to sites of any sign), which is what the models' ``predict_f`` uses.
@@ -74,7 +75,7 @@ class EPGPPosterior(AbstractPosterior):
             self.update_cache(precompute_cache)
 
     def _factorisation(self) -> GPSiteFactorisation:
-        """q(g) at the current kernel, factorised (:class:`~gpflow_ep.ep.GPSiteFactorisation`)."""
+        """q(g) at the current kernel, factorised (:class:`~gpflow_ep.ep.gp_factorisation.GPSiteFactorisation`)."""
         X = self.X_data
         prior_mean = tf.zeros_like(X[:, :1]) if self.mean_function is None else self.mean_function(X)
         algebra = GPAlgebra(self.kernel(X), prior_mean)

@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from gpflow_ep.ep import centred_natural_mean, project_sites, safe_cholesky
+from gpflow_ep.ep.algebra import centred_natural_mean, project_sites, safe_cholesky
 
 
 def test_safe_cholesky_factors_a_positive_definite_batch(rng):

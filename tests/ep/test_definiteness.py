@@ -1,6 +1,7 @@
 """
 Factorising matrices that may be indefinite without a failing Cholesky factorisation
-(:func:`gpflow_ep.ep.safe_cholesky` with ``maybe_indefinite``, :func:`gpflow_ep.ep.is_positive_definite`):
+(:func:`gpflow_ep.ep.algebra.safe_cholesky` with ``maybe_indefinite``,
+:func:`gpflow_ep.ep.algebra.is_positive_definite`):
 the outcome is that of the plain factorisation (the factor, or the identity flagged not ``ok``), and
 TensorFlow writes nothing on stderr. TensorFlow's CPU kernel logs every failed factorisation from C++,
 so the tests read the process's stderr (``capfd``); the first test shows that such a failure is seen there.
@@ -10,8 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from gpflow_ep.ep import GPSiteFactorisation, LinearGaussianAlgebra, WhitenedGaussian, safe_cholesky
-from gpflow_ep.ep.algebra import is_positive_definite
+from gpflow_ep.ep import LinearGaussianAlgebra
+from gpflow_ep.ep.algebra import is_positive_definite, safe_cholesky
+from gpflow_ep.ep.gp_factorisation import GPSiteFactorisation
+from gpflow_ep.ep.whitened import WhitenedGaussian
 
 FAILED = "Cholesky decomposition was not successful"
 

@@ -11,8 +11,8 @@ import tensorflow as tf
 from scipy.optimize import minimize_scalar
 
 from gpflow_ep.datasets import spike_slab_problem
-from gpflow_ep.ep import DoubleLoopInfo, EPSettings, run_double_loop, run_ep
-from gpflow_ep.ep.double_loop import _evaluate, _gradient_dot, box_outer_step, site_log_normaliser
+from gpflow_ep.ep import DoubleLoopInfo, EPSettings, run_ep
+from gpflow_ep.ep.double_loop import _evaluate, _gradient_dot, box_outer_step, run_double_loop, site_log_normaliser
 from gpflow_ep.models import EPGP, SpikeSlabRegression
 
 TOL = 1e-9
@@ -85,7 +85,8 @@ def test_outer_step_is_the_minimiser():
             return lam1 * v1 + lam2 * v2 + site_log_normaliser(tf.constant(v1), tf.constant(v2)).numpy()
 
         best = minimize_scalar(after_v1, bounds=(3 * eps, 1e3), method="bounded", options=dict(xatol=1e-12)).x
-        v1, v2 = (t.numpy() for t in box_outer_step(tf.constant([mean], tf.float64), tf.constant([var], tf.float64), eps))
+        step = box_outer_step(tf.constant([mean], tf.float64), tf.constant([var], tf.float64), eps)
+        v1, v2 = (t.numpy() for t in step)
         np.testing.assert_allclose(v2[0], best, rtol=1e-6, atol=1e-9)
         np.testing.assert_allclose(v1[0], mean * v2[0], rtol=1e-12)
 
@@ -218,7 +219,8 @@ def test_an_invalid_region_is_never_entered(paper_model):
     algebra, factor = paper_model.site_problem().algebra, Poisoned(base.slab_variance, base.prior_inclusion)
     run = tf.function(lambda: run_double_loop(algebra, factor, tau0, tf.zeros_like(tau0), settings))()
     assert int(run.num_rejected) > 0 or bool(run.info.stalled)
-    for value in (run.precision, run.natural_mean, run.dual, run.max_change, run.info.energies, run.info.outer_precision):
+    info = run.info
+    for value in (run.precision, run.natural_mean, run.dual, run.max_change, info.energies, info.outer_precision):
         assert np.all(np.isfinite(value.numpy()))
 
 

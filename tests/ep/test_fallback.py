@@ -1,6 +1,6 @@
 """
 Robust EP's fallback (schedule "robust"; Jylänki, Vanhatalo & Vehtari 2011, Sec. 5): damped fractional
-parallel EP, continued by the moment-matching double loop of gpflow_ep.ep.power_double_loop when it
+parallel EP, continued by the moment-matching double loop of gpflow_ep.ep.double_loop when it
 does not converge.
 """
 
@@ -11,7 +11,8 @@ import tensorflow as tf
 from neal_data import neal_outlier_data, student_t_epgp
 from scipy_tilted import tilted_reference
 
-from gpflow_ep.ep import EPConvergenceWarning, cavity_distribution, robust_settings, used_fallback
+from gpflow_ep.ep import EPConvergenceWarning, robust_settings, used_fallback
+from gpflow_ep.ep.sites import cavity_distribution
 
 TOL = 1e-7
 

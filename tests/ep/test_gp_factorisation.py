@@ -4,7 +4,7 @@ import gpflow
 import numpy as np
 import pytest
 
-from gpflow_ep.ep import GPSiteFactorisation
+from gpflow_ep.ep.gp_factorisation import GPSiteFactorisation
 
 
 def _problem(rng, n=12, negative=(2, 7)):

@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 from scipy_predictive import predictive_cases, predictive_reference
 
-from gpflow_ep.ep import expectation_of_positive, predictive_moments, variance_of_positive
+from gpflow_ep.ep import predictive_moments
+from gpflow_ep.ep.predictive import expectation_of_positive, variance_of_positive
 from gpflow_ep.likelihoods import MultiClassStep
 
 CASES = predictive_cases()

@@ -5,18 +5,11 @@ import pytest
 import tensorflow as tf
 from scipy import integrate, stats
 
-from gpflow_ep.ep import (
-    Cavity,
-    EPSettings,
-    LikelihoodFactor,
-    Relaxation,
-    penalised_line_search,
-    propose_sites,
-    relaxation_objective,
-    tilted_expected_log_likelihood,
-    tilted_moments,
-)
-from gpflow_ep.ep.relaxation import relaxed_message, relaxed_terms
+from gpflow_ep.ep import EPSettings, LikelihoodFactor, Relaxation, tilted_moments
+from gpflow_ep.ep.relaxation import penalised_line_search, relaxation_objective, relaxed_message, relaxed_terms
+from gpflow_ep.ep.sites import Cavity
+from gpflow_ep.ep.tilted import tilted_expected_log_likelihood
+from gpflow_ep.ep.update import propose_sites
 from gpflow_ep.likelihoods import NoisyStep
 
 EPS = 0.2

@@ -3,7 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from gpflow_ep.ep import DEFAULT_DAMPING, EPSettings
+from gpflow_ep.ep import EPSettings
+from gpflow_ep.ep.settings import DEFAULT_DAMPING
 
 
 def test_a_defaulted_damping_is_the_schedules_number():

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from gpflow_ep.ep import cavity_distribution, clip_site, damp, site_update, tilted_moments
+from gpflow_ep.ep import tilted_moments
+from gpflow_ep.ep.sites import cavity_distribution, clip_site, damp, site_update
 from gpflow_ep.likelihoods import NoisyStep, Probit
 
 

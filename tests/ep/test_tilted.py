@@ -6,12 +6,9 @@ import pytest
 import tensorflow as tf
 from scipy import integrate, special, stats
 
-from gpflow_ep.ep import (
-    adaptive_tilted_integral,
-    gauss_hermite_tilted_integral,
-    gauss_hermite_tilted_moments,
-    tilted_moments,
-)
+from gpflow_ep.ep import tilted_moments
+from gpflow_ep.ep.quadrature import adaptive_tilted_integral, gauss_hermite_tilted_integral
+from gpflow_ep.ep.tilted import gauss_hermite_tilted_moments
 from gpflow_ep.likelihoods import NoisyStep, Probit
 
 # |z| up to 8 (issue) with cavities of small and large variance

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from gpflow_ep.ep import EPSettings, LikelihoodFactor, SiteProposal, accept_proposal, cavity_distribution, propose_sites
+from gpflow_ep.ep import EPSettings, LikelihoodFactor
+from gpflow_ep.ep.sites import cavity_distribution
+from gpflow_ep.ep.update import SiteProposal, accept_proposal, propose_sites
 
 
 @pytest.mark.parametrize("power", [1.0, 0.5])

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 from scipy import linalg
 
-from gpflow_ep.ep import SitePairs, WhitenedAlgebra, WhitenedGaussian
+from gpflow_ep.ep import WhitenedAlgebra
+from gpflow_ep.ep.whitened import SitePairs, WhitenedGaussian
 
 
 @pytest.fixture

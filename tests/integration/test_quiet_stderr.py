@@ -6,7 +6,7 @@ Python's ``warnings`` filters could hold back. The engine's graphs must not trig
 
 * "Cholesky decomposition was not successful": the CPU Cholesky kernel logs every failed
   factorisation; a matrix that may be indefinite is factorised only once known to be positive
-  definite (:func:`gpflow_ep.ep.safe_cholesky` with ``maybe_indefinite``);
+  definite (:func:`gpflow_ep.ep.algebra.safe_cholesky` with ``maybe_indefinite``);
 * "Type inference failed" and "Skipping loop optimization": a differentiated ``tf.cond`` between the
   Student-t's two tilted-moment rules on a constant predicate
   (:mod:`gpflow_ep.likelihoods.student_t_tilted` now chooses the rule when the graph is built).

@@ -10,7 +10,8 @@ import tensorflow as tf
 from scipy import integrate
 from scipy.stats import norm
 
-from gpflow_ep.ep import tilted_expected_log_likelihood, tilted_moments
+from gpflow_ep.ep import tilted_moments
+from gpflow_ep.ep.tilted import tilted_expected_log_likelihood
 from gpflow_ep.likelihoods import BinaryHinge
 
 

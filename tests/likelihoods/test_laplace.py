@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 from scipy import integrate, stats
 
-from gpflow_ep.ep import tilted_expected_log_likelihood, tilted_kinks, tilted_moments
+from gpflow_ep.ep import tilted_kinks, tilted_moments
+from gpflow_ep.ep.tilted import tilted_expected_log_likelihood
 from gpflow_ep.likelihoods import Laplace
 
 B = 0.7

@@ -24,7 +24,7 @@ def _largest_violation(likelihood, targets) -> float:
     for y in targets:
         Y = np.full_like(a, y)
 
-        def log_p(f):
+        def log_p(f, Y=Y):
             return likelihood.log_prob(None, tf.constant(f), tf.constant(Y)).numpy()
 
         la, lb, lm = log_p(a), log_p(b), log_p((a + b) / 2)

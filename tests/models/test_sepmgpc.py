@@ -20,7 +20,7 @@ from gpflow.kernels import SeparateIndependent, SharedIndependent
 from scipy import linalg, special
 
 from gpflow_ep.datasets import two_dimensional
-from gpflow_ep.ep import SitePairs
+from gpflow_ep.ep.whitened import SitePairs
 from gpflow_ep.likelihoods import DifferenceFactor, MultiClassStep, Probit
 from gpflow_ep.likelihoods.multiclass_step import argmax_probabilities
 from gpflow_ep.models import SEPGPC, SEPMGPC

@@ -368,8 +368,8 @@ def test_the_nested_loss_warns_eagerly_and_reports_in_diagnostics_when_compiled(
 def test_pc_ep_learns_hyper_parameters_in_the_nested_loss(orthogonal, assert_gradients_match_finite_differences):
     """
     PC-EP compiles, so its nested loss trains σ², v_s, p_s like R-EP's: compiled and eager losses agree
-    (each re-runs PC-EP to tol = 1e-10, from the default start and from the stored sites: 1e-8 relative), and the gradient with
-    the sites held equals central differences of the re-converged evidence (envelope theorem at a KKT
+    (each re-runs PC-EP to tol = 1e-10, from the default start and from the stored sites: 1e-8 relative), and
+    the gradient with the sites held equals central differences of the re-converged evidence (envelope theorem at a KKT
     point with no bound active on this design).
     """
     X, y, hyper = orthogonal
