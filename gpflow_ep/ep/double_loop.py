@@ -27,8 +27,8 @@ power-EP log evidence of :func:`~gpflow_ep.ep.ep_log_marginal_likelihood` (Minka
   over the θ for which q and every cavity are proper (negative site precisions allowed, as in robust
   EP), or over the box ε ≤ τ_i ≤ (v₂ᵢ - ε)/α (their constraints (13), with α; ε raised to 10⁻⁸ v₂ᵢ in
   the cavity bound where that is larger, so that v₂ᵢ - ατ_i stays resolvable in float64 as v₂ᵢ grows).
-  ∂F/∂ν_i = E_q[h_i] - E_p̂ᵢ[h_i] and ∂F/∂τ_i = ½(E_p̂ᵢ[h_i²] - E_q[h_i²]). The step is the parallel moment-matching update
-  with the cavities held at v - αθ,
+  ∂F/∂ν_i = E_q[h_i] - E_p̂ᵢ[h_i] and ∂F/∂τ_i = ½(E_p̂ᵢ[h_i²] - E_q[h_i²]). The step is the parallel
+  moment-matching update with the cavities held at v - αθ,
 
       Δθ_i = (η(p̂_i) - η(q_i)) / α,  η(N(m, s)) = (1/s, m/s) in (τ, ν),
 

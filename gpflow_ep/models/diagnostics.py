@@ -9,10 +9,10 @@ from gpflow.config import default_float
 class EPDiagnostics(tf.Module):
     """
     What EP did on a model: its full EP runs and its minibatch site refreshes, as non-trainable
-    variables (so a compiled EP run can write them and a monitor task read them). Each group comes with a count, and its other values mean something only when
-    that count is positive: :meth:`as_dict` gives ``None`` for them, ``repr`` leaves them out, and
-    the monitor writes no TensorBoard scalar for them (nothing that was not attempted is reported as
-    a failure or a NaN).
+    variables (so a compiled EP run can write them and a monitor task read them). Each group comes
+    with a count, and its other values mean something only when that count is positive:
+    :meth:`as_dict` gives ``None`` for them, ``repr`` leaves them out, and the monitor writes no
+    TensorBoard scalar for them (nothing that was not attempted is reported as a failure or a NaN).
 
     * **Full runs** (``run_ep``, :class:`~gpflow_ep.optimizers.EP`, the nested loss): ``runs`` counts
       them; of the last one (:class:`~gpflow_ep.ep.EPRun`) ``converged``, ``sweeps`` (its
