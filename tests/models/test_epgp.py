@@ -161,12 +161,6 @@ def test_epgpc_is_epgp_by_name_only_and_check_targets_returns_floats():
     assert check_targets(gpflow.likelihoods.Poisson(), tf.constant([[2.0]])).dtype == np.float64
 
 
-def test_exported_from_the_package():
-    import gpflow_ep
-
-    assert gpflow_ep.EPGP is EPGP and gpflow_ep.SEPGP is SEPGP
-
-
 def test_sepgp_refuses_the_robust_fallback_and_names_the_setting_that_works():
     """The double-loop fallback needs the full GP's normaliser of q, which inducing points lack."""
     from gpflow_ep.ep import robust_settings
