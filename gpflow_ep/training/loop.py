@@ -83,8 +83,8 @@ def fit(
         ``True``/``False`` force it on or off.
     :param seed: the seed of the minibatch shuffling: with the same seed two runs are identical.
     :param train_step: a step from :func:`make_train_step` for this model, optimiser and
-        strategy, to reuse across ``fit`` calls (each call otherwise compiles a new one). It is
-        traced once per batch shape: at most twice (whole batches and an epoch's last batch).
+        strategy, to reuse across ``fit`` calls (each call otherwise compiles a new one, traced
+        once for the batches' ``element_spec``, the last batch of an epoch included).
     :param checkpoint_dir: save the model (parameters, sites and all EP state), the optimiser and
         the step count there with a ``tf.train.CheckpointManager`` every ``checkpoint_every``
         steps (default: every epoch, or 100 steps with a Dataset) and at the end; if the directory
@@ -116,7 +116,6 @@ def fit(
     limit = _step_limit(epochs, iterations, time_budget, batches.steps_per_epoch)
     if checkpoint_every is not None:
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
-    step = train_step or make_train_step(model, optimizer, strategy=strategy)
     if checkpoint_dir is not None:  # first: restoring sets the step count the others start from
         every = checkpoint_every or batches.steps_per_epoch or 100
         own.insert(0, Checkpointing(model, optimizer, checkpoint_dir, every, strategy))
@@ -130,6 +129,7 @@ def fit(
         dataset = dataset.skip(result.initial_step)
     if strategy is not None:
         dataset = strategy.experimental_distribute_dataset(dataset)
+    step = train_step or make_train_step(model, optimizer, strategy=strategy, batch_spec=dataset.element_spec)
     iterator, start = iter(dataset), time.perf_counter()
     while result.steps < limit and (time_budget is None or time.perf_counter() - start < time_budget):
         batch = _next_batch(iterator, first=result.steps == result.initial_step)

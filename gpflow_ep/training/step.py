@@ -90,7 +90,9 @@ def check_made_in_scope(model, strategy: tf.distribute.Strategy) -> None:
         )
 
 
-def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None) -> Callable:
+def make_train_step(
+    model, optimizer, *, strategy: Optional[tf.distribute.Strategy] = None, batch_spec=None
+) -> Callable:
     """
     A compiled step ``step(batch) -> StepResult(loss, skipped, applied)``: for a minibatch-EP model
     the site refresh (:class:`~gpflow_ep.optimizers.MinibatchEP`) and the gradient step on -F_M at
@@ -102,6 +104,9 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
     parameters are not finite is undone (parameters and optimiser state restored; a refresh never
     writes non-finite sites) and reported as ``applied = False``. With ``strategy``, every variable
     of the model must have been made under ``strategy.scope()`` (``ValueError`` otherwise).
+    ``batch_spec``: the batches' ``element_spec`` (of the dataset, or of the strategy's distributed
+    dataset), so that the step is traced once whatever the batch size (an epoch's last batch
+    included); by default it is traced once per batch shape.
     """
     if strategy is not None:
         check_made_in_scope(model, strategy)
@@ -125,7 +130,6 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss, skipped
 
-    @tf.function(autograph=False)
     def step(batch):
         saved = guard.save()
         losses, skipped = strategy.run(replica_step, args=(batch,))
@@ -134,7 +138,7 @@ def make_train_step(model, optimizer, *, strategy: Optional[tf.distribute.Strate
         # (stateful ops of a tf.function run in program order: the check sees the new values)
         return StepResult(loss, skipped, guard.check_and_restore(saved, loss))
 
-    return step
+    return tf.function(step, autograph=False, input_signature=None if batch_spec is None else [batch_spec])
 
 
 def run_step(step: Callable, batch, *, strategy, steps_done: int, checkpoint_dir: Optional[str]):

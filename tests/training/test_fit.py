@@ -1,6 +1,7 @@
 """gpflow_ep.training.fit: one loop for SEPGPC, SVGP and EPGPC; its monitor, progress bar and README snippets."""
 
 import io
+import logging
 import re
 import sys
 import warnings
@@ -12,10 +13,11 @@ import pytest
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
+from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import EPGPC, SEPGPC
 from gpflow_ep.optimizers import MinibatchEP
-from gpflow_ep.training import fit, make_dataset, paper_adadelta
+from gpflow_ep.training import fit, make_dataset, make_train_step, paper_adadelta
 
 
 @pytest.mark.parametrize("model_name", ["SEPGPC", "SVGP"])
@@ -336,3 +338,27 @@ def test_readme_multiclass_snippet_runs_as_written():
     p = namespace["p"].numpy()
     assert p.shape == (len(X_test), 3) and np.all(np.isfinite(p))
     np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-5)  # 40-node quadrature (README: sums to 1 to 1e-5)
+
+
+def test_fit_called_again_traces_its_step_once_and_never_warns_of_retracing():
+    """
+    Each ``fit`` compiles its step for the batches' element spec, so an epoch's last, smaller batch uses
+    the same trace; three calls in a row (as when training in stages) do not read to TensorFlow as
+    frequent retracing (its warning goes to the "tensorflow" logger).
+    """
+    X, Y = two_dimensional(105, seed=3)
+    model = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[:6].copy(), num_data=len(X))
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logging.getLogger("tensorflow").addHandler(handler)
+    try:
+        for _ in range(3):
+            fit(model, (X, Y), batch_size=20, epochs=1, progress=False)  # 5 batches of 20, one of 5
+    finally:
+        logging.getLogger("tensorflow").removeHandler(handler)
+    assert not [m for m in messages if "retracing" in m], messages
+    step = make_train_step(model, tf_keras.optimizers.Adam(0.01), batch_spec=make_dataset((X, Y), 20).element_spec)
+    for batch in make_dataset((X, Y), 20).take(6):
+        step(batch)
+    assert step.experimental_get_tracing_count() == 1
