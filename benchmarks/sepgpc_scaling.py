@@ -35,7 +35,7 @@ def time_size(X, Y, steps, chunk, warmup, batch_size, M, optimizer) -> Dict:
     for m, r in runners.items():
         row[m] = dict(per_step_s=float(np.median(r.per_step)), epoch_s=n // batch_size * float(np.median(r.per_step)))
     sep = runners["SEP minibatch"].model
-    directions = sep.site_directions.numpy().nbytes
+    directions = sep.ep_state.site_directions.numpy().nbytes
     row["sep_site_state_mb"] = (directions + sum(v.numpy().nbytes for v in sep.sites.variables)) / 2**20
     return dict(row, sep_site_directions_mb=directions / 2**20)
 

@@ -126,7 +126,7 @@ class EPDiagnosticsToTensorBoard(ToTensorBoard):
         tf.summary.scalar("ep/damping", float(settings.damping), step=step)
         tf.summary.scalar("ep/power", float(settings.power), step=step)
         if _is_minibatch_ep(model):
-            tf.summary.scalar("ep/minibatch_damping", float(settings.minibatch_damping), step=step)
+            tf.summary.scalar("ep/minibatch_damping", float(model.minibatch_damping), step=step)
         for tags, count in ((EP_RUN_TAGS, "runs"), (EP_REFRESH_TAGS, "refreshes")):
             if values[count]:
                 for tag, key in tags.items():

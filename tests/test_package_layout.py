@@ -1,4 +1,4 @@
-"""The installed package stands alone (it never imports the repository's benchmarks), and its top level holds its modules."""
+"""The installed package stands alone (it never imports the benchmarks); its top level holds its modules."""
 
 import re
 import subprocess

@@ -2,7 +2,9 @@
 :class:`EPSettings`: every option of the one EP engine, in one place.
 
 A model holds one ``EPSettings`` (``model.ep_settings``); its constructor keywords build it, and
-``model.run_ep(**overrides)`` runs with ``model.ep_settings.updated(**overrides)``. Settings are
+``model.run_ep(**overrides)`` runs with ``model.ep_settings.updated(**overrides)``. They are the
+options of an EP run only; how a model uses EP in training (``ep_mode``, and a sparse model's
+``minibatch_damping``) is the model's own. Settings are
 passed explicitly to everything that is compiled, and a ``tf.function`` traces them by value (two
 equal settings share one trace), so no compiled path reads options from anywhere else.
 """
@@ -15,15 +17,13 @@ from tensorflow.core.function.trace_type import default_types
 from .checks import check_choice, check_positive_int, check_range
 from .relaxation import Relaxation
 
-__all__ = ["EPSettings", "DEFAULT_DAMPING", "CAVITY_CHOICES", "CRITERIA", "EP_MODES"]
+__all__ = ["EPSettings", "DEFAULT_DAMPING", "CAVITY_CHOICES", "CRITERIA"]
 
 #: "fractional": the cavity removes the fraction α of the site (standard power EP); "full": it
 #: removes the whole site (the literal reading of Qi & Guo 2012, App. C).
 CAVITY_CHOICES = ("fractional", "full")
 #: convergence statistics, see :mod:`gpflow_ep.ep.schedules`
 CRITERIA = ("sites", "alpha", "moments")
-#: "nested": the training loss re-runs EP to convergence; "alternated": it uses the stored sites
-EP_MODES = ("nested", "alternated")
 #: the damping of a batch EP run when ``damping=None``: parallel updates need some (0.8 as in
 #: GPstuff), sequential EP is classically undamped; a schedule not listed here is undamped (1).
 DEFAULT_DAMPING = {"parallel": 0.8, "sequential": 1.0, "robust": 0.8}
@@ -46,7 +46,6 @@ class EPSettings:
         the number in force (``EPSettings().damping == 0.8``), and a defaulted damping follows the
         schedule: ``EPSettings().updated(schedule="sequential").damping == 1.0``, while a damping
         given by the user is kept.
-    :param minibatch_damping: ρ of a minibatch site refresh (default 0.99, the SEP paper's).
     :param max_sweeps: the cap on sweeps of one EP run (default 100).
     :param tol: the tolerance of ``criterion`` (default 1e-6); what it bounds per schedule is the run's
         measure (``EPRun.measure``, :data:`gpflow_ep.ep.run.MEASURES`): a site change per sweep ("sites"),
@@ -58,8 +57,6 @@ class EPSettings:
         option keeps the paper's name) or "moments" (no marginal mean or variance of q moved by more
         than ``tol`` in a sweep and none was skipped; the rule of Hernández-Lobato & Hernández-Lobato
         2011; the change is after damping, so strong damping makes it easier to meet).
-    :param ep_mode: "nested" (default: the training loss re-runs EP, warm-started) or "alternated"
-        (the loss uses the stored sites; :class:`gpflow_ep.optimizers.EP` refreshes them).
     :param relaxation: relaxed-EP settings (:class:`~gpflow_ep.ep.Relaxation`), or ``None``
         (default) for (power) EP; relaxation needs ``power=1``.
     :param min_precision: site clipping: a proposed site precision below this value is raised to it,
@@ -71,11 +68,9 @@ class EPSettings:
     cavity: str = "fractional"
     schedule: str = "parallel"
     damping: Optional[float] = None
-    minibatch_damping: float = 0.99
     max_sweeps: int = 100
     tol: float = 1e-6
     criterion: str = "sites"
-    ep_mode: str = "nested"
     relaxation: Optional[Relaxation] = None
     min_precision: Optional[float] = None
     #: True when ``damping`` was not given and holds the schedule's default (followed by :meth:`updated`);
@@ -93,11 +88,9 @@ class EPSettings:
             set_(self, "_damping_is_default", True)
         else:
             set_(self, "damping", check_range(self.damping, "damping", 0.0, 1.0))
-        set_(self, "minibatch_damping", check_range(self.minibatch_damping, "minibatch_damping", 0.0, 1.0))
         set_(self, "max_sweeps", check_positive_int(self.max_sweeps, "max_sweeps"))
         set_(self, "tol", check_range(self.tol, "tol", 0.0, float("inf"), high_open=True))
         check_choice(self.criterion, "criterion", CRITERIA)
-        check_choice(self.ep_mode, "ep_mode", EP_MODES)
         if self.relaxation is not None:
             if not isinstance(self.relaxation, Relaxation):
                 raise ValueError(f"relaxation must be a gpflow_ep.ep.Relaxation or None; got {self.relaxation!r}")

@@ -59,6 +59,7 @@ from ..validation import (
     register_multiclass_likelihood,
     require_float64,
 )
+from .argmax import argmax_probabilities
 from .labels import class_labels_to_index
 
 __all__ = ["MultiClassHinge"]
@@ -73,7 +74,8 @@ class MultiClassHinge(Likelihood):
 
     :param bound: ``"quad_max"`` (default: the true max, a true bound, smooth), ``"augmented"`` (the
         paper's fixed-competitor objective, not a bound) or ``"exact"`` (module docstring).
-    :param num_gauss_hermite: quadrature nodes over one latent value (prediction and ``quad_max``).
+    :param num_gauss_hermite: quadrature nodes over one latent value in ``quad_max``'s bound (prediction
+        integrates the argmax by :func:`~gpflow_ep.likelihoods.argmax.argmax_probabilities`).
     """
 
     def __init__(self, num_classes: int, bound: str = "quad_max", num_gauss_hermite: int = 32, **kwargs):
@@ -145,13 +147,8 @@ class MultiClassHinge(Likelihood):
 
     @check_shapes("Fmu: [N, C]", "Fvar: [N, C]", "return: [N, C]")
     def argmax_probabilities(self, Fmu, Fvar):
-        """P(argmax_j f_j = c) under independent N(Fmu, Fvar), by Gauss–Hermite over f_c."""
-        sd = tf.sqrt(Fvar)
-        grid = Fmu[:, :, None] + sd[:, :, None] * self._gh_nodes  # [N, C(c), K]
-        z = (grid[:, :, None, :] - Fmu[:, None, :, None]) / sd[:, None, :, None]  # [N, C(c), C(t), K]
-        same = tf.eye(self.num_classes, dtype=tf.bool)[None, :, :, None]
-        log_cdf = tf.where(same, tf.zeros_like(z), log_ndtr(z))
-        return tf.reduce_sum(tf.exp(tf.reduce_sum(log_cdf, axis=2)) * self._gh_weights, -1)
+        """P(argmax_j f_j = c) under independent N(Fmu, Fvar) (:mod:`gpflow_ep.likelihoods.argmax`)."""
+        return argmax_probabilities(Fmu, Fvar)
 
     @inherit_check_shapes
     def _predict_mean_and_var(self, X, Fmu, Fvar):

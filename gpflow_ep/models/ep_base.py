@@ -40,8 +40,13 @@ from ..ep import (
     tilted_moments,
 )
 from ..ep.convergence import EPConvergenceWarning, non_convergence_message, warn_if_not_converged
-from ..validation import check_prediction_inputs, model_input_dim, require_float64
+from ..validation import check_choice, check_prediction_inputs, model_input_dim, require_float64
 from .ep_state import EPState, OutOfSummary, ep_state_attribute
+
+#: how a model's training loss uses EP: "nested", it first runs EP to convergence from the stored
+#: sites (warm-started) and stores them; "alternated", it uses the stored sites, which EP runs
+#: (:class:`gpflow_ep.optimizers.EP`, ``fit``'s ``ep_every``) refresh between hyper-parameter steps
+EP_MODES = ("nested", "alternated")
 
 #: The EP models' objectives are written without Python control flow on tensors (``tf.cond`` and
 #: ``tf.while_loop`` are explicit), so AutoGraph, which ``tf.function`` applies by default (GPflow's
@@ -93,9 +98,15 @@ class EPModel:
     )
     sites_fitted = ep_state_attribute("sites_fitted", "1 once a full EP run stored its sites, else 0.")
 
-    def _init_ep(self, num_sites: int, settings: EPSettings, state: Optional[EPState] = None) -> None:
-        """Settings and EP state (``state``: a model's own :class:`EPState` subclass, default a plain one)."""
+    def _init_ep(
+        self, num_sites: int, settings: EPSettings, state: Optional[EPState] = None, ep_mode: str = "nested"
+    ) -> None:
+        """
+        Settings, EP mode and EP state (``state``: a model's own :class:`EPState` subclass, default a
+        plain one).
+        """
         require_float64(type(self).__name__)
+        self.ep_mode = check_choice(ep_mode, "ep_mode", EP_MODES)
         self.ep_settings = self.check_settings(settings)
         state = EPState(num_sites, int(self._hyperparameter_values().shape[0])) if state is None else state
         self._ep_state = OutOfSummary(state=state)
@@ -290,7 +301,7 @@ class EPModel:
         run has brought them to the fixed point of the current hyper-parameters (that run is the only
         write: the objective itself writes nothing).
         """
-        if self.ep_settings.ep_mode == "nested":
+        if self.ep_mode == "nested":
             self._run(self.ep_settings, " nested training loss", *site_data)
         return self._evidence(*site_data)
 
@@ -304,7 +315,7 @@ class EPModel:
         ``SpikeSlabRegression``) in ``ep_mode="nested"``. Otherwise (alternated mode, or a sparse model,
         whose data come in batches) it predicts from its stored EP state as it is.
         """
-        return self.ep_settings.ep_mode == "nested" and isinstance(self, InternalDataTrainingLossMixin)
+        return self.ep_mode == "nested" and isinstance(self, InternalDataTrainingLossMixin)
 
     def current_sites(self) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """

@@ -69,12 +69,14 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
     :param predict_with: "sites" (default, the posterior q) or "dual" (Minka's toolbox predictor
         μ* = m(x*) + Σ_j a_j k(x*, x_j), with a_j = ∂log Z_j/∂(cavity mean) from the last visit,
         kept in ``sites.dual``; the variance always comes from q).
+    :param ep_mode: "nested" (default: the training loss first runs EP to convergence, warm-started)
+        or "alternated" (the loss uses the stored sites, refreshed by :class:`gpflow_ep.optimizers.EP`).
     :param ep_options: the EP options of :class:`~gpflow_ep.ep.EPSettings` as keyword arguments
         (``power``, ``cavity``, ``schedule``, ``damping``, ``max_sweeps``, ``tol``,
-        ``criterion``, ``ep_mode``, ``relaxation``, ``min_precision``); they are kept as
-        :attr:`ep_settings`. Without a ``schedule``, a likelihood that is not log-concave
-        (``StudentT``, ``NoisyStep``, ...) runs ``schedule="robust"`` (parallel EP falling back to the
-        convergent double loop) and any other parallel EP (:mod:`gpflow_ep.models.default_settings`).
+        ``criterion``, ``relaxation``, ``min_precision``); they are kept as :attr:`ep_settings`.
+        Without a ``schedule``, a likelihood that is not log-concave (``StudentT``, ``NoisyStep``, ...)
+        runs ``schedule="robust"`` (parallel EP falling back to the convergent double loop) and any
+        other parallel EP (:mod:`gpflow_ep.models.default_settings`).
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         mean_function: Optional[MeanFunction] = None,
         *,
         predict_with: str = "sites",
+        ep_mode: str = "nested",
         **ep_options,
     ):
         check_ep_likelihood(likelihood)
@@ -97,7 +100,7 @@ class EPGP(EPModel, GPModel, InternalDataTrainingLossMixin):
         self.num_data = X.shape[0]
         #: whether the user named the schedule (else it is the likelihood's default, kept so by run_ep's overrides)
         self._schedule_given = ep_options.get("schedule") is not None
-        self._init_ep(self.num_data, default_ep_settings(likelihood, ep_options))
+        self._init_ep(self.num_data, default_ep_settings(likelihood, ep_options), ep_mode=ep_mode)
 
     # ---------------------------------------------------------------- the site problem
 

@@ -64,12 +64,11 @@ class MinibatchEPModel(abc.ABC):
         """The quantities of ``batch = (X, Y, index)`` a step needs, computed once (a ``Frame``)."""
 
     @abc.abstractmethod
-    def refresh_proposal(self, frame) -> Tuple[SiteRefresh, tf.Tensor]:
-        """The refresh of the frame's sites from the stored q (nothing written), and the pairs' projections after it."""
-
-    @abc.abstractmethod
-    def propose_refresh(self, batch) -> SiteRefresh:
-        """The refresh of the sites of ``batch = (X, Y, index)`` from the current q; writes nothing."""
+    def propose_refresh(self, batch) -> Tuple[SiteRefresh, tf.Tensor]:
+        """
+        The refresh of the sites of ``batch`` (or its frame) from the stored q (nothing written), and
+        the pairs' projections after it.
+        """
 
     @abc.abstractmethod
     def apply_refresh(self, refresh: SiteRefresh, cholesky=None) -> AppliedRefresh:

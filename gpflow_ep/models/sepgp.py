@@ -19,13 +19,13 @@ gradient equals the paper's eq. (4) at an EP fixed point. ``ep_mode="nested"`` (
 to convergence inside the loss — the batch "FITC-EP"/GFITC training of the paper, driven by
 ``gpflow.optimizers.Scipy``; at convergence SEP equals GFITC (Naish-Guzman & Holden 2008).
 
-The model keeps q(u) as natural parameters in u-space (``posterior_precision`` Λ_u,
-``posterior_shift`` η_u), so it predicts without the training data, like ``gpflow.models.SVGP``.
+The model keeps q(u) as natural parameters in u-space (``ep_state.posterior_precision`` Λ_u,
+``ep_state.posterior_shift`` η_u), so it predicts without the training data, like ``gpflow.models.SVGP``.
 Its EP state — the sites, the direction each site was last updated with and q(u) — is one module,
 ``model.ep_state`` (:class:`~gpflow_ep.models.sparse_sites.SparseEPState`), and the algebra of a
 minibatch step is the pure functions of :mod:`gpflow_ep.models.sparse_sites`. The model itself
-gives the prior blocks (:meth:`block_Kuu`, :meth:`block_Kuf`, :meth:`block_Kff`,
-:meth:`block_mean`) and its sites' layout.
+gives the prior blocks (K_uu, K_uf, diag K_ff and the prior mean of every block of u) and its sites'
+layout.
 
 **Minibatches** (the paper's Sec. 2.3): a step on ``(X, Y, index)`` refreshes the batch's sites —
 one damped EP update each from the stored q, which reaches the batch fixed point at fixed
@@ -64,13 +64,8 @@ from ..ep import EPRun, EPSettings, LikelihoodFactor, WhitenedAlgebra, get_sched
 from ..ep.whitened import SitePairs
 from ..likelihoods.targets import check_targets
 from ..posteriors import q_from_natural_parameters, sparse_ep_posterior
-from ..validation import (
-    check_inducing_variable,
-    check_positive_int,
-    check_training_data,
-)
+from ..validation import check_inducing_variable, check_positive_int, check_range, check_training_data
 from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem, check_ep_likelihood, not_converted
-from .ep_state import ep_state_attribute
 from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
 from .sparse_sites import (
     Frame,
@@ -100,8 +95,12 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
     :param inducing_variable: ``InducingPoints`` or an [M, D] array of inducing inputs Z.
     :param num_data: n, the number of training points (one site each).
     :param mean_function: GPflow mean function (default zero).
-    :param ep_options: the options of :class:`~gpflow_ep.ep.EPSettings` (the SEP paper uses
-        ``damping=0.5`` for batch EP and ``minibatch_damping=0.99``, the default).
+    :param minibatch_damping: ρ of a minibatch site refresh (default 0.99, the SEP paper's; capped for
+        large batches, :func:`~gpflow_ep.models.sparse_sites.refresh_damping`).
+    :param ep_mode: "nested" (default: ``training_loss((X, Y))`` on all the data first runs batch EP to
+        convergence, warm-started) or "alternated" (it uses the stored sites).
+    :param ep_options: the options of a batch EP run, :class:`~gpflow_ep.ep.EPSettings` (the SEP paper
+        uses ``damping=0.5`` for batch EP).
 
     **Two minibatch quantities.** A minibatch M of b of the n sites gives the gradient and the
     value to read separately. The gradient step follows F_M (:meth:`minibatch_objective`, the
@@ -126,10 +125,14 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         inducing_variable: InducingVariablesLike,
         num_data: int,
         mean_function: Optional[MeanFunction] = None,
+        *,
+        minibatch_damping: float = 0.99,
+        ep_mode: str = "nested",
         **ep_options,
     ):
-        self.check_likelihood(likelihood)
+        self._check_likelihood(likelihood)
         num_data = check_positive_int(num_data, "num_data")
+        self.minibatch_damping = check_range(minibatch_damping, "minibatch_damping", 0.0, 1.0)
         settings = self._check_schedule(EPSettings().updated(**ep_options))
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
         self.inducing_variable = inducingpoint_wrapper(check_inducing_variable(inducing_variable))
@@ -138,13 +141,9 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         self.num_sites = self._num_sites(num_data)
         C, M = self.num_blocks, int(self.inducing_variable.num_inducing)
         hyperparameters = int(self._hyperparameter_values().shape[0])
-        self._init_ep(self.num_sites, settings, state=SparseEPState(self.num_sites, hyperparameters, C, num_data, M))
+        state = SparseEPState(self.num_sites, hyperparameters, C, num_data, M)
+        self._init_ep(self.num_sites, settings, state=state, ep_mode=ep_mode)
 
-    posterior_precision = ep_state_attribute("posterior_precision", "Λ_u, q(u)'s precision (EP state).")
-    posterior_shift = ep_state_attribute("posterior_shift", "η_u, q(u)'s precision times mean (EP state).")
-    site_directions = ep_state_attribute(
-        "site_directions", "υ = K_uu⁻¹k of each (block, point) pair's last update, row c·n + i (EP state)."
-    )
 
     # ---------------------------------------------------------------- data
 
@@ -227,32 +226,33 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
 
     # ---------------------------------------------------------------- prior blocks (the model's hooks)
 
-    def block_Kuu(self) -> tf.Tensor:
+    def _block_Kuu(self) -> tf.Tensor:
         """
         K_uu of every block with GPflow's ``default_jitter()`` added, as in SVGP, [C, M, M], or [1, M, M]
         when shared (:mod:`gpflow_ep.covariances`).
         """
         return block_Kuu(self.inducing_variable, self.kernel, jitter=default_jitter())
 
-    def block_Kuf(self, X) -> tf.Tensor:
+    def _block_Kuf(self, X) -> tf.Tensor:
         """K_uf of every block at the points X, [C, M, P] (or [1, M, P] shared)."""
         return block_Kuf(self.inducing_variable, self.kernel, X)
 
-    def block_Kff(self, X, full_cov: bool) -> tf.Tensor:
+    def _block_Kff(self, X, full_cov: bool) -> tf.Tensor:
         """The prior covariance of every block's f at X, [C, P, P], or its diagonal [C, P] (or one block shared)."""
         return block_Kff(self.kernel, X, full_cov)
 
-    def block_mean(self, X) -> tf.Tensor:
+    def _block_mean(self, X) -> tf.Tensor:
         """The prior mean of every block's f at X, [C, P]."""
         return tf.transpose(self.mean_function(X))
 
-    def prior_blocks(self, X) -> PriorBlocks:
+    def _prior_blocks(self, X) -> PriorBlocks:
         """The prior's K_uu, K_uf, diag K_ff and m of every block at the points X."""
-        return PriorBlocks(self.block_Kuu(), self.block_Kuf(X), self.block_Kff(X, full_cov=False), self.block_mean(X))
+        Kff = self._block_Kff(X, full_cov=False)
+        return PriorBlocks(self._block_Kuu(), self._block_Kuf(X), Kff, self._block_mean(X))
 
-    def cholesky_Kuu(self) -> tf.Tensor:
+    def _cholesky_Kuu(self) -> tf.Tensor:
         """L = chol(K_uu) of every block, [C, M, M] (or [1, M, M] shared)."""
-        return tf.linalg.cholesky(self.block_Kuu())
+        return tf.linalg.cholesky(self._block_Kuu())
 
     def _algebra(self, A, prior_mean, pairs: SitePairs) -> WhitenedAlgebra:
         """The engine's algebra of the sites (plain [M, P] projections when there is one block)."""
@@ -281,7 +281,7 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         settings = self.check_settings(self.ep_settings.updated(**overrides))
         return self._run(settings, ".run_ep", sites.X, sites.Y, sites.pairs.index)
 
-    def check_likelihood(self, likelihood) -> None:
+    def _check_likelihood(self, likelihood) -> None:
         """A ``ValueError`` unless EP has moments for ``likelihood`` (one scalar site per point here)."""
         check_ep_likelihood(likelihood)
 
@@ -295,7 +295,7 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         the pairs, from which :meth:`store_site_state` builds q(u).
         """
         pairs = self._pairs(X, site_pair)
-        prior = whitened_prior(self.prior_blocks(X))
+        prior = whitened_prior(self._prior_blocks(X))
         if fixed:
             prior = WhitenedPrior(*(tf.stop_gradient(t) for t in prior))
         factor = self._site_factor(SiteBatch(X, Y, pairs), prior.s)
@@ -382,17 +382,30 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         and the stored directions and q(v), computed once for a whole step.
         """
         sites = self._check_minibatch(batch)
-        return self.ep_state.frame(sites, self.prior_blocks(sites.X))
+        return self.ep_state.frame(sites, self._prior_blocks(sites.X))
 
     def _frame(self, batch: Union[Frame, tuple]) -> Frame:
         return batch if isinstance(batch, Frame) else self.minibatch_frame(batch)
 
-    def refresh_proposal(self, frame: Frame) -> Tuple[SiteRefresh, tf.Tensor]:
+    @check_shapes(
+        "return[0].index: [B]",
+        "return[0].posterior_change[0]: [C, M, M]",
+        "return[0].posterior_change[1]: [C, M, 1]",
+        "return[0].num_skipped: []",
+        "return[0].pair_index: [P]",
+        "return[0].pair_state[0]: [P, M]",
+    )
+    def propose_refresh(self, batch: Union[Frame, tuple]) -> Tuple[SiteRefresh, tf.Tensor]:
         """
         One damped EP update (:func:`~gpflow_ep.models.sparse_sites.refresh_damping`) of each site of
-        ``frame``'s batch from the stored q (nothing written), and Lᵀυ of each pair after it
-        (:func:`~gpflow_ep.models.sparse_sites.propose_refresh`).
+        ``batch = (X, Y, index)`` (or its :class:`~gpflow_ep.models.sparse_sites.Frame`) from the stored
+        q, through the engine; writes nothing (:func:`~gpflow_ep.models.sparse_sites.propose_refresh`).
+        Returns the refresh — ``site_state`` (τ, ν, dual) of the batch's sites (and b with relaxation),
+        ``pair_state`` the directions υ of their pairs (rows ``pair_index`` of
+        ``ep_state.site_directions``), ``posterior_change`` (ΔΛ_u, Δη_u) per block — and Lᵀυ of each
+        pair after it.
         """
+        frame = self._frame(batch)
         index = frame.sites.index
         tf.debugging.assert_equal(
             tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
@@ -400,25 +413,9 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         settings = self.ep_settings
         rows = self.ep_state.site_rows(index)
         cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
-        damping = refresh_damping(settings, sites_in_sync(tf.size(index)), self.num_sites)
+        refreshed = sites_in_sync(tf.size(index))
+        damping = refresh_damping(self.minibatch_damping, settings.damping, refreshed, self.num_sites)
         return propose_refresh(frame, cavities, self._site_factor(frame.sites, frame.s), rows, settings, damping)
-
-    @check_shapes(
-        "return.index: [B]",
-        "return.posterior_change[0]: [C, M, M]",
-        "return.posterior_change[1]: [C, M, 1]",
-        "return.num_skipped: []",
-        "return.pair_index: [P]",
-        "return.pair_state[0]: [P, M]",
-    )
-    def propose_refresh(self, batch) -> SiteRefresh:
-        """
-        One damped EP update of each site of ``batch = (X, Y, index)`` from the stored q, through
-        the engine; writes nothing. ``site_state`` is (τ, ν, dual) of the batch's sites, and b with
-        relaxation; ``pair_state`` the directions υ of their pairs (rows ``pair_index`` of
-        :attr:`site_directions`); ``posterior_change`` (ΔΛ_u, Δη_u) per block.
-        """
-        return self.refresh_proposal(self._frame(batch))[0]
 
     def apply_refresh(self, refresh: SiteRefresh, cholesky: Optional[tf.Tensor] = None) -> AppliedRefresh:
         """
@@ -428,13 +425,8 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         counted as skipped). ``cholesky``: chol(K_uu) [C, M, M] when the caller has it (default:
         computed).
         """
-        L = self.cholesky_Kuu() if cholesky is None else cholesky
+        L = self._cholesky_Kuu() if cholesky is None else cholesky
         return AppliedRefresh(*self.ep_state.apply_refresh(refresh, L))
-
-    @check_shapes("return: []")
-    def refresh_sites(self, batch) -> tf.Tensor:
-        """``apply_refresh(propose_refresh(batch))``; returns the number of skipped site updates."""
-        return self.apply_refresh(self.propose_refresh(batch)).num_skipped
 
     @check_shapes("return: []")
     def minibatch_objective(self, batch) -> tf.Tensor:
@@ -503,25 +495,26 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
 
     def _reproject(self, sites: SiteBatch, chunk_size: int) -> None:
         """``reproject_sites`` on validated full data, ``chunk_size`` points at a time."""
-        L = self.cholesky_Kuu()
+        L = self._cholesky_Kuu()
         tau, nu = self.sites.read()
         C, N = self.num_blocks, self.num_data
-        prior_mean = tf.reshape(self.block_mean(sites.X), [-1, 1])
+        prior_mean = tf.reshape(self._block_mean(sites.X), [-1, 1])
         pair_tau = tf.reshape(sites.pairs.sum(tau), [C, N])
         pair_shift = tf.reshape(sites.pairs.sum(nu - tau * sites.pairs.gather(prior_mean)), [C, N])
-        M = self.site_directions.shape[-1]
+        directions = self.ep_state.site_directions
+        M = directions.shape[-1]
         Lambda = tf.zeros((C, M, M), default_float())
         eta = tf.zeros((C, M, 1), default_float())
         for start in range(0, N, chunk_size):
             stop = min(start + chunk_size, N)
-            Kuf = self.block_Kuf(sites.X[start:stop])
+            Kuf = self._block_Kuf(sites.X[start:stop])
             solved = tf.linalg.triangular_solve(L, tf.linalg.triangular_solve(L, Kuf), adjoint=True)
             U = tf.linalg.matrix_transpose(solved)  # υ = K_uu⁻¹k of every block, [C, P, M] (or one shared)
             U = tf.broadcast_to(U, [C, stop - start, M])
             Lambda += tf.matmul(U * pair_tau[:, start:stop, None], U, transpose_a=True)
             eta += tf.matmul(U, pair_shift[:, start:stop, None], transpose_a=True)
             rows = (tf.range(C)[:, None] * N + tf.range(start, stop)[None, :])[..., None]
-            self.site_directions.scatter_nd_update(rows, U)
+            directions.scatter_nd_update(rows, U)
         self.ep_state.assign_posterior(Lambda, eta)
 
     def check_minibatch_objective(self) -> None:

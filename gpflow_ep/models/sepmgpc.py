@@ -100,7 +100,7 @@ class SEPMGPC(SEPGP):
         ep_options.setdefault("damping", 0.5)
         super().__init__(kernel, likelihood, inducing_variable, num_data, **ep_options)
 
-    def check_likelihood(self, likelihood) -> None:
+    def _check_likelihood(self, likelihood) -> None:
         """Checked in ``__init__``: a :class:`~gpflow_ep.likelihoods.MultiClassStep` (its paired sites)."""
 
     @property
@@ -139,7 +139,7 @@ class SEPMGPC(SEPGP):
 
     # ---------------------------------------------------------------- per-class blocks
 
-    def block_mean(self, X):
+    def _block_mean(self, X):
         """The prior mean of every class's f at X, [C, P] (one mean function shared by the classes)."""
         return tf.tile(tf.transpose(self.mean_function(X)), [self.num_classes, 1])
 

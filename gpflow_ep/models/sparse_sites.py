@@ -33,7 +33,7 @@ minibatch and less damping is needed". A refresh of a fraction f = |B|/n of the 
 natural parameters by ρ Σ_{i∈B}(site_i^new - site_i^old), about ρ·f of a parallel sweep's change,
 so a refresh of (nearly) all sites at ρ = 0.99 is the nearly undamped parallel EP the paper damps,
 and it can oscillate, as undamped parallel EP does. The refresh therefore uses
-ρ_eff = min(``minibatch_damping``, ρ_batch / f), ρ_batch the batch-EP damping (``EPSettings.damping``):
+ρ_eff = min(``minibatch_damping`` (the model's), ρ_batch / f), ρ_batch the batch-EP damping (``EPSettings.damping``):
 ρ_eff·f never exceeds what a batch-EP sweep uses.
 Minibatches with f ≤ ρ_batch / ``minibatch_damping`` keep ``minibatch_damping`` unchanged. Damping
 does not move EP's fixed points (ibid.). Under ``tf.distribute`` f counts the sites of all replicas.
@@ -224,15 +224,13 @@ def directions(L, A, num_blocks):
     return flat(tf.broadcast_to(U, [num_blocks] + shape_of(U)[1:]))
 
 
-def refresh_damping(settings: EPSettings, num_refreshed, num_sites: int) -> tf.Tensor:
+def refresh_damping(minibatch_damping: float, batch_damping: float, num_refreshed, num_sites: int) -> tf.Tensor:
     """
     ρ_eff = min(``minibatch_damping``, ρ_batch · n / |B|) of a refresh of ``num_refreshed`` = |B|
-    of ``num_sites`` = n sites, ρ_batch = ``settings.damping`` (module docstring).
+    of ``num_sites`` = n sites, ρ_batch = ``batch_damping`` (module docstring).
     """
     fraction = tf.cast(num_refreshed, tf.float64) / float(num_sites)
-    return tf.minimum(
-        tf.constant(settings.minibatch_damping, tf.float64), settings.damping / tf.maximum(fraction, 1e-300)
-    )
+    return tf.minimum(tf.constant(minibatch_damping, tf.float64), batch_damping / tf.maximum(fraction, 1e-300))
 
 
 def sites_in_sync(num_local):

@@ -120,9 +120,8 @@ class SpikeSlabRegression(EPModel, BayesianModel, InternalDataTrainingLossMixin)
             max_sweeps=max_sweeps,
             tol=1e-4 if tol is None else tol,
             criterion="moments",
-            ep_mode=ep_mode,
         )
-        self._init_ep(X.shape[1], settings)
+        self._init_ep(X.shape[1], settings, ep_mode=ep_mode)
         self.reset_sites()
 
     @staticmethod

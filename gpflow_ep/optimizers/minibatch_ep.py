@@ -82,7 +82,7 @@ class MinibatchEP:
         adam.minimize(model.training_loss_closure(batch), model.trainable_variables)
 
     :func:`gpflow_ep.training.fit` does the first, compiled, on one device or several. The damping
-    of the refresh is the model's (``EPSettings.minibatch_damping``, capped for large batches,
+    of the refresh is the model's (``minibatch_damping``, capped for large batches,
     :func:`~gpflow_ep.models.sparse_sites.refresh_damping`).
     """
 
@@ -163,7 +163,7 @@ class MinibatchEP:
                 "MinibatchEP: call it in a replica context (inside strategy.run, as gpflow_ep.training.fit does), "
                 "not in a strategy's cross-replica context"
             )
-        refresh, A_refreshed = model.refresh_proposal(frame)
+        refresh, A_refreshed = model.propose_refresh(frame)
 
         def write(strategy, refresh, cholesky):
             merged = merge_refreshes(strategy, refresh)

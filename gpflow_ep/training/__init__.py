@@ -9,7 +9,7 @@ per epoch and no batch holds a site twice. Per step, for a minibatch M:
 
 * models with minibatch EP (:class:`~gpflow_ep.models.MinibatchEPModel`: :class:`~gpflow_ep.models.SEPGPC`,
   :class:`~gpflow_ep.models.SEPMGPC`) first refresh the sites of M (the optimiser step
-  :class:`~gpflow_ep.optimizers.MinibatchEP`, damped by the model's ``EPSettings.minibatch_damping``),
+  :class:`~gpflow_ep.optimizers.MinibatchEP`, damped by the model's ``minibatch_damping``),
   then take a gradient step on the minibatch surrogate -F_M at the refreshed q of
   Hernández-Lobato & Hernández-Lobato (2016), "Scalable Gaussian process classification via
   expectation propagation", AISTATS, Sec. 2.3, on the same frame of the batch (kernel matrices and

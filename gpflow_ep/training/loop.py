@@ -104,8 +104,9 @@ def fit(
     labels, shapes, NaN/Inf, empty data); batches of a user's Dataset are validated as they are
     drawn. A step whose loss or new parameters are not finite is not applied: the model keeps its
     last finite state, the step is counted in ``FitResult.rejected_steps`` and a
-    :class:`NonFiniteStepWarning` is issued. EP options (damping of the minibatch refresh, power,
-    ``ep_mode``, ...) are the model's ``ep_settings``.
+    :class:`NonFiniteStepWarning` is issued. EP options (power, damping, ...) are the model's
+    ``ep_settings``, and ``ep_mode`` and the damping of the minibatch refresh (``minibatch_damping``)
+    the model's own.
     """
     optimizer = _check_optimizer(optimizer)
     own = _own_callbacks(model, monitor, progress, _check_ep_every(model, ep_every))
@@ -175,9 +176,9 @@ def _check_ep_every(model, ep_every: Optional[int]) -> int:
     if ep_every is None:
         return 50
     ep_every = check_positive_int(ep_every, "ep_every")
-    if runs_batch_ep(model) and model.ep_settings.ep_mode != "alternated":
+    if runs_batch_ep(model) and model.ep_mode != "alternated":
         raise ValueError(
-            f"ep_every: {type(model).__name__} is in ep_mode={model.ep_settings.ep_mode!r}: its training loss runs EP "
+            f"ep_every: {type(model).__name__} is in ep_mode={model.ep_mode!r}: its training loss runs EP "
             "to convergence (warm-started) at every step, so fit runs no separate EP and ep_every has no effect; "
             "leave ep_every out, or build the model with ep_mode='alternated' to run EP every ep_every steps"
         )
@@ -200,7 +201,7 @@ def _check_callbacks(callbacks) -> List[Callback]:
 def _own_callbacks(model, monitor, progress: Optional[bool], ep_every: int) -> List[Callback]:
     """``fit``'s callbacks, in the order they are called: alternated EP, monitor, progress bar, finite guard report."""
     own: List[Callback] = []
-    if runs_batch_ep(model) and model.ep_settings.ep_mode == "alternated":
+    if runs_batch_ep(model) and model.ep_mode == "alternated":
         own.append(AlternatedEP(model, ep_every))
     if monitor is not None:
         own.append(Monitoring(monitor))

@@ -54,12 +54,12 @@ def test_minibatch_refresh_keeps_the_batch_fixed_point(data, lik, options):
     """At the batch fixed point a full-batch minibatch refresh leaves the sites and q(u) unchanged (1e-8)."""
     X, Y = data
     m = _batch_sep(data, LIKELIHOODS[lik](), X[::4].copy(), **options)
-    sites, Lambda = _all_sites(m), m.posterior_precision.numpy()
+    sites, Lambda = _all_sites(m), m.ep_state.posterior_precision.numpy()
     index = np.arange(len(X))
-    assert int(m.refresh_sites((X, Y, index))) == 0
+    assert int(MinibatchEP().step(m, (X, Y, index))) == 0
     for a, b in zip(_all_sites(m), sites):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)
-    np.testing.assert_allclose(m.posterior_precision, Lambda, rtol=0, atol=1e-8 * np.abs(Lambda).max())
+    np.testing.assert_allclose(m.ep_state.posterior_precision, Lambda, rtol=0, atol=1e-8 * np.abs(Lambda).max())
     if "min_precision" in options:
         assert np.all(m.sites.precision.numpy() >= options["min_precision"])
 
@@ -77,7 +77,7 @@ def test_minibatch_refresh_relaxes_sites_and_keeps_the_relaxed_fixed_point(data)
     relaxed = _batch_sep(noisy, NoisyStep(0.2), X[::4].copy(), relaxation=Relaxation(penalty=0.1), tol=1e-7)
     assert np.any(relaxed.sites.relaxation.numpy() > 0.0)
     sites = _all_sites(relaxed)
-    assert int(relaxed.refresh_sites((X, Ynoisy, np.arange(len(X))))) == 0
+    assert int(MinibatchEP().step(relaxed, (X, Ynoisy, np.arange(len(X))))) == 0
     for a, b in zip(_all_sites(relaxed), sites):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
     # a huge penalty is EP (b = 0 exactly), on the minibatch path too
@@ -87,7 +87,7 @@ def test_minibatch_refresh_relaxes_sites_and_keeps_the_relaxed_fixed_point(data)
     for m in (plain, stiff):
         m.sites.assign(*(0.5 * s for s in m.sites.read()))  # move away from the fixed point
         m.reproject_sites(noisy)
-        m.refresh_sites((X[idx], Ynoisy[idx], idx))
+        MinibatchEP().step(m, (X[idx], Ynoisy[idx], idx))
     for a, b in zip(_all_sites(plain), _all_sites(stiff)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
     assert np.all(stiff.sites.relaxation.numpy() == 0.0)
@@ -183,10 +183,10 @@ def test_minibatch_damping_is_an_ep_setting(data):
     idx = np.arange(0, len(X), 2)
     a = SEPGPC(_kernel(), Probit(), X[::4].copy(), num_data=len(X), minibatch_damping=0.5)
     b = SEPGPC(_kernel(), Probit(), X[::4].copy(), num_data=len(X))
-    b.ep_settings = b.ep_settings.updated(minibatch_damping=0.5)
+    b.minibatch_damping = 0.5
     c = SEPGPC(_kernel(), Probit(), X[::4].copy(), num_data=len(X))
     for m in (a, b, c):
-        m.refresh_sites((X[idx], Y[idx], idx))
+        MinibatchEP().step(m, (X[idx], Y[idx], idx))
     np.testing.assert_array_equal(a.sites.precision.numpy(), b.sites.precision.numpy())
     # from flat sites the damped site is ρ × the undamped one
     np.testing.assert_allclose(a.sites.precision.numpy(), 0.5 / 0.99 * c.sites.precision.numpy(), rtol=1e-12)

@@ -286,3 +286,27 @@ def test_a_frozen_model_predicts_exactly_what_the_model_predicts(model):
     assert not frozen.parameters and bool(frozen.ep_state_is_current())
     for a, b in zip(frozen.predict_y(Xs), m.predict_y(Xs)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_only_ep_writes_ep_state_never_an_objective():
+    """
+    One rule: EP runs and minibatch refreshes write EP state; an objective does not. SEPGPC's minibatch loss
+    -F_M and, in alternated mode, its full-data loss -log Z_EP leave every EP state variable as it was; in
+    nested mode the full-data loss is an EP run (stored, as run_ep stores it) followed by the evidence.
+    """
+    X, Y, _, _ = _data("probit")
+    index = np.arange(0, len(X), 3)
+    for ep_mode in ("alternated", "nested"):
+        m = SEPGPC(gpflow.kernels.SquaredExponential(), Probit(), X[::4].copy(), num_data=len(X), ep_mode=ep_mode)
+        m.run_ep((X, Y))
+        m.kernel.variance.assign(1.7)
+        before = [v.numpy().copy() for v in m.ep_state.variables]
+        m.training_loss((X[index], Y[index], index))
+        m.minibatch_log_marginal_likelihood((X[index], Y[index], index))
+        m.log_marginal_likelihood((X, Y))
+        for a, b in zip(before, m.ep_state.variables):
+            np.testing.assert_array_equal(a, b.numpy())
+        m.training_loss((X, Y))
+        changed = any(not np.array_equal(a, b.numpy()) for a, b in zip(before, m.ep_state.variables))
+        assert changed == (ep_mode == "nested")
+        assert bool(m.ep_state_is_current()) == (ep_mode == "nested")

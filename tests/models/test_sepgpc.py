@@ -164,7 +164,7 @@ def test_minibatch_ep_reaches_the_batch_fixed_point(data):
     Z = X[::4].copy()
     batch = _converged_sep(data, Z)
     mb = SEPGPC(_kernel(), Probit(), Z, num_data=len(X), ep_mode="alternated")
-    refresh = tf.function(mb.refresh_sites)  # compiled: 150 epochs of eager refreshes take ~20 s
+    refresh = tf.function(lambda batch: MinibatchEP().step(mb, batch))  # compiled: 150 epochs of refreshes
     rng = np.random.default_rng(0)
     for _ in range(150):
         perm = rng.permutation(len(X))
@@ -173,7 +173,7 @@ def test_minibatch_ep_reaches_the_batch_fixed_point(data):
             assert int(refresh((X[idx], Y[idx], idx))) == 0
     for a, b in zip(mb.sites.read(), batch.sites.read()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)
-    np.testing.assert_allclose(mb.posterior_precision, batch.posterior_precision, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(mb.ep_state.posterior_precision, batch.posterior_precision, rtol=0, atol=1e-7)
     np.testing.assert_allclose(mb.predict_f(X[:5])[0], batch.predict_f(X[:5])[0], atol=1e-8)
 
 
@@ -214,9 +214,9 @@ def _reference_surrogate(m, X, Y, index):
     and left to autodiff."""
     Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=gpflow.config.default_jitter())
     Kuu0 = tf.stop_gradient(Kuu)
-    Sigma = tf.linalg.inv(tf.linalg.inv(Kuu0) + m.posterior_precision)
-    mu = Sigma @ m.posterior_shift
-    U_old = tf.gather(m.site_directions, index)
+    Sigma = tf.linalg.inv(tf.linalg.inv(Kuu0) + m.ep_state.posterior_precision)
+    mu = Sigma @ m.ep_state.posterior_shift
+    U_old = tf.gather(m.ep_state.site_directions, index)
     tau, nu = tf.gather(m.sites.precision, index), tf.gather(m.sites.natural_mean, index)
     W = Sigma @ tf.transpose(U_old)  # w_i = Σ υ_i^old
     s_oo = tf.reduce_sum(U_old * tf.transpose(W), axis=1, keepdims=True)
@@ -231,7 +231,7 @@ def _reference_surrogate(m, X, Y, index):
     var = tf.reduce_sum(ups * (Sigma @ ups), axis=0)[:, None] + c * proj_w**2 + s
     log_z = tilted_moments(m.likelihood, X, Y, mean, var, 1.0).log_z
     prior = -0.5 * tf.linalg.logdet(Kuu) - 0.5 * tf.linalg.trace(tf.linalg.solve(Kuu, Sigma + mu * tf.transpose(mu)))
-    return prior + len(m.site_directions.numpy()) / len(index) * tf.reduce_sum(log_z)
+    return prior + len(m.ep_state.site_directions.numpy()) / len(index) * tf.reduce_sum(log_z)
 
 
 def _stale_minibatch_model(data):
@@ -251,7 +251,7 @@ def _stale_minibatch_model(data):
         m.kernel.lengthscales.assign(m.kernel.lengthscales.numpy() * 1.1)
         m.inducing_variable.Z.assign(m.inducing_variable.Z.numpy() + 0.05 * rng.standard_normal((10, 2)))
         idx = rng.permutation(len(X))[:13]
-        m.refresh_sites((X[idx], Y[idx], idx))
+        MinibatchEP().step(m, (X[idx], Y[idx], idx))
     m.kernel.variance.assign(1.3)
     return m
 
@@ -280,11 +280,11 @@ def test_fused_step_equals_refresh_then_surrogate(data):
     idx = np.array([0, 4, 9, 16, 25, 36, 7])
     a, b = _stale_minibatch_model(data), _stale_minibatch_model(data)
     for m in (a, b):
-        m.ep_settings = m.ep_settings.updated(minibatch_damping=0.9)
+        m.minibatch_damping = 0.9
     with tf.GradientTape() as tape:
         fused, _ = MinibatchEP().refreshed_objective(a, (X[idx], Y[idx], idx))
     g_fused = tape.gradient(fused, a.trainable_variables)
-    b.refresh_sites((X[idx], Y[idx], idx))
+    MinibatchEP().step(b, (X[idx], Y[idx], idx))
     with tf.GradientTape() as tape:
         plain = b.minibatch_objective((X[idx], Y[idx], idx))
     g_plain = tape.gradient(plain, b.trainable_variables)
@@ -299,16 +299,16 @@ def test_minibatch_needs_site_indices(data):
     X, Y = data
     m = SEPGPC(_kernel(), Probit(), X[:5].copy(), num_data=len(X))
     with pytest.raises(ValueError, match="index"):
-        m.refresh_sites((X[:4], Y[:4]))
+        MinibatchEP().step(m, (X[:4], Y[:4]))
 
 
 def test_reprojection_keeps_q_at_fixed_hyper_parameters(data):
     """Sites already on the current directions: re-projecting reproduces q(u) (round-off only)."""
     m = _converged_sep(data, data[0][::4].copy())
-    Lambda, eta = m.posterior_precision.numpy(), m.posterior_shift.numpy()
+    Lambda, eta = m.ep_state.posterior_precision.numpy(), m.ep_state.posterior_shift.numpy()
     m.reproject_sites(data, chunk_size=7)
-    np.testing.assert_allclose(m.posterior_precision, Lambda, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(m.posterior_shift, eta, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(m.ep_state.posterior_precision, Lambda, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(m.ep_state.posterior_shift, eta, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.slow
@@ -368,8 +368,9 @@ def test_a_refresh_that_would_leave_q_improper_is_not_applied(data):
     m = SEPGPC(_kernel(), NoisyStep(0.1), X[::4].copy(), num_data=len(X))
     m.run_ep(data)
     Kuu = gpflow.covariances.Kuu(m.inducing_variable, m.kernel, jitter=gpflow.config.default_jitter()).numpy()
-    m.posterior_precision.assign(-10.0 * np.linalg.inv(Kuu))
-    state = (m.sites.precision, m.sites.natural_mean, m.site_directions, m.posterior_precision, m.posterior_shift)
+    m.ep_state.posterior_precision.assign(-10.0 * np.linalg.inv(Kuu))
+    ep = m.ep_state
+    state = (m.sites.precision, m.sites.natural_mean, ep.site_directions, ep.posterior_precision, ep.posterior_shift)
     before = [v.numpy().copy() for v in state]
     idx = np.arange(0, len(X), 3)
     objective, skipped = MinibatchEP().refreshed_objective(m, (X[idx], Y[idx], idx))
@@ -382,9 +383,9 @@ def test_a_refresh_with_non_finite_values_is_not_written(data):
     X, Y = data
     m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))
     batch = (X[:20], Y[:20], np.arange(20, dtype=np.int32))
-    m.refresh_sites(batch)
+    MinibatchEP().step(m, batch)
     state = [v.numpy().copy() for v in m.variables]
-    refresh = m.propose_refresh(batch)
+    refresh, _ = m.propose_refresh(batch)
     poisoned = refresh._replace(site_state=(refresh.site_state[0] * np.nan,) + refresh.site_state[1:])
     assert int(m.apply_refresh(poisoned).num_skipped) == 20  # every update of the batch counted as skipped
     assert int(m.ep_diagnostics.refresh_rejected.numpy()) == 1
@@ -399,9 +400,9 @@ def test_a_refresh_that_would_make_q_improper_is_not_written_by_the_public_write
     X, Y = data
     m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))
     batch = (X[:20], Y[:20], np.arange(20, dtype=np.int32))
-    m.refresh_sites(batch)
+    MinibatchEP().step(m, batch)
     state = [v.numpy().copy() for v in m.variables if "refresh" not in v.name]
-    refresh = m.propose_refresh(batch)
+    refresh, _ = m.propose_refresh(batch)
     d_Lambda, d_eta = refresh.posterior_change
     improper = refresh._replace(posterior_change=(d_Lambda - 1e8 * np.eye(10)[None], d_eta))
     applied = m.apply_refresh(improper)
@@ -415,7 +416,7 @@ def test_a_refresh_prints_as_one_short_line(data):
     """A SiteRefresh's repr: the count of skipped updates and the arrays' shapes, not their rows."""
     X, Y = data
     m = SEPGPC(_kernel(), Probit(), X[:10].copy(), num_data=len(X))
-    refresh = m.propose_refresh((X[:20], Y[:20], np.arange(20, dtype=np.int32)))
+    refresh, _ = m.propose_refresh((X[:20], Y[:20], np.arange(20, dtype=np.int32)))
     text = repr(refresh)
     assert "\n" not in text and text.startswith("SiteRefresh(num_skipped=0, index=<int32 [20]>")
     assert "pair_state=(<float64 [20, 10]>)" in text

@@ -22,12 +22,11 @@ from gpflow_ep.training import fit
 
 def test_refresh_damping_caps_the_fraction_of_a_sweep():
     """ρ_eff = min(ρ_mb, ρ_batch·n/|B|): ρ_mb for small batches, ρ_batch for the full one."""
-    settings = EPSettings(damping=0.5, minibatch_damping=0.99)
-    assert float(refresh_damping(settings, 32, 105)) == 0.99  # unchanged: 0.5·105/32 > 0.99
-    assert float(refresh_damping(settings, 105, 105)) == 0.5
-    np.testing.assert_allclose(float(refresh_damping(settings, 100, 105)), 0.5 * 105 / 100, rtol=1e-15)
-    assert float(refresh_damping(EPSettings(damping=0.5, minibatch_damping=0.3), 105, 105)) == 0.3
-    assert float(refresh_damping(EPSettings(), 10, 10)) == 0.8  # SEPGPC: the parallel schedule's default
+    assert float(refresh_damping(0.99, 0.5, 32, 105)) == 0.99  # unchanged: 0.5·105/32 > 0.99
+    assert float(refresh_damping(0.99, 0.5, 105, 105)) == 0.5
+    np.testing.assert_allclose(float(refresh_damping(0.99, 0.5, 100, 105)), 0.5 * 105 / 100, rtol=1e-15)
+    assert float(refresh_damping(0.3, 0.5, 105, 105)) == 0.3
+    assert float(refresh_damping(0.99, EPSettings().damping, 10, 10)) == 0.8  # the parallel schedule's default
 
 
 def _iris(model_name):
@@ -163,7 +162,7 @@ def test_the_reported_loss_has_the_gradient_of_the_surrogate():
 
     a, b = build(), build()
     for m in (a, b):
-        m.refresh_sites((X[:40], Y[:40], np.arange(40)))
+        MinibatchEP().step(m, (X[:40], Y[:40], np.arange(40)))
     index = np.arange(20, 64)
     batch = (X[index], Y[index], index)
     import tensorflow as tf

@@ -324,10 +324,10 @@ def test_a_converged_run_marks_the_sites_current(orthogonal, method):
     """Every method stores its run the same way: current sites (until a hyper-parameter moves),
     sites_fitted = 1, and the run's outcome in ep_diagnostics."""
     m = _model(orthogonal, method)
-    assert not bool(m.ep_state_is_current()) and int(m.sites_fitted.numpy()) == 0
+    assert not bool(m.ep_state_is_current()) and int(m.ep_state.sites_fitted.numpy()) == 0
     run = m.run_ep()
     assert bool(run.converged)
-    assert bool(m.ep_state_is_current()) and int(m.sites_fitted.numpy()) == 1
+    assert bool(m.ep_state_is_current()) and int(m.ep_state.sites_fitted.numpy()) == 1
     assert m.ep_diagnostics.converged.numpy() == 1 and m.ep_diagnostics.sweeps.numpy() == int(run.sweeps)
     m.noise_variance.assign(0.1)
     assert not bool(m.ep_state_is_current())

@@ -143,9 +143,9 @@ def test_predictive_equals_a_dense_computation_from_natural_parameters(fitted):
     """
     name, m = fitted
     Xnew = _data("SEPGPC")[0][:8]
-    M = m.posterior_shift.shape[-2]
-    Lambda = m.posterior_precision.numpy().reshape(-1, M, M)
-    eta = m.posterior_shift.numpy().reshape(-1, M, 1)
+    M = m.ep_state.posterior_shift.shape[-2]
+    Lambda = m.ep_state.posterior_precision.numpy().reshape(-1, M, M)
+    eta = m.ep_state.posterior_shift.numpy().reshape(-1, M, 1)
     means, variances = [], []
     for c, (k, Z) in enumerate(zip(_kernels(m), _inducing_inputs(m))):
         K = k(Z).numpy() + gpflow.config.default_jitter() * np.eye(M)

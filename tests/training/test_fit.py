@@ -60,7 +60,7 @@ def test_a_nested_model_is_trained_as_by_a_plain_gpflow_loop(data):
     def build():
         return EPGPC((X, Y), gpflow.kernels.SquaredExponential(), Probit())
 
-    assert build().ep_settings.ep_mode == "nested"
+    assert build().ep_mode == "nested"
     plain, plain_losses, plain_sweeps = build(), [], []
     adam = tf_keras.optimizers.Adam(0.01)  # fit's default optimiser
     variables = plain.trainable_variables
