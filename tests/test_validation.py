@@ -204,11 +204,16 @@ def test_float32_is_refused_with_a_clear_message(data):
 
 
 def test_jitter_follows_gpflow_config(data):
+    """DGPAEP's layers take GPflow's jitter when built; a sparse model reads it when it computes, as SVGP: its
+    q(u) before EP is the prior N(0, K_uu + jitter·I)."""
     X, Y = data
+    sep = SEPGPC(kernel(), Probit(), X[:6], num_data=N)
     with gpflow.config.as_context(dataclasses.replace(gpflow.config.config(), jitter=1e-4)):
-        sep = SEPGPC(kernel(), Probit(), X[:6], num_data=N)
         dgp = DGPAEP.from_data(X, Y, widths=[2, 1], num_inducing=6)
-    assert sep.jitter == 1e-4 and all(layer.jitter == 1e-4 for layer in dgp.layers)
+        q_sqrt = sep.q_sqrt.numpy()[0]
+    assert all(layer.jitter == 1e-4 for layer in dgp.layers)
+    expected = sep.kernel(X[:6]).numpy() + 1e-4 * np.eye(6)
+    np.testing.assert_allclose(q_sqrt @ q_sqrt.T, expected, rtol=1e-12, atol=1e-14)
 
 
 # ---------------------------------------------------------------- kernels and inducing inputs against X

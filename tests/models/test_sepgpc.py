@@ -173,7 +173,7 @@ def test_minibatch_ep_reaches_the_batch_fixed_point(data):
             assert int(refresh((X[idx], Y[idx], idx))) == 0
     for a, b in zip(mb.sites.read(), batch.sites.read()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-8)
-    np.testing.assert_allclose(mb.ep_state.posterior_precision, batch.posterior_precision, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(mb.ep_state.posterior_precision, batch.ep_state.posterior_precision, rtol=0, atol=1e-7)
     np.testing.assert_allclose(mb.predict_f(X[:5])[0], batch.predict_f(X[:5])[0], atol=1e-8)
 
 

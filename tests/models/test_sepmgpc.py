@@ -287,10 +287,13 @@ def test_per_class_algebra_equals_the_dense_stacked_one(three_classes):
     for a, b in zip(per_class.sites.read(), stacked.sites.read()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
     np.testing.assert_allclose(
-        linalg.block_diag(*per_class.posterior_precision.numpy()), stacked.posterior_precision, rtol=0, atol=1e-9
+        linalg.block_diag(*per_class.ep_state.posterior_precision.numpy()),
+        stacked.ep_state.posterior_precision,
+        rtol=0,
+        atol=1e-9,
     )
     np.testing.assert_allclose(
-        per_class.posterior_shift.numpy().reshape(-1, 1), stacked.posterior_shift, rtol=0, atol=1e-9
+        per_class.ep_state.posterior_shift.numpy().reshape(-1, 1), stacked.ep_state.posterior_shift, rtol=0, atol=1e-9
     )
     idx = np.arange(8, dtype=np.int32)
     results = [value_and_gradient(m, lambda m: m.minibatch_objective((X[idx], Y[idx], idx))) for m in models]
