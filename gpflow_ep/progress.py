@@ -98,6 +98,6 @@ class ProgressBar(StatusLine):
         if reason is None:
             self.write(self.render(steps, value, elapsed), final=True)
             return
-        line = f"|{'#' * self.width}| done step {steps}{self._of_total()}  {elapsed:6.1f} s  {self.quantity} {value:.4g}"
-        line += f"  {reason}"
+        line = f"|{'#' * self.width}| done step {steps}{self._of_total()}  {elapsed:6.1f} s"
+        line += f"  {self.quantity} {value:.4g}  {reason}"
         self.write(line, final=True)

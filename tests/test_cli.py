@@ -83,14 +83,18 @@ def test_module_entry_point_help(monkeypatch, capsys):
     assert "compare" in out and "bench" not in out
 
 
+#: the console script, as its entry point runs it
+CONSOLE_SCRIPT = "__import__('gpflow_ep.cli', fromlist=['cli']).console_script()"
+
+
 @pytest.mark.parametrize(
     "argv, call, status",
     [
         (["gpflow_ep", "--help"], "runpy.run_module('gpflow_ep', run_name='__main__')", 0),  # python -m gpflow_ep
-        (["gpflow-ep", "--help"], "__import__('gpflow_ep.cli', fromlist=['cli']).console_script()", 0),  # the console script
-        (["gpflow-ep", "compare", "--help"], "__import__('gpflow_ep.cli', fromlist=['cli']).console_script()", 0),
-        (["gpflow-ep", "--version"], "__import__('gpflow_ep.cli', fromlist=['cli']).console_script()", 0),
-        (["gpflow-ep", "compare", "--maxiter", "0"], "__import__('gpflow_ep.cli', fromlist=['cli']).console_script()", 2),
+        (["gpflow-ep", "--help"], CONSOLE_SCRIPT, 0),
+        (["gpflow-ep", "compare", "--help"], CONSOLE_SCRIPT, 0),
+        (["gpflow-ep", "--version"], CONSOLE_SCRIPT, 0),
+        (["gpflow-ep", "compare", "--maxiter", "0"], CONSOLE_SCRIPT, 2),
     ],
 )
 def test_help_and_usage_errors_do_not_import_tensorflow(argv, call, status, request):

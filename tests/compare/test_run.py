@@ -192,7 +192,8 @@ def test_the_ep_column_counts_every_ep_run_not_only_the_last(binary):
     assert diagnostics["converged"] and (diagnostics["runs"], diagnostics["runs_not_converged"]) == (2, 1)
     assert every_ep_run_converged(model) is False
     row = dict(model="epgpc", task="binary", ep_converged=False, ep_diagnostics=diagnostics)
-    header, _, cells = ([c.strip() for c in line.strip("|").split("|")] for line in format_table([row]).splitlines()[:3])
+    lines = format_table([row]).splitlines()
+    header, _, cells = ([c.strip() for c in line.strip("|").split("|")] for line in lines[:3])
     assert cells[header.index("EP runs converged")] == "1 of 2"
     assert any(item.startswith("EP runs converged: ") for item in LEGEND)  # explained under the table
 

@@ -75,7 +75,8 @@ def test_a_stock_svgp_with_softmax_trains_on_the_multiclass_labels():
     X, Y = data.X_train, data.Y_train
     kernel = gpflow.kernels.SquaredExponential(lengthscales=[2.0] * X.shape[1])
     model = gpflow.models.SVGP(kernel, gpflow.likelihoods.Softmax(3), X[::12].copy(), num_latent_gps=3, num_data=len(X))
-    losses = np.asarray(fit(model, (X, Y), iterations=10, optimizer=tf_keras.optimizers.Adam(0.05), progress=False).losses)
+    result = fit(model, (X, Y), iterations=10, optimizer=tf_keras.optimizers.Adam(0.05), progress=False)
+    losses = np.asarray(result.losses)
     assert losses.shape == (10,) and np.all(np.isfinite(losses))
     assert losses[-1] < losses[0]  # full-batch steps on the negative ELBO
 
