@@ -105,8 +105,12 @@ def _minimise(loss, variables, maxiter: int, callback: _Callback):
 
 def _to_fixed_point(model, td: TaskData) -> None:
     """Bring an EP model's sites to the fixed point of its final hyper-parameters (a model without EP: nothing)."""
-    if hasattr(model, "ep_diagnostics") and hasattr(model, "run_ep"):
-        model.run_ep((td.split.X_train, td.split.Y_train)) if isinstance(model, SEPGP) else model.run_ep()
+    if not (hasattr(model, "ep_diagnostics") and hasattr(model, "run_ep")):
+        return
+    if isinstance(model, SEPGP):
+        model.run_ep((td.split.X_train, td.split.Y_train))
+    else:
+        model.run_ep()
 
 
 def every_ep_run_converged(model) -> Optional[bool]:
