@@ -39,7 +39,7 @@ def run_curve(policy, data, start, queries, steps, M, lr, seed) -> List[float]:
     Z, _ = kmeans2(X, min(M, len(X)), minit="++", seed=seed)
     # full batch (num_data None): the ELBO's data term is the sum over the labelled set
     model = svgp(MultiClassHinge(C, bound="augmented"), Z, X.shape[1], C, None, seed)
-    spec = (tf.TensorSpec([None, X.shape[1]], tf.float64), tf.TensorSpec([None, 1], tf.float64))
+    spec = (tf.TensorSpec([None, X.shape[1]], tf.float64), tf.TensorSpec([None, 1], data.Y_train.dtype))
     step = adam_step(model, lr, input_signature=[spec])  # one trace for every size of the labelled set
     labelled = list(start)
     pool = np.setdiff1d(np.arange(len(data.X_train)), labelled)

@@ -16,6 +16,7 @@ from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from gpflow_ep.compare import make_model
 from gpflow_ep.kernels import DeepKernel, FeatureInducingPoints
 from gpflow_ep.likelihoods import MultiClassHinge
 
@@ -61,12 +62,13 @@ def hybrid_model(X, features: int, M: int, seed: int) -> gpflow.models.SVGP:
     """SVGP + MultiClassHinge on the DeepKernel of a fresh trunk, Z the k-means of its features of X."""
     network = trunk(features, seed)
     Z, _ = kmeans2(network(tf.constant(X, tf.float32)).numpy().astype(np.float64), M, minit="++", seed=seed)
-    model = gpflow.models.SVGP(
-        DeepKernel(gpflow.kernels.SquaredExponential(lengthscales=np.full(features, np.sqrt(features))), network),
-        MultiClassHinge(NUM_CLASSES, bound="augmented"),
-        FeatureInducingPoints(Z),
-        num_latent_gps=NUM_CLASSES,
+    model = make_model(
+        "bsvm",
+        kernel=DeepKernel(gpflow.kernels.SquaredExponential(lengthscales=np.full(features, np.sqrt(features))), network),
+        likelihood=MultiClassHinge(NUM_CLASSES, bound="augmented"),
+        inducing_variable=FeatureInducingPoints(Z),
         num_data=len(X),
+        num_classes=NUM_CLASSES,
     )
     model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=(M, NUM_CLASSES)))
     model.q_sqrt.assign(np.stack([0.1 * np.eye(M)] * NUM_CLASSES))

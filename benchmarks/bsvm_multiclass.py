@@ -14,7 +14,7 @@ from gpflow.keras import tf_keras
 from scipy.cluster.vq import kmeans2
 from scipy.stats import rankdata
 
-from gpflow_ep.compare import make_kernel, sparse_classifier
+from gpflow_ep.compare import make_kernel, make_model
 from gpflow_ep.datasets import sklearn_multiclass_split
 from gpflow_ep.likelihoods import BinaryHinge
 from gpflow_ep.training import make_dataset, make_train_step
@@ -48,8 +48,10 @@ def load(name: str, split: int, data_dir):
 
 
 def svgp(likelihood, Z, D: int, num_latent: int, n: int, seed: int) -> gpflow.models.SVGP:
-    """:func:`gpflow_ep.compare.sparse_classifier`'s whitened SVGP, SE-ARD kernel (lengthscales √D), q_mu ~ N(0, 0.01²)."""
-    model = sparse_classifier("svgp", make_kernel(D), Z.copy(), n, num_latent, likelihood)
+    """:func:`gpflow_ep.compare.make_model`'s whitened SVGP, SE-ARD kernel (lengthscales √D), q_mu ~ N(0, 0.01²)."""
+    model = make_model(
+        "svgp", kernel=make_kernel(D), likelihood=likelihood, inducing_variable=Z.copy(), num_data=n, num_classes=num_latent
+    )
     model.q_mu.assign(0.01 * np.random.default_rng(seed).normal(size=model.q_mu.shape))
     return model
 

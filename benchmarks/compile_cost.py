@@ -27,16 +27,15 @@ import json, sys, time
 import gpflow, numpy as np, tensorflow as tf
 gpflow.config.set_default_float(np.float64)
 tf.get_logger().setLevel("ERROR")
+from gpflow_ep.compare import make_model
 from gpflow_ep.datasets import two_dimensional
-from gpflow_ep.likelihoods import Probit
-from gpflow_ep.models import EPGPC
 import gpflow_ep
 n, further = int(sys.argv[1]), int(sys.argv[2])
 X, Y = two_dimensional(n, seed=0)
 
 def fresh():
     kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=[2 ** 0.5] * 2)
-    return EPGPC((X, Y), kernel, Probit())
+    return make_model("epgpc", data=(X, Y), kernel=kernel)  # probit
 
 def seconds(f):
     t0 = time.perf_counter(); out = f(); return time.perf_counter() - t0, out

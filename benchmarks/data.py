@@ -75,7 +75,7 @@ def _load_multiclass(name: str, split, data_dir) -> Split:
     split = _check_split(split, folds["arr_0"].shape[0])
     X = np.asarray(data["arr_0"], dtype=np.float64)
     _, labels = np.unique(np.asarray(data["arr_1"]).ravel(), return_inverse=True)
-    y = labels.astype(np.float64)[:, None]
+    y = labels.astype(np.int64)[:, None]
     train, test = folds["arr_0"][split].astype(int), folds["arr_1"][split].astype(int)
     X_train, X_test = standardise(X[train], X[test])
     return Split(X_train, y[train], X_test, y[test], name, split)
@@ -88,7 +88,8 @@ def load_benchmark(name: str, split: int = 0, data_dir=None, kind: str = "binary
     Binary targets (stored in {-1, +1}) are returned in GPflow's {0, 1} convention, shape [N, 1].
     Regression targets are returned as stored (standardise them yourself if needed). For
     ``binary/Breast`` the sample-ID column 0 is dropped (datasets README). Multi-class labels are
-    mapped to 0..C-1 in the order of their stored values (GPflow's ``MultiClass`` layout), [N, 1].
+    mapped to integer class indices 0..C-1 (``int64``) in the order of their stored values (GPflow's
+    ``MultiClass`` and ``Softmax`` layout), [N, 1].
     """
     if kind not in ("binary", "regression", "multiclass"):
         raise ValueError(f"kind must be 'binary', 'regression' or 'multiclass'; got {kind!r}")

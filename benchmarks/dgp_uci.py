@@ -14,7 +14,8 @@ import numpy as np
 import tensorflow as tf
 from gpflow.keras import tf_keras
 
-from gpflow_ep.models import DGPAEP, SEPGPC
+from gpflow_ep.compare import make_model
+from gpflow_ep.models import DGPAEP
 from gpflow_ep.training import make_dataset, make_train_step
 
 from . import runner
@@ -156,7 +157,8 @@ def trainers(
                 continue
         elif method in ("SVGP", "SEPGPC"):
             kernel, Z = sparse_gp_start(X, Y, M, seed)
-            model = (gpflow.models.SVGP if method == "SVGP" else SEPGPC)(kernel, likelihood(), Z, num_data=len(X))
+            name = "svgp" if method == "SVGP" else "sepgpc"
+            model = make_model(name, kernel=kernel, likelihood=likelihood(), inducing_variable=Z, num_data=len(X))
         else:  # SGPR: not a minibatch model
             continue
         step = make_train_step(model, tf_keras.optimizers.Adam(lr))
@@ -179,7 +181,7 @@ def run_split(name, split, methods, M, iterations, lr, chunk, samples, data_dir,
     predicted = {m: (t.predict, dict(seconds_per_iteration=t.median_per_step())) for m, t in models.items()}
     if "SGPR" in methods:
         kernel, Z = sparse_gp_start(X, Y, M, seed)
-        model = gpflow.models.SGPR((X, Y), kernel, Z, noise_variance=0.01)
+        model = make_model("sgpr", data=(X, Y), kernel=kernel, inducing_variable=Z, noise_variance=0.01)
         gpflow.optimizers.Scipy().minimize(model.training_loss, model.trainable_variables, options=dict(maxiter=1000))
         predicted["SGPR"] = (_gpflow_predict(model), {})
     results = {}

@@ -14,8 +14,8 @@ from typing import Dict, List
 import gpflow
 import numpy as np
 
+from gpflow_ep.compare import make_model
 from gpflow_ep.likelihoods import NoisyStep
-from gpflow_ep.models import EPGPC
 
 from .rep import table
 from .rep_synthetic import dataset
@@ -44,7 +44,7 @@ def run_one(flip_rate: float, rep: int, config: Dict) -> Dict:
         loop = name in DOUBLE_LOOPS
         options = dict(options, max_sweeps=config["max_outer"]) if loop else options
         kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=1.0)
-        model = EPGPC((X, Y), kernel, NoisyStep(flip_rate), **options)
+        model = make_model("epgpc", data=(X, Y), kernel=kernel, likelihood=NoisyStep(flip_rate), **options)
         if not loop:
             model.run_ep()  # compile; the timed run starts again from flat sites
             model.sites.reset()

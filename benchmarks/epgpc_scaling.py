@@ -13,14 +13,12 @@ from typing import Callable, Dict
 
 import numpy as np
 import tensorflow as tf
-from gpflow.models import VGP
 
-from gpflow_ep.compare import make_kernel
+from gpflow_ep.compare import make_kernel, make_model
 from gpflow_ep.datasets import two_dimensional
 from gpflow_ep.ep.gp_factorisation import GPSiteFactorisation
 from gpflow_ep.ep.settings import DEFAULT_DAMPING
 from gpflow_ep.likelihoods import Probit
-from gpflow_ep.models import EPGPC
 
 from .claims import Claim, claim_items, verdicts
 from .data import load_benchmark
@@ -174,7 +172,7 @@ def bench_problem(prob: Dict, schedules, repeats: int, budget: float):
     """One (dataset, n), a row per schedule: parallel EP runs interleaved with the floor's timers, then sequential."""
     X, Y = prob["X"], prob["Y"]
     n, D = X.shape
-    model = EPGPC((X, Y), make_kernel(D), Probit())
+    model = make_model("epgpc", data=(X, Y), kernel=make_kernel(D))
     log_z = tf.function(model.log_marginal_likelihood)
     run = _ep_run(model, "parallel", log_z)["run"]  # compiles; the converged sites
     tau, nu = run.precision, run.natural_mean
@@ -182,7 +180,7 @@ def bench_problem(prob: Dict, schedules, repeats: int, budget: float):
     a = tf.sqrt(tf.maximum(tau[:, 0], 0.0))
     B, aK = tf.eye(n, dtype=K.dtype) + a[:, None] * K * a[None, :], a[:, None] * K
     B_np = B.numpy()
-    vgp = VGP((X, Y), make_kernel(D), Probit())
+    vgp = make_model("vgp", data=(X, Y), kernel=make_kernel(D), likelihood=Probit())
     vgp_step = _loss_and_gradient(vgp.training_loss, vgp.trainable_variables)
     ep_step = _loss_and_gradient(model.training_loss, model.trainable_variables)  # nested mode, warm sites
 

@@ -14,7 +14,7 @@ import numpy as np
 from gpflow.inducing_variables import InducingPoints
 from gpflow.keras import tf_keras
 
-from gpflow_ep.compare import make_kernel, sparse_classifier
+from gpflow_ep.compare import make_kernel, make_model
 from gpflow_ep.likelihoods import MultiClassHinge
 from gpflow_ep.training import make_dataset, make_train_step, paper_adadelta
 
@@ -62,7 +62,7 @@ SVGP_LIKELIHOODS = dict(
 )
 
 
-#: the benchmarks' method names → the library factory's (:func:`gpflow_ep.compare.sparse_classifier`)
+#: the benchmarks' method names → the package factory's (:func:`gpflow_ep.compare.make_model`)
 _FACTORY_NAMES = dict(SVGP="svgp", RobustMax="svgp", Softmax="svgp-softmax", hinge="bsvm", SEPMGPC="sepmgpc")
 
 
@@ -85,7 +85,7 @@ def sparse_model(
     method: str, D: int, Z: np.ndarray, n: int, num_classes: int = 2, inducing: Optional[str] = None, **ep_options
 ):
     """
-    :func:`gpflow_ep.compare.sparse_classifier` with an SE-ARD kernel on inducing inputs Z: GPflow's whitened
+    :func:`gpflow_ep.compare.make_model`'s sparse classifier with an SE-ARD kernel on inducing inputs Z: GPflow's whitened
     SVGP (``"SVGP"``: probit; C latent GPs with one of :data:`SVGP_LIKELIHOODS`), SEPMGPC or SEPGPC
     (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`). Multi-class models by default as the benchmarks' tables
     were made: SVGP with one kernel and one Z for its C latent GPs, SEPMGPC with a copy of Z per class;
@@ -94,15 +94,18 @@ def sparse_model(
     """
     kernel, C = make_kernel(D), num_classes
     if method == "SVGP":
-        return sparse_classifier("svgp", kernel, Z.copy(), n)
+        return make_model("svgp", kernel=kernel, inducing_variable=Z.copy(), num_data=n)
     if method in SVGP_LIKELIHOODS:
         kernel, iv = (kernel, Z.copy()) if inducing is None else multiclass_prior(D, Z, C, inducing)
-        return sparse_classifier(_FACTORY_NAMES[method], kernel, iv, n, C, SVGP_LIKELIHOODS[method](C))
+        likelihood = SVGP_LIKELIHOODS[method](C)
+        return make_model(
+            _FACTORY_NAMES[method], kernel=kernel, likelihood=likelihood, inducing_variable=iv, num_data=n, num_classes=C
+        )
     if method == "SEPMGPC":
         kernel, iv = multiclass_prior(D, Z, C, inducing or "separate")
-        return sparse_classifier("sepmgpc", kernel, iv, n, C)
+        return make_model("sepmgpc", kernel=kernel, inducing_variable=iv, num_data=n, num_classes=C)
     options = {"damping": SEP_DAMPING, "minibatch_damping": MINIBATCH_DAMPING, **ep_options}
-    return sparse_classifier("sepgpc", kernel, Z.copy(), n, **options)
+    return make_model("sepgpc", kernel=kernel, inducing_variable=Z.copy(), num_data=n, **options)
 
 
 class TimedSteps:

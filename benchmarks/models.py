@@ -1,6 +1,7 @@
 """
-Models of the benchmarks: :func:`build_ep_model` (from a method spec), :func:`ep_fit`, :class:`ModelSlot` (one
-model reused across data sets of one shape) and :func:`evaluate` (test error and NLPD).
+What the benchmarks do with a model (built by the package's one factory, :func:`gpflow_ep.compare.make_model`):
+:func:`ep_fit` (EP from its current sites), :class:`ModelSlot` (one model reused across data sets of one shape) and
+:func:`evaluate` (test error and NLPD); and :func:`fixed_noisy_step`, a likelihood of the EP benchmarks.
 """
 
 import time
@@ -11,12 +12,12 @@ import numpy as np
 import tensorflow as tf
 
 from gpflow_ep.likelihoods import NoisyStep
-from gpflow_ep.models import EPGP, EPGPC, PowerEP, RelaxedEP
+from gpflow_ep.models import EPGP
 from gpflow_ep.optimizers import EP
 
 from .stats import finite_or_none
 
-__all__ = ["fixed_noisy_step", "build_ep_model", "ep_fit", "ModelSlot", "evaluate"]
+__all__ = ["fixed_noisy_step", "ep_fit", "ModelSlot", "evaluate"]
 
 
 def fixed_noisy_step(eps: float) -> NoisyStep:
@@ -24,26 +25,6 @@ def fixed_noisy_step(eps: float) -> NoisyStep:
     likelihood = NoisyStep(eps)
     gpflow.set_trainable(likelihood.epsilon, False)
     return likelihood
-
-
-def build_ep_model(spec: Mapping, data, kernel, likelihood, options: Mapping):
-    """
-    A fresh ``EPGPC`` (``spec["family"]`` "EP"), ``PowerEP`` ("PEP": ``u``, ``cavity``) or ``RelaxedEP`` (else:
-    ``c``, ``message_update``, ``objective``) on ``data``, with the EP settings ``options``.
-    """
-    if spec["family"] == "EP":
-        return EPGPC(data, kernel, likelihood, **options)
-    if spec["family"] == "PEP":
-        return PowerEP(data, kernel, likelihood, power=spec["u"], cavity=spec["cavity"], **options)
-    return RelaxedEP(
-        data,
-        kernel,
-        likelihood,
-        penalty=spec["c"],
-        message_update=spec["message_update"],
-        objective=spec["objective"],
-        **options,
-    )
 
 
 def ep_fit(model) -> Dict:

@@ -23,8 +23,8 @@ import gpflow
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 
+from gpflow_ep.compare import make_model
 from gpflow_ep.likelihoods import NoisyStep
-from gpflow_ep.models import EPGP
 
 from .report import markdown_header
 from .runner import benchmark_parser, parse_command_line, progress_logger, run_split_grid
@@ -70,7 +70,7 @@ def problem(name: str, seed: int, config: Dict):
 def train(name: str, seed: int, options: Dict, config: Dict) -> Dict:
     """Problem ``seed`` of ``name`` trained by ``Scipy().minimize`` of the nested loss with EP options ``options``."""
     data, kernel, likelihood = problem(name, seed, config)
-    model = EPGP(data, kernel, likelihood, **options)
+    model = make_model("epgp", data=data, kernel=kernel, likelihood=likelihood, **options)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # counted from ep_diagnostics instead

@@ -15,10 +15,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from gpflow_ep.compare import make_model
 from gpflow_ep.models import EPGP
 
 from .claims import claim_items
-from .models import ModelSlot, build_ep_model, ep_fit, evaluate, fixed_noisy_step
+from .models import ModelSlot, ep_fit, evaluate, fixed_noisy_step
 from .report import machine_info, markdown_section, rerender_report, utc_now, write_report
 from .runner import benchmark_parser, parse_command_line, run_parts
 from .stats import cell, finite_or_none, markdown_table
@@ -43,6 +44,21 @@ def rep_spec(c: float, family: str = "REP") -> Dict:
     return {"name": f"{family}(c={c:g})", "family": family, "c": c, "message_update": update, "objective": objective}
 
 
+def spec_model(spec: Dict, data, kernel, likelihood, options: Dict):
+    """
+    A fresh model of ``spec`` on ``data`` (``gpflow_ep.compare.make_model``) with the EP settings ``options``:
+    ``EPGPC`` (family "EP"), ``PowerEP`` ("PEP": power ``u``, ``cavity``) or ``RelaxedEP`` (the REP families:
+    penalty ``c``, ``message_update``, ``objective``).
+    """
+    if spec["family"] == "EP":
+        return make_model("epgpc", data=data, kernel=kernel, likelihood=likelihood, **options)
+    if spec["family"] == "PEP":
+        method = dict(power=spec["u"], cavity=spec["cavity"])
+        return make_model("pep", data=data, kernel=kernel, likelihood=likelihood, **method, **options)
+    method = dict(penalty=spec["c"], message_update=spec["message_update"], objective=spec["objective"])
+    return make_model("rep", data=data, kernel=kernel, likelihood=likelihood, **method, **options)
+
+
 def cached(slots: Dict, key, X, Y, build: Callable) -> ModelSlot:
     """The slot ``key`` of ``slots``, a ``ModelSlot`` of ``build()`` made on first use or when X's shape changes."""
     if key not in slots or slots[key].shape != np.shape(X):
@@ -56,7 +72,7 @@ def fit(slots: Dict, spec: Dict, X, Y, kernel: Callable, values: Dict, options=E
     the model, its row (``fields``, the method's spec, :func:`~benchmarks.models.ep_fit`, sites with b > 0) and REP's b.
     """
     likelihood = fixed_noisy_step(values["likelihood.epsilon"])
-    slot = cached(slots, spec["name"], X, Y, lambda: build_ep_model(spec, (X, Y), kernel(), likelihood, options))
+    slot = cached(slots, spec["name"], X, Y, lambda: spec_model(spec, (X, Y), kernel(), likelihood, options))
     model = slot.load(X, Y, values)
     row = dict(fields, method=spec["name"], **{k: v for k, v in spec.items() if k != "name"}, **ep_fit(model))
     b = model.sites.relaxation.numpy()[:, 0]

@@ -13,12 +13,12 @@ from typing import Callable, Dict, List, Optional
 import gpflow
 import numpy as np
 
+from gpflow_ep.compare import make_model
 from gpflow_ep.likelihoods import Probit
-from gpflow_ep.models import EPGPC
 
 from .claims import Claim, verdicts
 from .data import load_benchmark
-from .models import build_ep_model, fixed_noisy_step
+from .models import fixed_noisy_step
 from .rep import EP_SPEC, cached, dash, fit, page, part_parser, pct, pep_spec, rep_spec, run_part, table, test_scores
 from .runner import parse_list, progress_logger
 from .stats import mean_se, paired_differences
@@ -52,8 +52,8 @@ def iso_kernel(variance_trainable: bool = False):
 def baseline(name: str, X, Y):
     """A probit baseline on (X, Y) with the kernel's variance trained: EP (nested updates) or GPflow's VGP."""
     if name == "EP-probit":
-        return EPGPC((X, Y), iso_kernel(True), Probit(), ep_mode="nested")
-    return gpflow.models.VGP((X, Y), iso_kernel(True), Probit())
+        return make_model("epgpc", data=(X, Y), kernel=iso_kernel(True), ep_mode="nested")
+    return make_model("vgp", data=(X, Y), kernel=iso_kernel(True), likelihood=Probit())
 
 
 def trained(slots: Dict, key, split, build: Callable, maxiter: int):
@@ -67,7 +67,7 @@ def run_split(slots: Dict, split, eps: float, maxiters, baselines: bool = True) 
     """All runs of a split for NoisyStep(eps): EP, PEP and REP at the EP-evidence lengthscale, the probit baselines."""
     X, Y, Xt, Yt = split.X_train, split.Y_train, split.X_test, split.Y_test
     base = dict(dataset=split.name, split=int(split.split), num_train=int(X.shape[0]))
-    nested = lambda: build_ep_model(EP_SPEC, (X, Y), iso_kernel(), fixed_noisy_step(eps), {"ep_mode": "nested"})
+    nested = lambda: make_model("epgpc", data=(X, Y), kernel=iso_kernel(), likelihood=fixed_noisy_step(eps), ep_mode="nested")
     model, res = trained(slots, (split.name, "width", eps), split, nested, maxiters["width"])
     width = dict(
         lengthscale=float(model.kernel.lengthscales.numpy()), iterations=int(res.nit), success=bool(res.success)

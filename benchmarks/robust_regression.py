@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 from gpflow.utilities import positive
 
-from gpflow_ep.compare import inducing_inputs, make_kernel
+from gpflow_ep.compare import inducing_inputs, make_kernel, make_model
 from gpflow_ep.ep import predictive_moments, tilted_moments
 from gpflow_ep.models import EPGP
 from gpflow_ep.optimizers import EP
@@ -122,13 +122,14 @@ def build(method: str, task: Task, kernel, M: int, ep_options: Dict, seed: int) 
     """A :class:`ModelSlot` of a fresh model of ``method`` ("EP…", "VGP…", "SVGP…" or "GPR") on the task's data."""
     family, data = method.split("-", 1)[0], (task.X, task.Y)
     if family == "GPR":
-        return ModelSlot(gpflow.models.GPR(data, kernel, noise_variance=0.1), *data)
+        return ModelSlot(make_model("gpr", data=data, kernel=kernel, noise_variance=0.1), *data)
     if family == "EP":
-        return ModelSlot(EPGP(data, kernel, task.likelihood(), **ep_options), *data)
+        return ModelSlot(make_model("epgp", data=data, kernel=kernel, likelihood=task.likelihood(), **ep_options), *data)
     if family == "VGP":
-        return ModelSlot(gpflow.models.VGP(data, kernel, task.likelihood()), *data)
+        return ModelSlot(make_model("vgp", data=data, kernel=kernel, likelihood=task.likelihood()), *data)
     Z = inducing_inputs(task.X, M, seed=seed)
-    return ModelSlot(gpflow.models.SVGP(kernel, task.likelihood(), Z, num_data=len(task.X)), *data, holds_data=False)
+    svgp = make_model("svgp", kernel=kernel, likelihood=task.likelihood(), inducing_variable=Z, num_data=len(task.X))
+    return ModelSlot(svgp, *data, holds_data=False)
 
 
 def train(slot: ModelSlot, maxiter: int) -> Dict:

@@ -11,13 +11,19 @@ command line's words: the Python API's messages name its arguments (``max_train 
 ``csv_file: ...``), which are shown as the options that set them (``--max-train must ...``, ``--csv: ...``).
 
 TensorFlow and GPflow are imported only by a command that trains (``compare``), so ``--help``,
-``--version`` and usage errors answer at once. The repository's benchmarks are not part of the
-package: they run from a checkout as ``python -m benchmarks.NAME``.
+``--version`` and usage errors answer at once. The ``gpflow-ep`` console script
+(:func:`console_script`) also hides TensorFlow's start-up log lines ("failed call to cuInit" on a
+machine without a GPU, oneDNN and CUDA notices), which look like errors to a user
+(:func:`load_tensorflow_quietly`); ``python -m gpflow_ep`` runs the same commands without hiding
+them. The repository's benchmarks are not part of the package: they run from a checkout as
+``python -m benchmarks.NAME``.
 """
 
 import argparse
+import os
 import re
 import sys
+import tempfile
 from typing import Callable, Dict, List, Optional
 
 from . import __version__
@@ -175,8 +181,8 @@ def main(argv: Optional[List[str]] = None, prepare: Optional[Callable[[], None]]
     Run ``gpflow-ep`` with ``argv`` (default ``sys.argv[1:]``).
 
     :param prepare: called once before a command that trains (``compare``), never for ``--help``,
-        ``--version`` or a usage error; the console script
-        imports TensorFlow there with its start-up log held back (``gpflow_ep_cli``).
+        ``--version`` or a usage error; the console script imports TensorFlow there with its
+        start-up log held back (:func:`console_script`).
     :return: the exit status: 0 on success, 2 on a usage error (message on stderr).
     """
     parser = build_parser()
@@ -191,6 +197,35 @@ def main(argv: Optional[List[str]] = None, prepare: Optional[Callable[[], None]]
     except ValueError as error:
         print(f"{PROG}: error: {cli_wording(str(error), args.option_of)}", file=sys.stderr)
         return 2
+
+
+def load_tensorflow_quietly() -> None:
+    """
+    Import TensorFlow and initialise its device with its start-up log hidden: ``TF_CPP_MIN_LOG_LEVEL=3``
+    unless set, and stderr held back during the import (written out if the import fails).
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            import tensorflow as tf
+
+            tf.constant(0.0) + 0.0  # device initialisation logs here, not in the command's output
+        except BaseException:
+            os.dup2(saved, 2)
+            held.seek(0)
+            sys.stderr.write(held.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def console_script() -> int:
+    """The ``gpflow-ep`` console script: :func:`main` with TensorFlow loaded quietly (module docstring)."""
+    return main(prepare=load_tensorflow_quietly)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ class StatusLine:
 class ProgressBar(StatusLine):
     """
     A one-line text progress bar: the fraction done is steps/``total`` or elapsed/``time_budget``,
-    whichever is larger, drawn by a :class:`StatusLine`.
+    whichever is larger, drawn by a :class:`StatusLine`, and the latest value of a training quantity
+    named ``quantity`` (default "loss", the value minimised).
     """
 
     def __init__(
@@ -62,9 +63,10 @@ class ProgressBar(StatusLine):
         width: int = 30,
         interval: float = 0.2,
         log_interval: float = 30.0,
+        quantity: str = "loss",
     ):
         super().__init__(stream, interval, log_interval)
-        self.total, self.time_budget, self.width = total, time_budget, width
+        self.total, self.time_budget, self.width, self.quantity = total, time_budget, width, quantity
 
     def _fraction(self, steps: int, elapsed: float) -> float:
         done = steps / self.total if np.isfinite(self.total) else 0.0
@@ -75,26 +77,27 @@ class ProgressBar(StatusLine):
     def _of_total(self) -> str:
         return f"/{int(self.total)}" if np.isfinite(self.total) else ""
 
-    def render(self, steps: int, loss: float, elapsed: float) -> str:
+    def render(self, steps: int, value: float, elapsed: float) -> str:
         frac = self._fraction(steps, elapsed)
         filled = int(round(frac * self.width))
         return (
             f"|{'#' * filled}{'.' * (self.width - filled)}| {frac:4.0%} step {steps}{self._of_total()}"
-            f"  {elapsed:6.1f} s  loss {loss:.4g}"
+            f"  {elapsed:6.1f} s  {self.quantity} {value:.4g}"
         )
 
-    def update(self, steps: int, loss: float, elapsed: float) -> None:
+    def update(self, steps: int, value: float, elapsed: float) -> None:
         if self.due(elapsed):
-            self.write(self.render(steps, loss, elapsed))
+            self.write(self.render(steps, value, elapsed))
 
-    def close(self, steps: int, loss: float, elapsed: float, reason: Optional[str] = None) -> None:
+    def close(self, steps: int, value: float, elapsed: float, reason: Optional[str] = None) -> None:
         """
         Write the final line. With ``reason`` (why the run stopped, e.g. an optimiser's convergence
         message) the bar is drawn full and says "done" whatever the fraction of ``total``, so that a
         run that stopped early does not end on "2% step 21/1000".
         """
         if reason is None:
-            self.write(self.render(steps, loss, elapsed), final=True)
+            self.write(self.render(steps, value, elapsed), final=True)
             return
-        line = f"|{'#' * self.width}| done step {steps}{self._of_total()}  {elapsed:6.1f} s  loss {loss:.4g}  {reason}"
+        line = f"|{'#' * self.width}| done step {steps}{self._of_total()}  {elapsed:6.1f} s"
+        line += f"  {self.quantity} {value:.4g}  {reason}"
         self.write(line, final=True)

@@ -1,15 +1,18 @@
 """The gpflow-ep command line: compare's outputs, clean one-line errors, version."""
 
+import configparser
+import importlib
 import json
 import os
 import runpy
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from gpflow_ep import __version__
-from gpflow_ep.cli import cli_wording, main
+from gpflow_ep.cli import cli_wording, console_script, load_tensorflow_quietly, main
 
 
 @pytest.mark.slow
@@ -80,14 +83,18 @@ def test_module_entry_point_help(monkeypatch, capsys):
     assert "compare" in out and "bench" not in out
 
 
+#: the console script, as its entry point runs it
+CONSOLE_SCRIPT = "__import__('gpflow_ep.cli', fromlist=['cli']).console_script()"
+
+
 @pytest.mark.parametrize(
     "argv, call, status",
     [
         (["gpflow_ep", "--help"], "runpy.run_module('gpflow_ep', run_name='__main__')", 0),  # python -m gpflow_ep
-        (["gpflow-ep", "--help"], "__import__('gpflow_ep_cli').main()", 0),  # the console script
-        (["gpflow-ep", "compare", "--help"], "__import__('gpflow_ep_cli').main()", 0),
-        (["gpflow-ep", "--version"], "__import__('gpflow_ep_cli').main()", 0),
-        (["gpflow-ep", "compare", "--maxiter", "0"], "__import__('gpflow_ep_cli').main()", 2),
+        (["gpflow-ep", "--help"], CONSOLE_SCRIPT, 0),
+        (["gpflow-ep", "compare", "--help"], CONSOLE_SCRIPT, 0),
+        (["gpflow-ep", "--version"], CONSOLE_SCRIPT, 0),
+        (["gpflow-ep", "compare", "--maxiter", "0"], CONSOLE_SCRIPT, 2),
     ],
 )
 def test_help_and_usage_errors_do_not_import_tensorflow(argv, call, status, request):
@@ -102,6 +109,39 @@ def test_help_and_usage_errors_do_not_import_tensorflow(argv, call, status, requ
         [sys.executable, "-c", code], cwd=request.config.rootpath, env=env, capture_output=True, text=True
     )
     assert done.stdout.strip().splitlines()[-1] == f"STATUS {status} HEAVY []", done.stderr
+
+
+def test_the_console_script_is_a_function_of_the_package():
+    """``gpflow-ep`` runs ``gpflow_ep.cli.console_script``: the distribution installs the package alone."""
+    config = configparser.ConfigParser()
+    config.read(Path(__file__).parents[1] / "setup.cfg")
+    scripts = dict(line.split("=") for line in config["options.entry_points"]["console_scripts"].split("\n") if line)
+    module, function = scripts["gpflow-ep "].strip().split(":")
+    assert getattr(importlib.import_module(module), function) is console_script
+    assert "py_modules" not in config["options"]
+
+
+def test_the_console_script_loads_tensorflow_quietly(monkeypatch):
+    """``gpflow-ep`` is :func:`main` with TensorFlow loaded by :func:`load_tensorflow_quietly` before a command."""
+    import gpflow_ep.cli as cli
+
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda argv=None, prepare=None: calls.append((argv, prepare)) or 0)
+    assert console_script() == 0 and calls == [(None, load_tensorflow_quietly)]
+
+
+def test_loading_tensorflow_quietly_leaves_stderr_empty(request):
+    """TensorFlow's start-up log (on by default: ``TF_CPP_MIN_LOG_LEVEL`` unset) does not reach stderr."""
+    code = (
+        "import sys\nfrom gpflow_ep.cli import load_tensorflow_quietly\nload_tensorflow_quietly()\n"
+        "print('TENSORFLOW', 'tensorflow' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = str(request.config.rootpath)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=request.config.rootpath, env=env, capture_output=True, text=True
+    )
+    assert (done.stdout.strip(), done.stderr) == ("TENSORFLOW True", "")
 
 
 def test_compare_errors_use_the_command_lines_words(capsys):

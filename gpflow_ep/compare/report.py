@@ -29,7 +29,7 @@ import numpy as np
 
 from .catalogue import model_label
 
-__all__ = ["columns", "format_table", "write_json", "write_results", "plot_results", "MIN_BIN_COUNT"]
+__all__ = ["columns", "format_table", "write_json", "write_results", "plot_results", "MIN_BIN_COUNT", "LEGEND"]
 
 PathLike = Union[str, Path]
 
@@ -49,14 +49,34 @@ def columns(task: str):
         ("objective_kind", "objective is"),
         ("iterations", "L-BFGS iterations"),
         ("converged", "converged"),
-        ("ep_converged", "EP converged"),
+        ("ep_converged", "EP runs converged"),
         ("kernel", "learned kernel"),
     )
 
 
-def _cell(key: str, value) -> str:
+#: what the table's objective and EP columns mean, written under it
+LEGEND = (
+    'objective: the model\'s own objective (its kind under "objective is"), without the hyper-prior; L-BFGS-B '
+    "minimises −(objective + log p(θ)), p(θ) the hyper-priors, and the progress bar shows the objective at each "
+    "iterate (its last line: the number in this table).",
+    "EP runs converged: of the model's full EP runs, one inside each evaluation of the training loss and a last "
+    'one at the learned hyper-parameters, how many converged ("all N": every one); – for a model without EP.',
+)
+
+
+def _ep_runs(row: dict) -> str:
+    """The EP column's cell: "all N" when every full EP run converged, else "K of N" (``row["ep_diagnostics"]``)."""
+    runs = row["ep_diagnostics"]["runs"]
+    failed = row["ep_diagnostics"]["runs_not_converged"]
+    return f"all {runs}" if failed == 0 else f"{runs - failed} of {runs}"
+
+
+def _cell(key: str, row: dict) -> str:
+    value = row.get(key)
     if value is None:
         return "–"
+    if key == "ep_converged":
+        return _ep_runs(row)
     if isinstance(value, bool):
         return "yes" if value else "no"
     if key in ("test_error", "test_nlpd", "test_rmse"):
@@ -69,12 +89,12 @@ def _cell(key: str, value) -> str:
 
 
 def format_table(rows: List[dict]) -> str:
-    """A Markdown table of ``rows``, one line per model."""
+    """A Markdown table of ``rows``, one line per model, and the :data:`LEGEND` under it."""
     cols = columns(rows[0]["task"] if rows else "binary")
     lines = ["| " + " | ".join(title for _, title in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(_cell(key, row.get(key)) for key, _ in cols) + " |")
-    return "\n".join(lines)
+        lines.append("| " + " | ".join(_cell(key, row) for key, _ in cols) + " |")
+    return "\n".join(lines + [""] + [f"- {item}" for item in LEGEND])
 
 
 def write_json(rows: List[dict], path: PathLike) -> Path:

@@ -4,10 +4,15 @@ Training and evaluation of one model of a comparison.
 Each model is trained by L-BFGS-B on its training loss through GPflow's ``Scipy`` optimiser
 (its compiled loss-and-gradient, ``Scipy.eval_func``) until L-BFGS-B's own convergence test
 holds, at most ``maxiter`` iterations; the row says whether it converged and why it stopped.
-After every iteration a callback draws the progress bar and, every ``log_every`` iterations,
-writes TensorBoard summaries (``train/loss``, the EP diagnostics of :mod:`gpflow_ep.monitor`,
-``test/…`` metrics); the time spent in the callback is not counted as training time. An EP model
-is then brought to the EP fixed point of its final hyper-parameters before it is evaluated.
+The training loss is −(objective + log p(θ)), the model's objective (the table's) and the log
+density of the hyper-priors. After every iteration a callback draws the progress bar, which shows
+the objective at the iterate (the training loss without the hyper-prior: the table's number, which
+its last line shows) and, every ``log_every`` iterations, writes TensorBoard summaries
+(``train/loss``, the EP diagnostics of :mod:`gpflow_ep.monitor`, ``test/…`` metrics); the time spent
+in the callback is not counted as training time. An EP model is then brought to the EP fixed point
+of its final hyper-parameters before it is evaluated; the row's ``ep_converged`` says whether every
+full EP run converged, those inside the training loss and this last one
+(``ep_diagnostics.runs_not_converged`` is 0), not only the last.
 """
 
 import math
@@ -28,7 +33,7 @@ from ..progress import ProgressBar
 from .data import TaskData
 from .models import MODELS, apply_prior, build_model, hyperparameters, kernel_summary, objective
 
-__all__ = ["train_one", "stop_reason"]
+__all__ = ["train_one", "stop_reason", "every_ep_run_converged"]
 
 
 class _Callback:
@@ -36,7 +41,8 @@ class _Callback:
 
     def __init__(self, name, model, td: TaskData, maxiter, log_dir, log_every, progress):
         self.step, self.seconds, self.last_loss, self.log_every = 0, 0.0, math.nan, log_every
-        self.bar = ProgressBar(maxiter, None, width=20) if progress else None
+        self.model = model
+        self.bar = ProgressBar(maxiter, None, width=20, quantity="objective") if progress else None
         self.start = time.perf_counter()
         self.tasks = []
         if log_dir is not None:
@@ -58,13 +64,20 @@ class _Callback:
             for task in self.tasks:
                 task(self.step)
         if self.bar is not None:
-            self.bar.update(self.step, self.last_loss, time.perf_counter() - self.start)
+            self.bar.update(self.step, self.objective(), time.perf_counter() - self.start)
         self.seconds += time.perf_counter() - begin
 
-    def close(self, result: scipy.optimize.OptimizeResult) -> None:
-        """Finish the bar with L-BFGS-B's outcome (``stop_reason``), also when it stopped before ``maxiter``."""
+    def objective(self) -> float:
+        """The objective at the last evaluated parameters: −(training loss) − log p(θ) (module docstring)."""
+        return -self.last_loss - float(self.model.log_prior_density())
+
+    def close(self, result: scipy.optimize.OptimizeResult, objective: float) -> None:
+        """
+        Finish the bar with the row's ``objective`` and L-BFGS-B's outcome (``stop_reason``), also
+        when it stopped before ``maxiter``.
+        """
         if self.bar is not None:
-            self.bar.close(self.step, self.last_loss, time.perf_counter() - self.start, stop_reason(result))
+            self.bar.close(self.step, objective, time.perf_counter() - self.start, stop_reason(result))
 
 
 def stop_reason(result: scipy.optimize.OptimizeResult) -> str:
@@ -90,12 +103,25 @@ def _minimise(loss, variables, maxiter: int, callback: _Callback):
     return result
 
 
-def _to_fixed_point(model, td: TaskData) -> Optional[bool]:
-    """Bring an EP model's sites to the fixed point of its final hyper-parameters; converged?"""
-    if not hasattr(model, "ep_diagnostics") or not hasattr(model, "run_ep"):
+def _to_fixed_point(model, td: TaskData) -> None:
+    """Bring an EP model's sites to the fixed point of its final hyper-parameters (a model without EP: nothing)."""
+    if not (hasattr(model, "ep_diagnostics") and hasattr(model, "run_ep")):
+        return
+    if isinstance(model, SEPGP):
+        model.run_ep((td.split.X_train, td.split.Y_train))
+    else:
+        model.run_ep()
+
+
+def every_ep_run_converged(model) -> Optional[bool]:
+    """
+    Whether every full EP run of ``model`` converged (``ep_diagnostics.runs_not_converged`` is 0): those
+    inside its training loss and the run to the fixed point, not only the last; ``None`` without EP runs.
+    """
+    diagnostics = getattr(model, "ep_diagnostics", None)
+    if diagnostics is None or int(diagnostics.runs.numpy()) == 0:
         return None
-    run = model.run_ep((td.split.X_train, td.split.Y_train)) if isinstance(model, SEPGP) else model.run_ep()
-    return bool(run.converged)
+    return int(diagnostics.runs_not_converged.numpy()) == 0
 
 
 def train_one(
@@ -118,8 +144,9 @@ def train_one(
         ``test_nlpd_se`` the standard error of that mean over the test points);
         ``train_time_s`` (wall clock of the optimisation, tf.function compilation included,
         monitoring excluded); the objective and its kind; ``iterations``, ``converged`` and
-        ``stop_reason`` of L-BFGS-B; ``ep_converged`` and ``ep_diagnostics`` for EP models; the
-        learned ``hyperparameters`` and a ``kernel`` summary.
+        ``stop_reason`` of L-BFGS-B; for EP models ``ep_diagnostics`` and ``ep_converged``, whether
+        every full EP run converged (:func:`every_ep_run_converged`); the learned ``hyperparameters``
+        and a ``kernel`` summary.
     """
     tf.random.set_seed(seed)
     model, loss = build_model(name, td, num_inducing, seed)
@@ -130,8 +157,7 @@ def train_one(
     start = time.perf_counter()
     result = _minimise(loss, model.trainable_variables, maxiter, callback)
     wall = time.perf_counter() - start
-    callback.close(result)
-    ep_converged = _to_fixed_point(model, td)
+    _to_fixed_point(model, td)
     test = (td.split.X_test, td.labels(td.split.Y_test))
     metrics = held_out_metrics(model, *test, td.task)
     log_density = np.asarray(model.predict_log_density(test)).ravel()  # the units' shift is a constant
@@ -149,7 +175,7 @@ def train_one(
         "iterations": int(result.nit),
         "converged": bool(result.success),
         "stop_reason": stop_reason(result),
-        "ep_converged": ep_converged,
+        "ep_converged": every_ep_run_converged(model),
         "kernel": kernel_summary(model),
         "hyperparameters": hyperparameters(model),
         "prior": prior,
@@ -164,6 +190,7 @@ def train_one(
         row["ep_diagnostics"] = model.ep_diagnostics.as_dict()
     if hasattr(model, "inducing_variable"):
         row["num_inducing"] = int(model.inducing_variable.num_inducing)
+    callback.close(result, row["objective"])
     if log_dir is not None:  # the final state, after the EP fixed point
         for task in callback.tasks:
             task(callback.step + 1)

@@ -148,7 +148,7 @@ def test_multiclass_benchmarks_have_integer_labels_and_disjoint_splits(shared_di
     assert data.X_train.shape[1] == data.X_test.shape[1] == D
     assert len(data.X_train) + len(data.X_test) == n
     labels = np.concatenate([data.Y_train, data.Y_test])
-    assert labels.shape == (n, 1) and set(np.unique(labels)) == set(range(C))
+    assert labels.shape == (n, 1) and labels.dtype == np.int64 and set(np.unique(labels)) == set(range(C))
     np.testing.assert_allclose(data.X_train.mean(0), 0.0, atol=1e-10)
     raw = np.load(shared_dir / "multiclass" / name / "folds.npz")
     train, test = raw["arr_0"][3], raw["arr_1"][3]

@@ -48,6 +48,12 @@ def test_an_unknown_need_is_refused():
         claims.Claim("x", lambda r: True, need="some")
 
 
-def test_claim_items_write_the_verdict_in_capitals_before_the_evidence():
-    items = claims.claim_items([{"claim": "EP wins", "verdict": "holds", "evidence": "3 of 3 sets."}])
-    assert items == ["**EP wins: HOLDS.** 3 of 3 sets."]
+def test_claim_items_carry_each_claims_verdict_and_evidence_in_order():
+    """One Markdown item per decided claim (the JSON's ``claims``), with its text, verdict and evidence."""
+    decided = claims.verdicts([_claim("all"), _claim("any", rows=lambda table: table[1:2])], TABLE)
+    items = claims.claim_items(decided)
+    assert len(items) == len(decided) == 2
+    for item, claim in zip(items, decided):
+        where = [item.find(part) for part in (claim["claim"], claim["verdict"].upper(), claim["evidence"])]
+        assert -1 not in where and where == sorted(where), (item, claim)
+    assert [c["verdict"] for c in decided] == ["partly reproduced", "not reproduced"]

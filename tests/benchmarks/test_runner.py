@@ -71,7 +71,7 @@ def test_split_grid_runs_from_a_first_split_and_merges_over_splits(tmp_path):
         )
 
 
-def test_a_merge_keeps_the_cpu_of_every_run_and_says_when_they_differ(tmp_path):
+def test_a_merge_keeps_the_cpu_of_every_run_and_counts_the_runs_per_cpu(tmp_path):
     """Runs keep the CPU of their own report (or the one they already carry, from an earlier merge)."""
 
     def report(cpu, splits, command):
@@ -93,18 +93,13 @@ def test_a_merge_keeps_the_cpu_of_every_run_and_says_when_they_differ(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(rep))
         paths.append(str(tmp_path / f"{name}.json"))
 
-    def markdown(rep):
+    def markdown(rep):  # the merged report has what the header reports
         return "\n".join(markdown_header("T", rep))
 
     assert runner.merge_split_reports(paths, tmp_path / "m", "merge", lambda r, m: {}, markdown, print) == 0
     merged = json.loads((tmp_path / "m.json").read_text())
     assert [r["cpu_model"] for r in merged["runs"]] == ["old", "older", "new"]
-    assert merged["cpu_models"] == {"old": 1, "older": 1, "new": 1}
-    assert (
-        "The merged runs ran on 3 CPUs (the machine above is the first report's): old 1 runs, older 1 runs"
-        in (tmp_path / "m.md").read_text()
-    )
-    assert "merged runs ran on" not in markdown(dict(merged, cpu_models={"old": 3}))
+    assert merged["cpu_models"] == {"old": 1, "older": 1, "new": 1}  # what the header reports (test_report)
 
 
 def test_a_stopped_split_grid_leaves_its_finished_splits_timed_from_the_start(tmp_path):

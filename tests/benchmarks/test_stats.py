@@ -22,25 +22,40 @@ def test_paired_differences():
     assert stats.paired_differences({0: 1.0}, {0: 0.5})["t95"] is None
 
 
-def test_cell_of_a_mean_se_signed_writes_the_sign():
-    assert stats.cell({"mean": 0.125, "se": 0.5, "n": 2}, 2, signed=True) == "+0.12 ± 0.50"
-    assert stats.cell({"mean": -0.5, "se": None, "n": 1}, 1, signed=True) == "-0.5"
-    assert stats.cell({"mean": 0.5, "se": None, "n": 1}, 1) == "0.5"
-    assert stats.cell({"mean": None, "se": None, "n": 0}, signed=True) == "—"
+def _numbers(text: str):
+    """A cell read back: its value and standard error (``None`` without one), and whether it is bold."""
+    bold = text.startswith("**") and text.endswith("**")
+    value, _, se = text.strip("*").partition(" ± ")
+    return float(value), (float(se) if se else None), bold
 
 
-def test_cell_scales_and_names_the_missing_value():
-    assert stats.cell({"mean": 0.0125, "se": 0.005, "n": 3}, 2, scale=100.0) == "1.25 ± 0.50"
-    assert stats.cell({"mean": -0.02, "se": None, "n": 1}, 1, signed=True, scale=100.0) == "-2.0"
-    assert stats.cell(None, missing="–") == "–" and stats.cell({}, missing="–") == "–"
+@pytest.mark.parametrize(
+    "value, kwargs, expected",
+    [
+        ({"mean": 0.125, "se": 0.5, "n": 2}, dict(digits=2, signed=True), (0.12, 0.5)),  # 0.125 rounds half to even
+        ({"mean": -0.5, "se": None, "n": 1}, dict(digits=1, signed=True), (-0.5, None)),
+        ({"mean": 0.0125, "se": 0.005, "n": 3}, dict(digits=2, scale=100.0), (1.25, 0.5)),
+        ({"mean": -0.02, "se": None, "n": 1}, dict(digits=1, signed=True, scale=100.0), (-2.0, None)),
+        (0.12345, dict(digits=3, se=0.0042), (0.123, 0.004)),
+        (0.000299, dict(digits=3, style="g"), (0.000299, None)),
+        ({"mean": 2.0, "se": None}, dict(digits=0), (2.0, None)),
+    ],
+)
+def test_a_cell_holds_the_value_and_standard_error_rounded_to_its_digits(value, kwargs, expected):
+    text = stats.cell(value, **kwargs)
+    assert _numbers(text)[:2] == expected
+    assert text.startswith(("+", "-")) == bool(kwargs.get("signed"))  # a difference always shows its sign
 
 
-def test_cell_of_a_number_with_se_style_and_bold():
-    assert stats.cell(0.12345, 3) == "0.123" and stats.cell(0.12345, 3, se=0.0042) == "0.123 ± 0.004"
-    assert stats.cell(0.000299, 3, style="g") == "0.000299" and stats.cell(None, 3, style="g", missing="–") == "–"
-    assert stats.cell(1.5, 1, bold=True) == "**1.5**" and stats.cell({"mean": 2.0, "se": None}, 0) == "2"
+def test_a_cell_is_bold_or_names_the_missing_value():
+    assert _numbers(stats.cell(1.5, 1, bold=True)) == (1.5, None, True)
+    assert stats.cell({"mean": None, "se": None, "n": 0}, signed=True) == "—" and stats.cell(None, missing="–") == "–"
+    assert stats.cell({}, missing="–") == "–" and stats.cell(None, 3, style="g", missing="–") == "–"
 
 
-def test_markdown_table_writes_the_header_rule_and_rows():
-    lines = stats.markdown_table(["a", "b"], [[1, "x"], ["2", None]])
-    assert lines == ["| a | b |", "|---|---|", "| 1 | x |", "| 2 | None |"]
+def test_markdown_table_has_the_header_a_rule_and_a_line_per_row_of_cells():
+    header, rows = ["a", "b"], [[1, "x"], ["2", None]]
+    lines = stats.markdown_table(header, rows)
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    assert len(lines) == 2 + len(rows) and cells[0] == header and cells[2:] == [[str(c) for c in row] for row in rows]
+    assert all(set(c) == {"-"} for c in cells[1]) and len(cells[1]) == len(header)  # the header's rule

@@ -1,4 +1,4 @@
-"""gpflow_ep.compare.models: every model of every task builds, with the shared kernel and hyper-priors."""
+"""gpflow_ep.compare.models: the model factory; every model of every task with the shared kernel and hyper-priors."""
 
 import gpflow
 import numpy as np
@@ -13,8 +13,16 @@ from gpflow_ep.compare import (
     load_task_data,
     model_label,
 )
-from gpflow_ep.compare.models import apply_prior, build_model, hyperparameters, kernel_summary
-from gpflow_ep.likelihoods import Probit
+from gpflow_ep.compare.models import (
+    FACTORY_MODELS,
+    apply_prior,
+    build_model,
+    hyperparameters,
+    kernel_summary,
+    make_model,
+)
+from gpflow_ep.likelihoods import MultiClassHinge, MultiClassStep, Probit
+from gpflow_ep.models import EPGP, EPGPC, SEPGP, SEPGPC, SEPMGPC, PowerEP, RelaxedEP, SpikeSlabRegression
 
 DATA = {"binary": "breast_cancer", "multiclass": "iris", "regression": "diabetes"}
 
@@ -111,6 +119,81 @@ def test_count_models_share_a_poisson_likelihood_and_a_constant_mean(task_data):
         model, _ = build_model(name, td, num_inducing=10)
         assert isinstance(model.likelihood, gpflow.likelihoods.Poisson), name
         np.testing.assert_allclose(model.mean_function.c.numpy(), np.log(td.split.Y_train.mean()), rtol=1e-12)
+
+
+#: make_model's models: the class each is, its default likelihood (``None``: it has none, or it must be given)
+FACTORY = {
+    "epgpc": (EPGPC, Probit),
+    "pep": (PowerEP, Probit),
+    "rep": (RelaxedEP, Probit),
+    "epgp": (EPGP, None),
+    "vgp": (gpflow.models.VGP, gpflow.likelihoods.Bernoulli),
+    "gpr": (gpflow.models.GPR, None),
+    "sgpr": (gpflow.models.SGPR, None),
+    "spikeslab": (SpikeSlabRegression, None),
+    "svgp": (gpflow.models.SVGP, gpflow.likelihoods.Bernoulli),
+    "svgp-softmax": (gpflow.models.SVGP, gpflow.likelihoods.Softmax),
+    "bsvm": (gpflow.models.SVGP, MultiClassHinge),
+    "sepgpc": (SEPGPC, Probit),
+    "sepgp": (SEPGP, None),
+    "sepmgpc": (SEPMGPC, MultiClassStep),
+}
+
+
+@pytest.mark.parametrize("name", list(FACTORY))
+def test_make_model_builds_each_model_as_a_user_writes_it(name):
+    """
+    Each model of the factory is the class a user writes, with its default likelihood (GPflow's stock
+    ``Bernoulli()``, ``Softmax`` for the baselines); their losses are those of the catalogue's models
+    (:func:`test_every_model_builds_and_its_loss_is_finite`).
+    """
+    assert sorted(FACTORY_MODELS) == sorted(FACTORY)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 2))
+    model_class, default_likelihood = FACTORY[name]
+    multiclass = default_likelihood in (gpflow.likelihoods.Softmax, MultiClassHinge, MultiClassStep)
+    Y = rng.integers(0, 3, size=(12, 1)) if multiclass else (X[:, :1] > 0).astype(float)
+    kwargs = dict(num_classes=3) if multiclass else {}
+    if name in ("epgp", "sepgp"):  # no default: any likelihood
+        kwargs["likelihood"] = gpflow.likelihoods.StudentT()
+    kernel, Z = gpflow.kernels.SquaredExponential(), X[:4].copy()
+    if name == "spikeslab":
+        model = make_model(name, data=(X, Y))
+    elif name == "sgpr":
+        model = make_model(name, data=(X, Y), kernel=kernel, inducing_variable=Z)
+    elif model_class in (gpflow.models.SVGP, SEPGPC, SEPGP, SEPMGPC):
+        model = make_model(name, kernel=kernel, inducing_variable=Z, num_data=len(X), **kwargs)
+    else:
+        model = make_model(name, data=(X, Y), kernel=kernel, **kwargs)
+    assert type(model) is model_class
+    if default_likelihood is not None:
+        assert type(model.likelihood) is default_likelihood
+
+
+def test_make_model_gives_gpflows_multiclass_baselines_a_latent_gp_per_class():
+    X, Y = np.random.default_rng(1).normal(size=(9, 2)), np.arange(9)[:, None] % 3
+    vgp = make_model("vgp", data=(X, Y), kernel=gpflow.kernels.SquaredExponential(), num_classes=3)
+    svgp = make_model("svgp", kernel=gpflow.kernels.SquaredExponential(), inducing_variable=X[:4], num_classes=3)
+    for model in (vgp, svgp):
+        assert type(model.likelihood) is gpflow.likelihoods.MultiClass and model.likelihood.num_classes == 3
+        assert model.num_latent_gps == 3
+
+
+def test_make_model_names_the_argument_at_fault():
+    X, Y, kernel = np.zeros((4, 1)), np.zeros((4, 1)), gpflow.kernels.SquaredExponential()
+    cases = [
+        (dict(name="nope"), "name"),
+        (dict(name="epgpc", kernel=kernel), "data: model 'epgpc' needs one"),
+        (dict(name="epgpc", data=(X, Y)), "kernel"),
+        (dict(name="svgp", kernel=kernel, num_data=4), "inducing_variable"),
+        (dict(name="epgp", data=(X, Y), kernel=kernel), "likelihood"),
+        (dict(name="bsvm", kernel=kernel, inducing_variable=X), "num_classes"),
+        (dict(name="gpr", data=(X, Y), kernel=kernel, likelihood=gpflow.likelihoods.Gaussian()), "likelihood"),
+        (dict(name="spikeslab", data=(X, Y), kernel=kernel), "kernel"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            make_model(**kwargs)
 
 
 def test_kernel_summary_says_what_its_range_is():

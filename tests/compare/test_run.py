@@ -2,6 +2,7 @@
 
 import json
 import math
+import warnings
 
 import matplotlib.image
 import numpy as np
@@ -11,7 +12,9 @@ import scipy.stats
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from gpflow_ep.compare import MODELS, columns, format_table, load_task_data, run_compare, train_one, write_results
-from gpflow_ep.compare.report import MIN_BIN_COUNT
+from gpflow_ep.compare.models import build_model
+from gpflow_ep.compare.report import LEGEND, MIN_BIN_COUNT
+from gpflow_ep.compare.run import every_ep_run_converged
 from gpflow_ep.monitor import EP_SCALAR_TAGS
 
 
@@ -125,6 +128,8 @@ def test_every_offered_model_runs_through_compare(task, name, count_csv):
     assert row["model"] == name and row["task"] == task and row["num_train"] == 30
     assert all(math.isfinite(row[key]) for key in (metric, "test_nlpd", "test_nlpd_se", "objective"))
     assert row["test_nlpd_se"] > 0 and row["stop_reason"]
+    if "ep_diagnostics" in row:  # an EP model: the column's verdict is every run's, not the last one's
+        assert row["ep_converged"] == (row["ep_diagnostics"]["runs_not_converged"] == 0)
 
 
 def _poisson_log_predictive(y: float, mean: float, variance: float) -> float:
@@ -170,6 +175,41 @@ def test_a_count_run_writes_a_report_with_finite_numbers(tmp_path):
     np.testing.assert_allclose(mean_y, np.exp(f_mean + f_var / 2), rtol=1e-12)  # E[exp f], log-normal
     np.testing.assert_allclose(row["test_rmse"], np.sqrt(np.mean((mean_y - y) ** 2)), rtol=1e-12)
     np.testing.assert_allclose(row["test_nlpd"], -log_p.mean(), rtol=1e-6)
+
+
+def test_the_ep_column_counts_every_ep_run_not_only_the_last(binary):
+    """
+    A run stopped short (2 sweeps from flat sites) and a last one that converged: the model has not
+    converged in every run, and the row and the table say so ("1 of 2"), not the last run's "yes".
+    """
+    model, _ = build_model("epgpc", binary)
+    assert every_ep_run_converged(model) is None  # no EP run yet
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the run that stops short warns
+        assert not model.run_ep(max_sweeps=2).converged
+    assert model.run_ep().converged
+    diagnostics = model.ep_diagnostics.as_dict()
+    assert diagnostics["converged"] and (diagnostics["runs"], diagnostics["runs_not_converged"]) == (2, 1)
+    assert every_ep_run_converged(model) is False
+    row = dict(model="epgpc", task="binary", ep_converged=False, ep_diagnostics=diagnostics)
+    lines = format_table([row]).splitlines()
+    header, _, cells = ([c.strip() for c in line.strip("|").split("|")] for line in lines[:3])
+    assert cells[header.index("EP runs converged")] == "1 of 2"
+    assert any(item.startswith("EP runs converged: ") for item in LEGEND)  # explained under the table
+
+
+def test_the_progress_bar_shows_the_tables_objective(capsys):
+    """
+    The bar shows the objective (the training loss without the hyper-prior), not the loss L-BFGS-B
+    minimises, −(objective + log p(θ)). After one iteration the bar's first line is at the final
+    parameters, so its number is the table's objective, which the row computes from the model alone.
+    """
+    td = load_task_data("diabetes", max_train=40)
+    row, model = train_one("gpr", td, maxiter=1, progress=True)
+    first, last = capsys.readouterr().err.strip().splitlines()[-2:]
+    assert row["iterations"] == 1 and float(model.log_prior_density()) < -1.0  # the two quantities differ
+    assert first.endswith(f"  objective {row['objective']:.4g}") and f"  objective {row['objective']:.4g}  " in last
+    assert "loss" not in first + last
 
 
 def test_the_progress_bar_ends_with_the_stop_reason(binary, capsys):

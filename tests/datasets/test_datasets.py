@@ -55,11 +55,30 @@ def test_noisy_mixture_is_seeded():
 def test_sklearn_multiclass_split_is_stratified(name, n, C):
     data = sklearn_multiclass_split(name, seed=2)
     assert len(data.Y_train) + len(data.Y_test) == n
+    assert data.Y_train.dtype == data.Y_test.dtype == np.int64  # class indices, as GPflow's Softmax takes them
+    assert data.Y_train.shape == (len(data.X_train), 1) and data.Y_test.shape == (len(data.X_test), 1)
     assert set(np.unique(data.Y_test)) == set(range(C))
     np.testing.assert_allclose(data.X_train.mean(0), 0.0, atol=1e-10)
     assert not np.array_equal(sklearn_multiclass_split(name, seed=3).Y_test, data.Y_test)
     with pytest.raises(ValueError, match="name"):
         sklearn_multiclass_split("mnist")
+
+
+def test_a_stock_svgp_with_softmax_trains_on_the_multiclass_labels():
+    """GPflow's ``Softmax`` takes integer labels only: ``fit`` trains a stock SVGP on the split as it comes."""
+    import gpflow
+    from gpflow.keras import tf_keras
+
+    from gpflow_ep.training import fit
+
+    data = sklearn_multiclass_split("iris", seed=0)
+    X, Y = data.X_train, data.Y_train
+    kernel = gpflow.kernels.SquaredExponential(lengthscales=[2.0] * X.shape[1])
+    model = gpflow.models.SVGP(kernel, gpflow.likelihoods.Softmax(3), X[::12].copy(), num_latent_gps=3, num_data=len(X))
+    result = fit(model, (X, Y), iterations=10, optimizer=tf_keras.optimizers.Adam(0.05), progress=False)
+    losses = np.asarray(result.losses)
+    assert losses.shape == (10,) and np.all(np.isfinite(losses))
+    assert losses[-1] < losses[0]  # full-batch steps on the negative ELBO
 
 
 def test_standardise_uses_the_training_part_and_keeps_constant_columns():
