@@ -29,7 +29,7 @@ MINIBATCH_DAMPING = 0.99
 
 MINIBATCH_NOTE = (
     "Minibatches come from `gpflow_ep.training.make_dataset` (shuffle → batch with drop_remainder → repeat): no "
-    "batch holds a site twice (which would corrupt the running sums Λ_u, η_u; `SEPGPC.refresh_sites` refuses "
+    "batch holds a site twice (which would corrupt the running sums Λ_u, η_u; a refresh refuses "
     "such batches), and each epoch drops n mod batch points, different ones each epoch."
 )
 #: the note of the SEP benchmarks' Markdown headers

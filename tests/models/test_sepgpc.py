@@ -274,7 +274,7 @@ def test_surrogate_gradient_equals_autodiff_of_the_definition(data):
 
 
 def test_fused_step_equals_refresh_then_surrogate(data):
-    """The training step's shared-frame path (``MinibatchEP.refreshed_objective``) = ``refresh_sites`` followed by
+    """The training step's shared-frame path (``MinibatchEP.refreshed_objective``) = ``MinibatchEP().step`` followed by
     ``minibatch_objective``."""
     X, Y = data
     idx = np.array([0, 4, 9, 16, 25, 36, 7])

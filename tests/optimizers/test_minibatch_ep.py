@@ -64,19 +64,20 @@ def test_the_objectives_write_nothing(data):
 
 
 def test_step_is_the_models_refresh(data):
-    """``MinibatchEP().step`` writes exactly what ``refresh_sites`` writes (eager and compiled)."""
+    """``MinibatchEP().step`` writes exactly what the model's ``apply_refresh(propose_refresh(batch))`` writes
+    (eager and compiled)."""
     X, Y = data
     a, b = _refreshed(data, [np.arange(30)]), _refreshed(data, [np.arange(30)])
     idx = np.arange(20, 50)
     batch = (X[idx], Y[idx], idx)
     optimizer = MinibatchEP()
-    assert int(optimizer.step(a, batch)) == int(MinibatchEP().step(b, batch)) == 0
+    assert int(optimizer.step(a, batch)) == int(b.apply_refresh(b.propose_refresh(batch)[0]).num_skipped) == 0
     for x, y in zip(a.variables, b.variables):
         np.testing.assert_array_equal(x.numpy(), y.numpy(), err_msg=x.name)
     compiled = tf.function(lambda batch: optimizer.step(a, batch), autograph=False)
     idx = np.arange(0, 60, 4)
     compiled((tf.constant(X[idx]), tf.constant(Y[idx]), tf.constant(idx)))
-    MinibatchEP().step(b, (X[idx], Y[idx], idx))
+    b.apply_refresh(b.propose_refresh((X[idx], Y[idx], idx))[0])
     for x, y in zip(a.variables, b.variables):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-13, atol=1e-13, err_msg=x.name)
 
@@ -85,7 +86,7 @@ def test_loss_closure_refreshes_then_returns_the_loss_at_the_refreshed_q(data):
     """
     Each call of ``loss_closure`` takes the next batch, refreshes it and returns, at the refreshed q,
     the reported loss -(log Ẑ_M + log prior) (the minibatch evidence estimate) with the gradient of
-    -(F_M + log prior): on a twin, the value of ``refresh_sites`` then
+    -(F_M + log prior): on a twin, the value of ``MinibatchEP().step`` then
     ``-(minibatch_log_marginal_likelihood + log_prior_density)`` and the gradient of
     ``training_loss`` (round-off only: 1e-12 relative on the value, 1e-10 on gradients).
     """
