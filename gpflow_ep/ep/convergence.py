@@ -46,6 +46,8 @@ def _advice(run: EPRun, settings) -> str:
         )
     if run.measure_name == "moments":
         return "Raise max_sweeps or tol; the sites are the last inner loop's."
+    if run.measure_name == "average site":
+        return "Try more damping (a smaller damping=), a larger max_sweeps or tol; q is that of the last sweep."
     return (
         "Raise max_sweeps or tol, or use criterion='moments' to stop when q has stopped moving (the mismatch "
         "can stay above tol where a bound is active or a marginal variance shrinks without bound); the sites "

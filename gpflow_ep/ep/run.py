@@ -49,6 +49,7 @@ MEASURES: Tuple[Tuple[str, str], ...] = (
         "distributions and the outer Gaussians (where a bound is active, between the moments its KKT "
         "conditions match)",
     ),
+    ("average site", "the largest change of a natural parameter of the whitened average site in the last sweep"),
 )
 
 

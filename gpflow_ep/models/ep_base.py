@@ -201,10 +201,16 @@ class EPModel:
         """The compiled EP run of :meth:`_execute` (one ``tf.function`` per model)."""
         return self._execute_inline(settings, store, *site_data)
 
+    def solve(self, problem: SiteProblem, settings: EPSettings) -> EPRun:
+        """
+        EP on ``problem`` from the stored sites with ``settings`` (nothing written): the engine's
+        :func:`~gpflow_ep.ep.run_ep`. A model whose sites are not one per factor (tied sites) runs its own.
+        """
+        return run_ep(problem.algebra, problem.factor, *self.sites.read(), settings)
+
     def _execute_inline(self, settings: EPSettings, store: bool, *site_data) -> EPRun:
         problem = self.site_problem(*site_data, fixed=True)
-        precision, natural_mean = self.sites.read()
-        run = run_ep(problem.algebra, problem.factor, precision, natural_mean, settings)
+        run = self.solve(problem, settings)
         if not store:
             return run
         run = self._store_run(run)

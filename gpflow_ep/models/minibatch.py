@@ -26,7 +26,7 @@ __all__ = ["SiteRefresh", "AppliedRefresh", "MinibatchEPModel"]
 class SiteRefresh(NamedTuple):
     """A proposed refresh of a minibatch's sites (nothing written yet)."""
 
-    index: tf.Tensor  # [B] int32: the sites refreshed
+    index: Optional[tf.Tensor]  # [B] int32: the sites refreshed (None for tied sites, which have no rows)
     site_state: Tuple[tf.Tensor, ...]  # per-site rows [B, ...] (new τ, ν and any per-site state)
     posterior_change: Tuple[tf.Tensor, ...]  # additive changes of q's state
     num_skipped: tf.Tensor  # [] int32: site updates skipped (improper cavity or tilted distribution)
@@ -58,6 +58,14 @@ class MinibatchEPModel(abc.ABC):
     A refresh is proposed from the stored q (nothing written) and applied by :meth:`apply_refresh`,
     the model's one writer of its EP state between full runs; its objectives never write state.
     """
+
+    @property
+    @abc.abstractmethod
+    def batches_carry_index(self) -> bool:
+        """
+        Whether a minibatch is ``(X, Y, index)``, its rows' site indices telling which stored sites to
+        refresh (per-point sites), or any ``(X, Y)`` (tied sites).
+        """
 
     @abc.abstractmethod
     def minibatch_frame(self, batch):

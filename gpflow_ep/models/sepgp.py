@@ -61,11 +61,19 @@ from gpflow.posteriors import PrecomputeCacheType
 
 from ..covariances import block_Kff, block_Kuf, block_Kuu
 from ..ep import EPRun, EPSettings, LikelihoodFactor, WhitenedAlgebra, get_schedule
+from ..ep.algebra import shape_of
 from ..ep.whitened import SitePairs
 from ..likelihoods.targets import check_targets
 from ..posteriors import q_from_natural_parameters, sparse_ep_posterior
-from ..validation import check_inducing_variable, check_positive_int, check_range, check_training_data
-from .ep_base import CheckedExternalDataTrainingLossMixin, EPModel, SiteProblem, check_ep_likelihood, not_converted
+from ..validation import check_choice, check_inducing_variable, check_positive_int, check_range, check_training_data
+from .ep_base import (
+    EP_MODES,
+    CheckedExternalDataTrainingLossMixin,
+    EPModel,
+    SiteProblem,
+    check_ep_likelihood,
+    not_converted,
+)
 from .minibatch import AppliedRefresh, MinibatchEPModel, SiteRefresh
 from .sparse_sites import (
     Frame,
@@ -73,15 +81,30 @@ from .sparse_sites import (
     SiteBatch,
     SparseEPState,
     WhitenedPrior,
-    batch_cavities,
     batch_tilted,
-    evidence_estimate,
-    propose_refresh,
     refresh_damping,
     sites_in_sync,
     surrogate_objective,
     whitened_prior,
 )
+from .tied_sites import TiedEPState, TiedFrame, run_tied_ep
+
+#: how a sparse model keeps its sites: one per point (the SEP paper's) or one average site per block of u
+SITE_LAYOUTS = ("per_point", "tied")
+
+
+def _check_ep_mode(ep_mode: Optional[str], site_layout: str) -> str:
+    """``ep_mode``, by default "nested" for per-point sites and "alternated" for tied ones (refused "nested")."""
+    if ep_mode is None:
+        return "alternated" if site_layout == "tied" else "nested"
+    ep_mode = check_choice(ep_mode, "ep_mode", EP_MODES)
+    if ep_mode == "nested" and site_layout == "tied":
+        raise ValueError(
+            "ep_mode: with tied sites training_loss((X, Y)) is the minibatch objective of any batch (as SVGP's), "
+            "so it does not run batch EP inside: leave ep_mode out ('alternated') and run EP with run_ep or "
+            "gpflow_ep.optimizers.EP / MinibatchEP"
+        )
+    return ep_mode
 
 
 class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossMixin):
@@ -126,12 +149,16 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         num_data: int,
         mean_function: Optional[MeanFunction] = None,
         *,
+        sites: str = "per_point",
         minibatch_damping: float = 0.99,
-        ep_mode: str = "nested",
+        ep_mode: Optional[str] = None,
         **ep_options,
     ):
         self._check_likelihood(likelihood)
         num_data = check_positive_int(num_data, "num_data")
+        #: "per_point" (one site per point, the SEP paper's) or "tied" (one average site per block of u)
+        self.site_layout = check_choice(sites, "sites", SITE_LAYOUTS)
+        ep_mode = _check_ep_mode(ep_mode, self.site_layout)
         self.minibatch_damping = check_range(minibatch_damping, "minibatch_damping", 0.0, 1.0)
         settings = self._check_schedule(EPSettings().updated(**ep_options))
         super().__init__(kernel, likelihood, mean_function, num_latent_gps=1)
@@ -141,8 +168,21 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         self.num_sites = self._num_sites(num_data)
         C, M = self.num_blocks, int(self.inducing_variable.num_inducing)
         hyperparameters = int(self._hyperparameter_values().shape[0])
-        state = SparseEPState(self.num_sites, hyperparameters, C, num_data, M)
+        if self.tied:
+            state = TiedEPState(hyperparameters, C, M, num_data, self.num_sites // num_data)
+        else:
+            state = SparseEPState(self.num_sites, hyperparameters, C, num_data, M)
         self._init_ep(self.num_sites, settings, state=state, ep_mode=ep_mode)
+
+    @property
+    def tied(self) -> bool:
+        """Whether the sites are tied (``sites="tied"``): one average site per block of u."""
+        return self.site_layout == "tied"
+
+    @property
+    def batches_carry_index(self) -> bool:
+        """Per-point sites need each minibatch's site indices, ``(X, Y, index)``; tied sites take any ``(X, Y)``."""
+        return not self.tied
 
 
     # ---------------------------------------------------------------- data
@@ -171,6 +211,8 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         return self._site_data(*data)
 
     def _check_minibatch(self, batch) -> "SiteBatch":
+        if self.tied:
+            return self._check_tied_batch(batch)
         if not isinstance(batch, (tuple, list)) or len(batch) != 3:
             raise ValueError("batch must be (X, Y, index) with the rows' indices")
         X, Y, index = batch
@@ -186,6 +228,16 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
                 raise ValueError("batch[2] (index): a minibatch must not repeat a site index")
         return self._site_data(X, Y, tf.reshape(index, [-1]))
 
+    def _check_tied_batch(self, batch) -> "SiteBatch":
+        """A minibatch of tied sites: any (X, Y) of the data (an index, if given, is not needed)."""
+        if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
+            raise ValueError("batch must be (X, Y): a minibatch of any size")
+        X, Y = batch[:2]
+        if tf.executing_eagerly():
+            check_training_data(self, (X, Y), "batch")
+            check_targets(self.likelihood, Y, "batch[1] (Y)")
+        return self._site_data(X, Y)
+
     def _site_data(self, X, Y, index=None) -> "SiteBatch":
         """
         Validated points (X, Y) as their sites see them (:class:`SiteBatch`); with the points'
@@ -199,21 +251,24 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         return SiteBatch(X, Y, SitePairs(), index, index)
 
     def validate_training_data(self, data) -> None:
-        """Eager validation of the data of ``training_loss`` (all n points, or a minibatch with indices)."""
-        if isinstance(data, (tuple, list)) and len(data) == 3:
+        """
+        Eager validation of the data of ``training_loss``: all n points, or a minibatch with indices; with
+        tied sites any minibatch (X, Y).
+        """
+        if self.tied or (isinstance(data, (tuple, list)) and len(data) == 3):
             self._check_minibatch(data)
         else:
             self._check_full_data(data)
 
     def training_loss_closure(self, data, *, compile: bool = True):
         """
-        GPflow's closure of the pure objective: -F_M at the stored sites for ``(X, Y, index)`` batches,
-        -log Z_EP for all the data. It never refreshes sites, so an iterator of minibatches (an SVGP
-        training loop kept unchanged) warns: train with
+        GPflow's closure of the pure objective: -F_M at the stored sites for ``(X, Y, index)`` batches
+        (any ``(X, Y)`` batch with tied sites), -log Z_EP for all the data. It never refreshes sites, so an
+        iterator of minibatches (an SVGP training loop kept unchanged) warns: train with
         ``gpflow_ep.optimizers.MinibatchEP().loss_closure(model, batches)`` or ``gpflow_ep.training.fit``.
         """
         spec = getattr(data, "element_spec", None)
-        if isinstance(spec, tuple) and len(spec) == 3:
+        if isinstance(spec, tuple) and (len(spec) == 3 or self.tied):
             warnings.warn(
                 f"{type(self).__name__}.training_loss_closure(batches) returns -F_M at the stored EP sites and never "
                 "refreshes them, so minimising it alone trains the hyper-parameters against the initial sites. "
@@ -286,7 +341,16 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         check_ep_likelihood(likelihood)
 
     def check_settings(self, settings: EPSettings) -> EPSettings:
-        return self._check_schedule(super().check_settings(settings))
+        settings = self._check_schedule(super().check_settings(settings))
+        if self.tied:
+            if settings.schedule != "parallel":
+                raise ValueError(
+                    f"schedule: tied sites are refreshed together (batch EP repeats the full-batch refresh of the "
+                    f"average site), which is schedule='parallel'; got {settings.schedule!r}"
+                )
+            if settings.relaxation is not None:
+                raise ValueError("relaxation: relaxed EP's per-site slack needs per-point sites; use sites='per_point'")
+        return settings
 
     def site_problem(self, X, Y, site_pair=None, fixed: bool = False) -> SiteProblem:
         """
@@ -301,9 +365,25 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         factor = self._site_factor(SiteBatch(X, Y, pairs), prior.s)
         return SiteProblem(self._algebra(prior.A, prior.mean, pairs), factor, (prior, pairs))
 
-    def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
-        """q(u) (and the sites' directions) from the run's sites, summed on their pairs."""
+    def solve(self, problem: SiteProblem, settings: EPSettings) -> EPRun:
+        """
+        EP on ``problem``: the engine's run from the stored sites; with tied sites batch EP of the average
+        site (:func:`~gpflow_ep.models.tied_sites.run_tied_ep`) from the stored q(u).
+        """
+        if not self.tied:
+            return super().solve(problem, settings)
         prior, pairs = problem.state
+        Lambda_v, eta_v = self.ep_state.whitened_natural(prior.L)
+        sites_per_point = self.num_sites // self.num_data
+        factor, n = problem.factor, self.num_data
+        return run_tied_ep(prior.L, prior.A, prior.mean, pairs, factor, Lambda_v, eta_v, settings, n, sites_per_point)
+
+    def store_site_state(self, run: EPRun, problem: SiteProblem) -> None:
+        """q(u) (and the sites' directions) from the run's sites, summed on their pairs; tied: q(u) at its end."""
+        prior, pairs = problem.state
+        if self.tied:
+            self.ep_state.store_run(prior.L, run.info)
+            return
         centred = run.natural_mean - run.precision * pairs.gather(prior.mean)
         self.ep_state.store_posterior(prior.L, prior.A, pairs.sum(run.precision), pairs.sum(centred))
 
@@ -328,8 +408,16 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
 
     @check_shapes("return: []")
     def log_marginal_likelihood(self, data) -> tf.Tensor:
-        """log Z_q at the stored sites, differentiable in hyper-parameters and Z (sites fixed)."""
+        """
+        log Z_q at the stored sites (all n points, ``data = (X, Y)``), differentiable in hyper-parameters
+        and Z (sites fixed); with tied sites the EP energy of the average site
+        (:func:`~gpflow_ep.models.tied_sites.tied_evidence_estimate` with the full batch).
+        """
         sites = self._check_full_data(data)
+        if self.tied:
+            prior = whitened_prior(self._prior_blocks(sites.X))
+            factor = self._site_factor(sites, prior.s)
+            return self.ep_state.evidence(prior, sites.pairs, factor, self.ep_settings)
         return self._evidence(sites.X, sites.Y, sites.pairs.index)
 
     @not_converted
@@ -339,8 +427,9 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         ``data = (X, Y)`` (all n points): log Z_q (in nested mode after EP is run to convergence).
         ``data = (X, Y, index)`` (a minibatch): F_M at the stored state (:meth:`minibatch_objective`;
         nothing is written: the minibatch site refresh is :class:`gpflow_ep.optimizers.MinibatchEP`).
+        With tied sites any minibatch ``(X, Y)``: F_M.
         """
-        if isinstance(data, (tuple, list)) and len(data) == 3:
+        if self.tied or (isinstance(data, (tuple, list)) and len(data) == 3):
             return self.minibatch_objective(data)
         sites = self._check_full_data(data)
         return self._objective(sites.X, sites.Y, sites.pairs.index)
@@ -375,47 +464,41 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
 
     # ---------------------------------------------------------------- minibatches (the paper's Sec. 2.3)
 
-    def minibatch_frame(self, batch) -> Frame:
+    def minibatch_frame(self, batch) -> Union[Frame, TiedFrame]:
         """
-        The :class:`~gpflow_ep.models.sparse_sites.Frame` of ``batch = (X, Y, index)``: its sites,
-        the prior blocks at its points (live, for the surrogate's gradient), their whitened algebra
-        and the stored directions and q(v), computed once for a whole step.
+        The frame of a minibatch (``(X, Y, index)``; ``(X, Y)`` with tied sites): its sites, the prior
+        blocks at its points (live, for the surrogate's gradient), their whitened algebra and the stored
+        state — q(v) and the stored directions (:class:`~gpflow_ep.models.sparse_sites.Frame`), or q(v) and
+        the tied cavity (:class:`~gpflow_ep.models.tied_sites.TiedFrame`) — computed once for a whole step.
         """
         sites = self._check_minibatch(batch)
-        return self.ep_state.frame(sites, self._prior_blocks(sites.X))
+        return self.ep_state.frame(sites, self._prior_blocks(sites.X), self.ep_settings)
 
-    def _frame(self, batch: Union[Frame, tuple]) -> Frame:
-        return batch if isinstance(batch, Frame) else self.minibatch_frame(batch)
+    def _frame(self, batch) -> Union[Frame, TiedFrame]:
+        return batch if isinstance(batch, (Frame, TiedFrame)) else self.minibatch_frame(batch)
 
     @check_shapes(
-        "return[0].index: [B]",
         "return[0].posterior_change[0]: [C, M, M]",
         "return[0].posterior_change[1]: [C, M, 1]",
         "return[0].num_skipped: []",
-        "return[0].pair_index: [P]",
-        "return[0].pair_state[0]: [P, M]",
     )
-    def propose_refresh(self, batch: Union[Frame, tuple]) -> Tuple[SiteRefresh, tf.Tensor]:
+    def propose_refresh(self, batch) -> Tuple[SiteRefresh, tf.Tensor]:
         """
         One damped EP update (:func:`~gpflow_ep.models.sparse_sites.refresh_damping`) of each site of
-        ``batch = (X, Y, index)`` (or its :class:`~gpflow_ep.models.sparse_sites.Frame`) from the stored
-        q, through the engine; writes nothing (:func:`~gpflow_ep.models.sparse_sites.propose_refresh`).
-        Returns the refresh — ``site_state`` (τ, ν, dual) of the batch's sites (and b with relaxation),
-        ``pair_state`` the directions υ of their pairs (rows ``pair_index`` of
-        ``ep_state.site_directions``), ``posterior_change`` (ΔΛ_u, Δη_u) per block — and Lᵀυ of each
-        pair after it.
+        ``batch`` (or its frame) from the stored q, through the engine; writes nothing. Per-point sites
+        (:func:`~gpflow_ep.models.sparse_sites.propose_refresh`): the refresh's ``site_state`` is (τ, ν,
+        dual) of the batch's sites (and b with relaxation), ``pair_state`` the directions υ of their pairs
+        (rows ``pair_index`` of ``ep_state.site_directions``) and ``posterior_change`` (ΔΛ_u, Δη_u) per
+        block; tied sites (:meth:`~gpflow_ep.models.tied_sites.TiedEPState.propose_refresh`): q's change
+        alone. Returns the refresh and Lᵀυ of each pair after it.
         """
         frame = self._frame(batch)
-        index = frame.sites.index
-        tf.debugging.assert_equal(
-            tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
-        )
         settings = self.ep_settings
-        rows = self.ep_state.site_rows(index)
-        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
-        refreshed = sites_in_sync(tf.size(index))
-        damping = refresh_damping(self.minibatch_damping, settings.damping, refreshed, self.num_sites)
-        return propose_refresh(frame, cavities, self._site_factor(frame.sites, frame.s), rows, settings, damping)
+        cavities = self.ep_state.batch_cavities(frame, settings)
+        refreshed = sites_in_sync(shape_of(frame.sites.X)[0])
+        damping = refresh_damping(self.minibatch_damping, settings.damping, refreshed, self.num_data)
+        factor = self._site_factor(frame.sites, frame.s)
+        return self.ep_state.propose_refresh(frame, cavities, factor, settings, damping)
 
     def apply_refresh(self, refresh: SiteRefresh, cholesky: Optional[tf.Tensor] = None) -> AppliedRefresh:
         """
@@ -467,20 +550,18 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         self.check_minibatch_objective()
         return self._minibatch_terms(self._frame(batch), objective=True, evidence=True)
 
-    def _minibatch_terms(self, frame: Frame, objective: bool, evidence: bool):
+    def _minibatch_terms(self, frame, objective: bool, evidence: bool):
         """F_M and/or log Ẑ_M (None for the one not asked for) from one set of the batch's cavities and log Z_i."""
         settings = self.ep_settings
-        index = frame.sites.index
-        tau, nu = self.ep_state.site_rows(index, natural_only=True)
-        cavities = batch_cavities(frame, tau, nu, settings.removed_fraction)
+        cavities = self.ep_state.batch_cavities(frame, settings)
         factor = self._site_factor(frame.sites, frame.s)
         tilted = batch_tilted(cavities, factor, settings.power, derivatives=objective)
         dtype = frame.L.dtype
-        scale = tf.cast(self.num_sites, dtype) / tf.cast(tf.size(index), dtype)  # n/|M|
+        scale = tf.cast(self.num_data, dtype) / tf.cast(shape_of(frame.sites.X)[0], dtype)  # n/|M| points
         F = surrogate_objective(frame, cavities, tilted, scale / settings.power) if objective else None
         log_z = None
         if evidence:
-            log_z = tf.stop_gradient(evidence_estimate(frame, cavities, tilted, factor, tau, nu, settings, scale))
+            log_z = tf.stop_gradient(self.ep_state.evidence_estimate(frame, cavities, tilted, factor, settings, scale))
         return F, log_z
 
     def reproject_sites(self, data, chunk_size: int = 10000) -> None:
@@ -489,8 +570,12 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         υ_i = K_uu⁻¹k_i, and rebuild Λ_u, η_u from the unchanged sites (the batch model's
         semantics), in O(nm²) for ``data = (X, Y)``. Optional: minibatch sites keep the direction
         they were last updated with, as in the paper (Sec. 2.3); this re-projection also removes the
-        slow round-off drift of the running sums.
+        slow round-off drift of the running sums. Tied sites keep no directions: a ``ValueError``.
         """
+        if self.tied:
+            raise ValueError(
+                "sites: tied sites keep one average site per block of u and no per-point directions to re-project"
+            )
         self._reproject(self._check_full_data(data), check_positive_int(chunk_size, "chunk_size"))
 
     def _reproject(self, sites: SiteBatch, chunk_size: int) -> None:

@@ -124,11 +124,13 @@ class Frame(NamedTuple):
     def pairs(self) -> SitePairs:
         return self.sites.pairs
 
-    def after(self, accepted, A_refreshed, num_skipped, q_refreshed: WhitenedGaussian) -> "Frame":
+    def after(self, accepted, A_refreshed, num_skipped, q_refreshed: WhitenedGaussian, change=None) -> "Frame":
         """
         The frame after a refresh was written (``accepted``) or not: then the pairs' projections are
-        ``A_refreshed`` (from :func:`propose_refresh`) and q is ``q_refreshed``; else unchanged.
+        ``A_refreshed`` (from :func:`propose_refresh`) and q is ``q_refreshed``; else unchanged (q's
+        u-space ``change`` is in ``q_refreshed`` already).
         """
+        del change
 
         def pick(new, old):
             return tf.where(accepted, new, old)
@@ -148,6 +150,20 @@ class BatchCavities(NamedTuple):
     new: Projections  # q's projections on υ_n, per pair
     old: Projections  # q's projections on υ_o, per pair
     cross: tf.Tensor  # [C·P, 1] Cov_q(υ_nᵀu, υ_oᵀu)
+    rows: Tuple[tf.Tensor, ...] = ()  # the batch sites' stored (τ, ν, dual, b)
+
+    def site_gradient(self, frame: "Frame", on_pairs, g_m, g_v) -> tf.Tensor:
+        """
+        R = Σ_i ∂(g_m m_i + g_v v_i)/∂ã_i per pair, [C, M, P], of the sites' cavity mean m_i and variance
+        v_i as functions of their fresh whitened projections ã_i (q(u) held in u-space):
+        g_m (μ_v + d_i B⁻¹a_i^old) + 2 g_v (B⁻¹ã_i + c_i σ_no,i B⁻¹a_i^old) (:func:`surrogate_objective`).
+        """
+        cav, pairs, q = self.cavity, frame.pairs, frame.q
+        G_m, G_v = on_pairs(g_m), on_pairs(g_v)
+        G_old = on_pairs(g_m * cav.shift + 2.0 * g_v * cav.scale * pairs.gather(self.cross))
+        V_new = q.solve(self.new.half)  # B⁻¹ã
+        V_old = unless_same(frame.same, V_new, lambda: q.solve(self.old.half))
+        return q.mean * G_m + V_old * G_old + 2.0 * V_new * G_v
 
 
 class BatchTilted(NamedTuple):
@@ -316,7 +332,7 @@ def propose_refresh(
     return refresh, A_refreshed
 
 
-def surrogate_objective(frame: Frame, cavities: BatchCavities, tilted: BatchTilted, scale) -> tf.Tensor:
+def surrogate_objective(frame, cavities, tilted: BatchTilted, scale) -> tf.Tensor:
     r"""
     F_M at ``frame``'s q with an exact gradient and no differentiation through Cholesky factors: F
     depends on the hyper-parameters ξ only through K_uu, K_uf, diag K_ff, m(X) and the likelihood,
@@ -330,6 +346,8 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, tilted: BatchTilt
     the cavity's shift d_i and scale c_i):
 
         R  = ∂F/∂ã_i = g_m (μ_v + d_i B⁻¹a_i^old) + 2 g_v (B⁻¹ã_i + c_i σ_no,i B⁻¹a_i^old),
+             (per-point sites; with tied sites g_m μ_c + 2 g_v Σ_c ã_i, the cavity's whitened moments:
+             ``cavities.site_gradient``)
         ∂F/∂K_uf = L⁻ᵀ(R - 2Ã diag g_v),       ∂F/∂diag K_ff = g_v,      ∂F/∂m(X) = g_m,
         ∂F/∂K_uu = L⁻ᵀ[½(B⁻¹ + μ_vμ_vᵀ - I) - (R - Ã diag g_v)Ãᵀ]L⁻¹,
 
@@ -340,7 +358,6 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, tilted: BatchTilt
     [1, M, M]), ∂F/∂K_uu and ∂F/∂K_uf are the sums of the blocks' (linear in H and R), formed before
     the solves with L, and -½ log|K_uu| counts C times. Sites whose cavity is improper contribute 0.
     """
-    cav, new, old, cross = cavities
     pairs = frame.pairs
     log_z = tilted.log_z
     g_m, g_v = scale * tilted.d_mean, scale * tilted.d_var  # [S, 1]
@@ -351,11 +368,8 @@ def surrogate_objective(frame: Frame, cavities: BatchCavities, tilted: BatchTilt
         return tf.linalg.matrix_transpose(blocked(pairs.sum(site_values), A))
 
     G_m, G_v = on_pairs(g_m), on_pairs(g_v)
-    G_old = on_pairs(g_m * cav.shift + 2.0 * g_v * cav.scale * pairs.gather(cross))
     mu_v = q.mean  # [C, M, 1]
-    V_new = q.solve(new.half)  # B⁻¹ã
-    V_old = unless_same(frame.same, V_new, lambda: q.solve(old.half))
-    R = mu_v * G_m + V_old * G_old + 2.0 * V_new * G_v
+    R = cavities.site_gradient(frame, on_pairs, g_m, g_v)
     B_inv = q.covariance()
     H = 0.5 * (B_inv - eye_like(B_inv) + mu_v * tf.linalg.matrix_transpose(mu_v))
     H -= tf.matmul(R - A * G_v, A, transpose_b=True)
@@ -436,16 +450,16 @@ def evidence_estimate(
     return tf.where(q.proper, estimate, tf.constant(-np.inf, estimate.dtype))
 
 
-class SparseEPState(EPState):
+class PosteriorState(EPState):
     """
-    The EP state of a sparse model (module docstring): :class:`EPState`'s sites and diagnostics,
-    q(u) as ``posterior_precision`` Λ_u and ``posterior_shift`` η_u ([M, M] and [M, 1] for one
-    block, [C, M, M] and [C, M, 1] for C), and ``site_directions`` [C·n, M], the direction
-    υ = K_uu⁻¹k each (block, point) pair's sites were last updated with (row c·n + i). Its methods
-    read and write these variables only; everything they need of the model comes in as tensors.
+    The EP state of a sparse model: :class:`EPState`'s sites and diagnostics, and q(u) as natural
+    parameters in u-space, ``posterior_precision`` Λ_u and ``posterior_shift`` η_u ([M, M] and [M, 1]
+    for one block, [C, M, M] and [C, M, 1] for C), whatever stores the sites that make it up
+    (:class:`SparseEPState`: one site per point; :class:`~gpflow_ep.models.tied_sites.TiedEPState`:
+    one average site per block).
     """
 
-    def __init__(self, num_sites: int, num_hyperparameters: int, num_blocks: int, num_data: int, num_inducing: int):
+    def __init__(self, num_sites: int, num_hyperparameters: int, num_blocks: int, num_inducing: int):
         super().__init__(num_sites, num_hyperparameters)
         C, M = num_blocks, num_inducing
         blocks = () if C == 1 else (C,)  # one GP: Λ_u [M, M], η_u [M, 1] as SVGP users expect
@@ -455,23 +469,46 @@ class SparseEPState(EPState):
         self.posterior_shift = tf.Variable(
             np.zeros(blocks + (M, 1)), dtype=default_float(), trainable=False, name="posterior_shift"
         )
-        self.site_directions = tf.Variable(
-            np.zeros((C * num_data, M)), dtype=default_float(), trainable=False, name="site_directions"
-        )
 
     def stored_posterior(self) -> Tuple[tf.Tensor, tf.Tensor]:
         """The stored Λ_u [C, M, M] and η_u [C, M, 1]."""
-        M = self.site_directions.shape[-1]
+        M = self.posterior_shift.shape[-2]
         return tf.reshape(self.posterior_precision, [-1, M, M]), tf.reshape(self.posterior_shift, [-1, M, 1])
 
     @check_shapes("L: [C, M, M]")
     def whitened(self, L, change: Optional[Tuple[tf.Tensor, tf.Tensor]] = None) -> WhitenedGaussian:
         """q(v) of v = L⁻¹u from the stored q(u) (plus ``change`` = (ΔΛ_u, Δη_u)): Λ_v = LᵀΛ_uL, η_v = Lᵀη_u."""
+        return WhitenedGaussian(*self.whitened_natural(L, change))
+
+    def whitened_natural(self, L, change: Optional[Tuple[tf.Tensor, tf.Tensor]] = None):
+        """q(v)'s natural parameters Λ_v = LᵀΛ_uL [C, M, M] and η_v = Lᵀη_u [C, M, 1] (plus ``change``)."""
         Lambda_u, eta_u = self.stored_posterior()
         if change is not None:
             Lambda_u, eta_u = Lambda_u + change[0], eta_u + change[1]
-        Lambda_v = tf.matmul(L, tf.matmul(Lambda_u, L), transpose_a=True)
-        return WhitenedGaussian(Lambda_v, tf.matmul(L, eta_u, transpose_a=True))
+        return tf.matmul(L, tf.matmul(Lambda_u, L), transpose_a=True), tf.matmul(L, eta_u, transpose_a=True)
+
+    def assign_posterior(self, precision, shift) -> None:
+        """Overwrite q(u) with Λ_u [C, M, M] and η_u [C, M, 1]."""
+        self.posterior_precision.assign(tf.reshape(precision, self.posterior_precision.shape))
+        self.posterior_shift.assign(tf.reshape(shift, self.posterior_shift.shape))
+
+
+class SparseEPState(PosteriorState):
+    """
+    The EP state of a sparse model with one site per point (module docstring): :class:`PosteriorState`'s
+    sites, diagnostics and q(u), and ``site_directions`` [C·n, M], the direction υ = K_uu⁻¹k each
+    (block, point) pair's sites were last updated with (row c·n + i). Its methods read and write these
+    variables only; everything they need of the model comes in as tensors.
+    """
+
+    def __init__(self, num_sites: int, num_hyperparameters: int, num_blocks: int, num_data: int, num_inducing: int):
+        super().__init__(num_sites, num_hyperparameters, num_blocks, num_inducing)
+        self.site_directions = tf.Variable(
+            np.zeros((num_blocks * num_data, num_inducing)),
+            dtype=default_float(),
+            trainable=False,
+            name="site_directions",
+        )
 
     def site_rows(self, index, natural_only: bool = False) -> Tuple[tf.Tensor, ...]:
         """The stored (τ, ν, dual, b) of the sites ``index``; (τ, ν) only with ``natural_only``."""
@@ -479,7 +516,7 @@ class SparseEPState(EPState):
         variables = (sites.precision, sites.natural_mean) + (() if natural_only else (sites.dual, sites.relaxation))
         return tuple(tf.gather(v, index) for v in variables)
 
-    def frame(self, sites: SiteBatch, blocks: PriorBlocks) -> Frame:
+    def frame(self, sites: SiteBatch, blocks: PriorBlocks, settings: Optional[EPSettings] = None) -> Frame:
         """
         A minibatch's :class:`Frame` from its validated ``sites`` and the model's prior ``blocks``
         at its points (live, for the surrogate's gradient): L, the fresh projections a_n = L⁻¹k_i,
@@ -499,6 +536,27 @@ class SparseEPState(EPState):
             q=self.whitened(L),
         )
 
+    def batch_cavities(self, frame: Frame, settings: EPSettings) -> BatchCavities:
+        """The batch sites' cavities (:func:`batch_cavities`) from their stored rows, which they carry."""
+        rows = self.site_rows(frame.sites.index)
+        cavities = batch_cavities(frame, rows[0], rows[1], settings.removed_fraction)
+        return cavities._replace(rows=rows)
+
+    def propose_refresh(
+        self, frame: Frame, cavities: BatchCavities, factor, settings: EPSettings, damping
+    ) -> Tuple[SiteRefresh, tf.Tensor]:
+        """One damped EP update of the batch's sites (:func:`propose_refresh`); a batch must not repeat a site."""
+        index = frame.sites.index
+        tf.debugging.assert_equal(
+            tf.size(tf.unique(index).y), tf.size(index), message="a minibatch must not repeat a site index"
+        )
+        return propose_refresh(frame, cavities, factor, cavities.rows, settings, damping)
+
+    def evidence_estimate(self, frame: Frame, cavities: BatchCavities, tilted, factor, settings: EPSettings, scale):
+        """The minibatch estimate of log Z_EP (:func:`evidence_estimate`) at the batch sites' stored rows."""
+        tau, nu = cavities.rows[:2]
+        return evidence_estimate(frame, cavities, tilted, factor, tau, nu, settings, scale)
+
     def store_posterior(self, L, A, pair_precision, pair_shift) -> None:
         """
         q(u) from sites summed on their pairs (τ, ν - τm) at projections A = L⁻¹K_uf: per block
@@ -516,11 +574,6 @@ class SparseEPState(EPState):
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in values])
         for variable, value in zip((self.site_directions, self.posterior_precision, self.posterior_shift), values):
             variable.assign(tf.where(finite, tf.reshape(value, variable.shape), variable))
-
-    def assign_posterior(self, precision, shift) -> None:
-        """Overwrite q(u) with Λ_u [C, M, M] and η_u [C, M, 1] (a re-projection of all sites)."""
-        self.posterior_precision.assign(tf.reshape(precision, self.posterior_precision.shape))
-        self.posterior_shift.assign(tf.reshape(shift, self.posterior_shift.shape))
 
     @check_shapes("L: [C, M, M]")
     def apply_refresh(self, refresh: SiteRefresh, L) -> Tuple[tf.Tensor, tf.Tensor, WhitenedGaussian]:

@@ -47,7 +47,7 @@ def merge_refreshes(strategy: tf.distribute.Strategy, per_replica: SiteRefresh) 
         return tf.nest.map_structure(lambda t: strategy.experimental_local_results(t)[0], per_replica)
     total = tf.distribute.ReduceOp.SUM
     return SiteRefresh(
-        strategy.gather(per_replica.index, axis=0),
+        None if per_replica.index is None else strategy.gather(per_replica.index, axis=0),
         tuple(strategy.gather(rows, axis=0) for rows in per_replica.site_state),
         tuple(strategy.reduce(total, change, axis=None) for change in per_replica.posterior_change),
         strategy.reduce(total, per_replica.num_skipped, axis=None),
@@ -169,8 +169,8 @@ class MinibatchEP:
             merged = merge_refreshes(strategy, refresh)
             applied = model.apply_refresh(merged, strategy.experimental_local_results(cholesky)[0])
             q = applied.posterior
-            return applied.num_skipped, applied.accepted, q.cholesky, q.half_mean, q.proper
+            return applied.num_skipped, applied.accepted, q.cholesky, q.half_mean, q.proper, merged.posterior_change
 
-        skipped, accepted, cholesky, half_mean, proper = context.merge_call(write, args=(refresh, frame.L))
+        skipped, accepted, cholesky, half_mean, proper, change = context.merge_call(write, args=(refresh, frame.L))
         q_refreshed = WhitenedGaussian.from_factor(cholesky, half_mean, proper)
-        return skipped, frame.after(accepted, A_refreshed, refresh.num_skipped, q_refreshed)
+        return skipped, frame.after(accepted, A_refreshed, refresh.num_skipped, q_refreshed, change)

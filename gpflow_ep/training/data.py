@@ -13,7 +13,7 @@ from gpflow.config import default_float
 
 from ..models import CheckedExternalDataTrainingLossMixin
 from ..validation import check_inputs, check_positive_int, check_training_data
-from .kinds import holds_data, uses_minibatch_ep
+from .kinds import holds_data, needs_site_index, uses_minibatch_ep
 
 __all__ = ["Batches", "check_batch", "check_data_meets_model", "check_dataset", "make_dataset", "training_batches"]
 
@@ -25,12 +25,20 @@ def _batches_per_epoch(num_data: int, batch_size: int, drop_remainder: bool) -> 
 
 
 def make_dataset(
-    data, batch_size: int, *, shuffle: bool = True, seed: int = 0, repeat: bool = True, drop_remainder: bool = False
+    data,
+    batch_size: int,
+    *,
+    shuffle: bool = True,
+    seed: int = 0,
+    repeat: bool = True,
+    drop_remainder: bool = False,
+    index: bool = True,
 ) -> tf.data.Dataset:
     """
     ``tf.data.Dataset`` of minibatches ``(X, Y, index)`` from arrays ``(X, Y)`` (X in GPflow's default float, Y too
-    unless it holds integers, which are kept for GPflow's ``Softmax``); the index tells a
-    minibatch-EP model which sites the rows belong to (other models ignore it). Every epoch is a
+    unless it holds integers, which are kept for GPflow's ``Softmax``); the index tells a per-point
+    minibatch-EP model which sites the rows belong to (other models ignore it); ``index=False`` gives
+    ``(X, Y)`` batches (what any GPflow model, and sparse EP with tied sites, takes). Every epoch is a
     fresh permutation cut into batches of ``batch_size``; its last batch holds the remaining
     n mod ``batch_size`` rows (as ``tf.data`` and Keras; a ``batch_size`` larger than n gives one
     batch of all n), unless ``drop_remainder``, which drops them (every batch then has the same
@@ -54,20 +62,24 @@ def make_dataset(
 
     def epoch(number):
         """One epoch's batches of site indices: a permutation (seeded by (seed, epoch)) cut into rows."""
-        index = tf.range(n, dtype=tf.int32)
+        order = tf.range(n, dtype=tf.int32)
         if shuffle:
             seeds = tf.stack([tf.constant(seed, tf.int64), number])
-            index = tf.random.experimental.stateless_shuffle(index, seed=seeds)
-        batches = tf.data.Dataset.from_tensor_slices(tf.reshape(index[: whole * batch_size], [whole, batch_size]))
+            order = tf.random.experimental.stateless_shuffle(order, seed=seeds)
+        batches = tf.data.Dataset.from_tensor_slices(tf.reshape(order[: whole * batch_size], [whole, batch_size]))
         if remainder and not drop_remainder:
-            batches = batches.concatenate(tf.data.Dataset.from_tensors(index[whole * batch_size :]))
+            batches = batches.concatenate(tf.data.Dataset.from_tensors(order[whole * batch_size :]))
         return batches
+
+    def rows_of(rows):
+        batch = (tf.gather(X, rows), tf.gather(Y, rows))
+        return batch + (rows,) if index else batch
 
     # indices are permuted and cut, then the rows gathered per batch (no per-row shuffle buffer); a
     # batch never holds the same site twice (a minibatch site refresh would remove that site's old
     # contribution twice)
     epochs = tf.data.Dataset.range(np.iinfo(np.int64).max if repeat else 1)
-    ds = epochs.flat_map(epoch).map(lambda index: (tf.gather(X, index), tf.gather(Y, index), index))
+    ds = epochs.flat_map(epoch).map(rows_of)
     # flat_map hides the number of batches; stating it keeps a multi-worker iterator from agreeing on
     # the end of the data with an all-reduce at every batch (as for repeat(): infinite)
     cardinality = tf.data.INFINITE_CARDINALITY if repeat else _batches_per_epoch(n, batch_size, drop_remainder)
@@ -104,7 +116,7 @@ def check_dataset(model, dataset: tf.data.Dataset) -> None:
     spec = dataset.element_spec
     if not isinstance(spec, tuple) or len(spec) not in (2, 3):
         raise ValueError(f"data: a Dataset must yield (X, Y) or (X, Y, index) batches; got elements {spec}")
-    if uses_minibatch_ep(model) and len(spec) != 3:
+    if needs_site_index(model) and len(spec) != 3:
         raise ValueError(
             f"data: {type(model).__name__} refreshes the sites of each minibatch and needs (X, Y, index) batches "
             "with the rows' site indices; give arrays (X, Y) or a Dataset from gpflow_ep.training.make_dataset"
@@ -114,7 +126,7 @@ def check_dataset(model, dataset: tf.data.Dataset) -> None:
 def check_batch(model, batch) -> None:
     """Eager validation of a batch from a user's Dataset (labels, shapes, NaN), named as ``data``."""
     if isinstance(model, CheckedExternalDataTrainingLossMixin):  # the model's own checks (site indices too)
-        model.validate_training_data(tuple(batch) if uses_minibatch_ep(model) else tuple(batch[:2]))
+        model.validate_training_data(tuple(batch) if needs_site_index(model) else tuple(batch[:2]))
     else:
         check_training_data(model, tuple(batch[:2]), "data batch")
 
@@ -149,5 +161,6 @@ def training_batches(model, data, batch_size: Optional[int], *, seed: int, whole
             UserWarning,
             stacklevel=3,
         )
-    dataset = make_dataset((X, Y), batch_size, seed=seed, shuffle=batch_size < n, drop_remainder=whole_batches)
+    shuffle, index = batch_size < n, needs_site_index(model)
+    dataset = make_dataset((X, Y), batch_size, seed=seed, shuffle=shuffle, drop_remainder=whole_batches, index=index)
     return Batches(dataset, _batches_per_epoch(n, batch_size, whole_batches), False)
