@@ -31,7 +31,8 @@ TensorBoard monitoring of EP models: ``gpflow.monitor`` tasks, so they compose w
   Nothing is written for what did not happen: a model trained only by minibatch refreshes has no
   ``ep/converged`` (no full run was attempted, so none failed), and a model never refreshed has no
   ``ep/refresh_…``. Also the histograms ``ep/site_precision`` and ``ep/site_natural_mean`` (τ and ν
-  of every site), plus ``ep/relaxation`` for relaxed EP (the per-site b).
+  of every site; not for tied sites, which keep none per point), plus ``ep/relaxation`` for relaxed EP
+  (the per-site b).
 * :class:`HeldOutToTensorBoard` writes ``<name>/error`` and ``<name>/nlpd`` (classification) or
   ``<name>/rmse`` and ``<name>/nlpd`` (regression) of any GPflow model on held-out data
   (:func:`gpflow_ep.evaluation.held_out_metrics`).
@@ -131,7 +132,7 @@ class EPDiagnosticsToTensorBoard(ToTensorBoard):
             if values[count]:
                 for tag, key in tags.items():
                     tf.summary.scalar(tag, float(values[key]), step=step)
-        if self.histograms:
+        if self.histograms and model.sites.num_sites:  # tied sites keep no per-point site
             tau, nu = (t.numpy() for t in model.sites.read())
             tf.summary.histogram("ep/site_precision", tau, step=step)
             tf.summary.histogram("ep/site_natural_mean", nu, step=step)

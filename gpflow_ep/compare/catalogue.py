@@ -34,6 +34,7 @@ MODEL_LABELS: Dict[str, Dict[str, str]] = {
         "pep": "PowerEP (probit)",
         "rep": "RelaxedEP (probit)",
         "sepgpc": "SEPGPC (probit)",
+        "sepgpc-tied": "SEPGPC (probit, tied sites)",
         "svgp": "SVGP (Bernoulli)",
         "vgp": "VGP (Bernoulli)",
         "epgpc-hinge": "EPGPC (hinge)",

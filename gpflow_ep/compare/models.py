@@ -15,6 +15,8 @@ name                  task        model
 ``pep``               binary      :class:`~gpflow_ep.models.PowerEP`, probit, α = 0.8
 ``rep``               binary      :class:`~gpflow_ep.models.RelaxedEP`, probit
 ``sepgpc``            binary      :class:`~gpflow_ep.models.SEPGPC`, probit, M inducing inputs
+``sepgpc-tied``       binary      the same with tied sites (one average site; stochastic EP,
+                                  :cite:t:`Li2015`), batch EP of it in every loss evaluation
 ``epgpc-hinge``       binary      EPGPC with the Bayesian SVM's ``BinaryHinge``
 ``svgp``              all         ``gpflow.models.SVGP`` (probit / ``MultiClass`` robust-max /
                                   Gaussian)
@@ -263,6 +265,7 @@ MODELS: Dict[str, Dict[str, ModelSpec]] = {
         "pep": ModelSpec(_model("pep"), "log Z_PEP"),
         "rep": ModelSpec(_model("rep"), "log Z_REP"),
         "sepgpc": ModelSpec(_model("sepgpc"), "log Z_EP"),
+        "sepgpc-tied": ModelSpec(_model("sepgpc", options=lambda td: dict(sites="tied", ep_mode="nested")), "log Z_EP"),
         "svgp": ModelSpec(_model("svgp"), "ELBO"),
         "vgp": ModelSpec(_model("vgp"), "ELBO"),
         "epgpc-hinge": ModelSpec(_model("epgpc", BinaryHinge), "log Z_EP (pseudo)"),

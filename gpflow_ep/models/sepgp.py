@@ -94,17 +94,14 @@ SITE_LAYOUTS = ("per_point", "tied")
 
 
 def _check_ep_mode(ep_mode: Optional[str], site_layout: str) -> str:
-    """``ep_mode``, by default "nested" for per-point sites and "alternated" for tied ones (refused "nested")."""
+    """
+    ``ep_mode``, by default "nested" for per-point sites (``training_loss((X, Y))`` on all the data runs
+    batch EP) and "alternated" for tied ones (``training_loss((X, Y))`` is the minibatch objective of any
+    batch, as SVGP's).
+    """
     if ep_mode is None:
         return "alternated" if site_layout == "tied" else "nested"
-    ep_mode = check_choice(ep_mode, "ep_mode", EP_MODES)
-    if ep_mode == "nested" and site_layout == "tied":
-        raise ValueError(
-            "ep_mode: with tied sites training_loss((X, Y)) is the minibatch objective of any batch (as SVGP's), "
-            "so it does not run batch EP inside: leave ep_mode out ('alternated') and run EP with run_ep or "
-            "gpflow_ep.optimizers.EP / MinibatchEP"
-        )
-    return ep_mode
+    return check_choice(ep_mode, "ep_mode", EP_MODES)
 
 
 class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossMixin):
@@ -255,10 +252,16 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         Eager validation of the data of ``training_loss``: all n points, or a minibatch with indices; with
         tied sites any minibatch (X, Y).
         """
-        if self.tied or (isinstance(data, (tuple, list)) and len(data) == 3):
+        if self._is_minibatch(data):
             self._check_minibatch(data)
         else:
             self._check_full_data(data)
+
+    def _is_minibatch(self, data) -> bool:
+        """``(X, Y, index)``, or with tied sites in alternated mode any ``(X, Y)``; else all n points."""
+        if isinstance(data, (tuple, list)) and len(data) == 3:
+            return True
+        return self.tied and self.ep_mode == "alternated"
 
     def training_loss_closure(self, data, *, compile: bool = True):
         """
@@ -414,11 +417,17 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         (:func:`~gpflow_ep.models.tied_sites.tied_evidence_estimate` with the full batch).
         """
         sites = self._check_full_data(data)
-        if self.tied:
-            prior = whitened_prior(self._prior_blocks(sites.X))
-            factor = self._site_factor(sites, prior.s)
-            return self.ep_state.evidence(prior, sites.pairs, factor, self.ep_settings)
         return self._evidence(sites.X, sites.Y, sites.pairs.index)
+
+    @not_converted
+    def _evidence(self, X, Y, site_pair=None) -> tf.Tensor:
+        """log Z_EP at the stored state: the engine's energy of the sites, or of the tied average site."""
+        if not self.tied:
+            return super()._evidence(X, Y, site_pair)
+        pairs = self._pairs(X, site_pair)
+        prior = whitened_prior(self._prior_blocks(X))
+        factor = self._site_factor(SiteBatch(X, Y, pairs), prior.s)
+        return self.ep_state.evidence(prior, pairs, factor, self.ep_settings)
 
     @not_converted
     @check_shapes("return: []")
@@ -427,9 +436,9 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         ``data = (X, Y)`` (all n points): log Z_q (in nested mode after EP is run to convergence).
         ``data = (X, Y, index)`` (a minibatch): F_M at the stored state (:meth:`minibatch_objective`;
         nothing is written: the minibatch site refresh is :class:`gpflow_ep.optimizers.MinibatchEP`).
-        With tied sites any minibatch ``(X, Y)``: F_M.
+        With tied sites in alternated mode (their default) any minibatch ``(X, Y)``: F_M.
         """
-        if self.tied or (isinstance(data, (tuple, list)) and len(data) == 3):
+        if self._is_minibatch(data):
             return self.minibatch_objective(data)
         sites = self._check_full_data(data)
         return self._objective(sites.X, sites.Y, sites.pairs.index)
@@ -553,6 +562,7 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
     def _minibatch_terms(self, frame, objective: bool, evidence: bool):
         """F_M and/or log Ẑ_M (None for the one not asked for) from one set of the batch's cavities and log Z_i."""
         settings = self.ep_settings
+        frame = frame.with_q()
         cavities = self.ep_state.batch_cavities(frame, settings)
         factor = self._site_factor(frame.sites, frame.s)
         tilted = batch_tilted(cavities, factor, settings.power, derivatives=objective)

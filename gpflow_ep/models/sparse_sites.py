@@ -124,6 +124,10 @@ class Frame(NamedTuple):
     def pairs(self) -> SitePairs:
         return self.sites.pairs
 
+    def with_q(self) -> "Frame":
+        """The frame itself (its q is factorised when it is built)."""
+        return self
+
     def after(self, accepted, A_refreshed, num_skipped, q_refreshed: WhitenedGaussian, change=None) -> "Frame":
         """
         The frame after a refresh was written (``accepted``) or not: then the pairs' projections are
@@ -436,7 +440,7 @@ def evidence_estimate(
     :param precision, natural_mean: the batch sites' τ and ν, [S, 1].
     :param scale: n/|M|, the number of sites over the batch's.
     """
-    _, _, old, _ = cavities
+    old = cavities.old
     pairs = frame.pairs
     centred = natural_mean - precision * pairs.gather(frame.prior_mean)  # q(u) holds the sites of f - m(X)
     gap = cavity_log_normaliser_gap(

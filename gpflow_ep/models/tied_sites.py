@@ -50,7 +50,7 @@ The minibatch objective F_M is sparse EP's (:func:`~gpflow_ep.models.sparse_site
 with the tied cavity, held fixed in u-space.
 """
 
-from typing import NamedTuple, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -73,7 +73,8 @@ class TiedFrame(NamedTuple):
     """
     A minibatch's quantities for tied sites (:meth:`TiedEPState.frame`): as
     :class:`~gpflow_ep.models.sparse_sites.Frame` (L, the fresh projections A = L⁻¹K_uf, FITC variances,
-    prior means, q(v)), and q's whitened natural parameters and the tied cavity q^{\\i}(v).
+    prior means, q(v)), and q's whitened natural parameters and the tied cavity q^{\\i}(v). A refresh needs
+    the cavity alone, so q is factorised only when asked for (:meth:`with_q`) or after a refresh.
     """
 
     sites: SiteBatch
@@ -82,7 +83,7 @@ class TiedFrame(NamedTuple):
     A_new: tf.Tensor
     s: tf.Tensor
     prior_mean: tf.Tensor
-    q: WhitenedGaussian
+    q: Optional[WhitenedGaussian]  # None until factorised
     natural: Tuple[tf.Tensor, tf.Tensor]  # q(v)'s Λ_v [C, M, M] and η_v [C, M, 1]
     cavity: WhitenedGaussian
     kappa: float  # (n - β)/n: the cavity's natural parameters are κ times q's
@@ -91,17 +92,22 @@ class TiedFrame(NamedTuple):
     def pairs(self):
         return self.sites.pairs
 
+    def with_q(self) -> "TiedFrame":
+        """The frame with q(v) factorised (once)."""
+        return self if self.q is not None else self._replace(q=WhitenedGaussian(*self.natural))
+
     def after(self, accepted, A_refreshed, num_skipped, q_refreshed: WhitenedGaussian, change) -> "TiedFrame":
         """The frame after a refresh with q's u-space change ``change`` was written (``accepted``) or not."""
         del A_refreshed, num_skipped  # tied sites keep no per-point direction
         d_Lambda, d_eta = (tf.where(accepted, c, tf.zeros_like(c)) for c in change)
         Lambda_v = self.natural[0] + tf.matmul(self.L, tf.matmul(d_Lambda, self.L), transpose_a=True)
         eta_v = self.natural[1] + tf.matmul(self.L, d_eta, transpose_a=True)
-        q = WhitenedGaussian.from_factor(
-            tf.where(accepted, q_refreshed.cholesky, self.q.cholesky),
-            tf.where(accepted, q_refreshed.half_mean, self.q.half_mean),
-            tf.where(accepted, q_refreshed.proper, self.q.proper),
-        )
+        def unchanged():  # q as it was (factorised only for a refresh that was not written)
+            old = self.with_q().q
+            return old.cholesky, old.half_mean, tf.convert_to_tensor(old.proper)
+
+        refreshed = (q_refreshed.cholesky, q_refreshed.half_mean, tf.convert_to_tensor(q_refreshed.proper))
+        q = WhitenedGaussian.from_factor(*tf.cond(accepted, lambda: refreshed, unchanged))
         cavity = WhitenedGaussian(self.kappa * Lambda_v, self.kappa * eta_v)
         return self._replace(q=q, natural=(Lambda_v, eta_v), cavity=cavity)
 
@@ -206,7 +212,7 @@ class TiedEPState(PosteriorState):
             A_new=A,
             s=s,
             prior_mean=prior_mean,
-            q=WhitenedGaussian(Lambda_v, eta_v),
+            q=None,
             natural=(Lambda_v, eta_v),
             cavity=WhitenedGaussian(kappa * Lambda_v, kappa * eta_v),
             kappa=kappa,

@@ -187,6 +187,16 @@ def test_the_minibatch_objective_has_the_gradient_of_its_definition(data):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10, err_msg=v.name)
 
 
+def test_in_nested_mode_the_loss_on_all_the_data_runs_tied_ep_first(data):
+    """ep_mode="nested" (for Scipy on all the data): the loss is -log Z_EP after batch EP of the average site."""
+    nested, alternated = _tied(data, ep_mode="nested"), _tied(data)
+    loss = float(nested.training_loss(data))
+    assert bool(nested.ep_state_is_current())
+    alternated.run_ep(data)
+    np.testing.assert_allclose(loss, -float(alternated.log_marginal_likelihood(data)), rtol=1e-10)
+    assert float(alternated.training_loss(data)) != loss  # alternated: the minibatch objective -F_M of the batch
+
+
 def test_the_state_does_not_grow_with_the_data():
     """O(C·M²) variables whatever n (no per-point site or direction); per-point sites grow as n."""
 
@@ -231,7 +241,7 @@ def test_multiclass_tied_sites_refresh_and_predict(data):
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda data: _tied(data, ep_mode="nested"), r"^ep_mode: with tied sites"),
+        (lambda data: _tied(data, ep_mode="nested").training_loss((data[0][:5], data[1][:5])), r"^data: batch EP"),
         (lambda data: _tied(data, schedule="sequential"), r"^schedule: tied sites are refreshed together"),
         (lambda data: _tied(data, relaxation=Relaxation(penalty=0.1)), r"^relaxation: relaxed EP's per-site slack"),
         (lambda data: _tied(data).reproject_sites(data), r"^sites: tied sites keep one average site"),
@@ -240,7 +250,7 @@ def test_multiclass_tied_sites_refresh_and_predict(data):
         (lambda data: _tied(data).training_loss((np.full((5, 2), np.nan), data[1][:5])), r"batch\[0\] \(X\)"),
         (lambda data: MinibatchEP().step(_tied(data), (data[0][:5, :1], data[1][:5])), r"batch\[0\] \(X\)"),
     ],
-    ids=["nested", "sequential", "relaxation", "reproject", "layout", "labels", "nan", "columns"],
+    ids=["nested-batch", "sequential", "relaxation", "reproject", "layout", "labels", "nan", "columns"],
 )
 def test_bad_input_is_a_value_error_naming_it(data, call, match):
     with pytest.raises(ValueError, match=match):

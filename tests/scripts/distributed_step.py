@@ -33,6 +33,7 @@ VARIANTS = {
     "SEPGPC-power": (lambda: NoisyStep(0.1), dict(power=0.8, minibatch_damping=0.7)),
     "SEPGPC-relaxed": (lambda: NoisyStep(0.2), dict(relaxation=Relaxation(penalty=0.1))),
     "SEPGPC-hinge": (BinaryHinge, dict(power=0.8)),
+    "SEPGPC-tied": (Probit, dict(sites="tied", power=0.8)),
 }
 
 
@@ -59,8 +60,9 @@ def build(kind, X, Y, Z):
     if kind == "DGPAEP":  # a two-layer deep GP with a probit output (moment propagation through layers)
         return DGPAEP.from_data(X, Y, [2, 2, 1], num_inducing=len(Z), likelihood=Probit(), seed=3)
     kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=[0.9, 1.1])
-    if kind == "SEPMGPC":  # three classes: paired sites, gathered across replicas like SEPGPC's
-        return SEPMGPC(kernel, MultiClassStep(3, noise_variance=0.1), Z.copy(), num_data=len(X))
+    if kind.startswith("SEPMGPC"):  # three classes: paired sites, gathered across replicas like SEPGPC's
+        sites = "tied" if kind.endswith("tied") else "per_point"  # tied: q's changes summed across replicas
+        return SEPMGPC(kernel, MultiClassStep(3, noise_variance=0.1), Z.copy(), num_data=len(X), sites=sites)
     if kind in VARIANTS:
         likelihood, options = VARIANTS[kind]
         return SEPGPC(kernel, likelihood(), Z.copy(), num_data=len(X), **options)
@@ -90,7 +92,7 @@ def conditioning(model):
 
 def main(kind):
     X, Y = two_dimensional(64, seed=4)
-    if kind == "SEPMGPC":
+    if kind.startswith("SEPMGPC"):
         Y = Y + (X[:, 1:] > 0.5)  # classes 0, 1, 2
     Z = X[::8]
     index = np.arange(20, 44, dtype=np.int32)
@@ -125,11 +127,11 @@ def main(kind):
     first_update = max(float(np.max(np.abs(u))) for u in first)
     report = {
         "loss": max(abs(a - b) for a, b in zip(l1, l2)),
-        "updates": max(float(np.max(np.abs(a - b))) for a, b in zip(d1, d2)),
-        "state": max(float(np.max(np.abs(a - b))) for a, b in zip(s1, s2)),
+        "updates": max(float(np.max(np.abs(a - b), initial=0.0)) for a, b in zip(d1, d2)),
+        "state": max(float(np.max(np.abs(a - b), initial=0.0)) for a, b in zip(s1, s2)),
         # |L| and how far the second loss moves when every parameter moves by the first step's largest update
         "loss_scale": max(abs(v) for v in l1) + gradient_l1 * first_update,
-        "update_scale": max(float(np.max(np.abs(a))) for a in d1),
+        "update_scale": max(float(np.max(np.abs(a), initial=0.0)) for a in d1),
         "state_scale": max(float(np.max(np.abs(a), initial=0.0)) for a in s1),
         "kappa": kappa,
         "inducing": size,

@@ -43,7 +43,17 @@ def test_a_model_made_outside_the_strategy_scope_is_a_value_error_naming_the_mod
         fit(m, (X, Y), batch_size=20, iterations=1, optimizer=optimizer, strategy=strategy)
 
 
-DISTRIBUTED_MODELS = ["SEPGPC", "SEPGPC-power", "SEPGPC-relaxed", "SEPGPC-hinge", "SEPMGPC", "SVGP", "DGPAEP"]
+DISTRIBUTED_MODELS = [
+    "SEPGPC",
+    "SEPGPC-power",
+    "SEPGPC-relaxed",
+    "SEPGPC-hinge",
+    "SEPGPC-tied",
+    "SEPMGPC",
+    "SEPMGPC-tied",
+    "SVGP",
+    "DGPAEP",
+]
 
 
 @pytest.fixture(scope="module")
