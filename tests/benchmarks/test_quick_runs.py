@@ -41,6 +41,7 @@ RUNS = {
     "sepmgpc_multiclass": ([], [slow]),
     "spike_slab_pcep": ([], [slow]),
     "step_speed": ([], [slow]),
+    "tied_scale": ([], [slow]),
     "tied_speed": ([], [slow]),
 }
 
