@@ -26,81 +26,127 @@ column, and one cross term,
 which is one batched [M, Q + 2] × [Q + 2, M] product per input followed by one exp; and the only
 use of Ψ₂ in DGP-AEP, the traces tr(C_k Ψ₂) against a few fixed [M, M] matrices C_k
 (:func:`psi2_traces`), is one [N, M²] × [M², K] product.
+
+The GPs of a layer are one batch: GPflow's ``SharedIndependent`` / ``SeparateIndependent`` kernel and
+inducing inputs [M, Q] (shared) or [P, M, Q] (one set per GP) give the statistics of all of them at
+once, with a leading dimension P; it is 1 when the GPs share the kernel and the inducing inputs (the
+statistics are then the same for every GP and computed once).
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, Tuple
 
 import tensorflow as tf
 from check_shapes import check_shapes
-from gpflow.kernels import SquaredExponential
+from gpflow.config import default_float
+from gpflow.kernels import Kernel, SeparateIndependent, SharedIndependent, SquaredExponential
 
-__all__ = ["PsiStatistics", "psi_statistics", "psi2_traces"]
+__all__ = ["PsiStatistics", "psi_statistics", "psi2_traces", "stacked_se_parameters"]
 
 
 class PsiStatistics(NamedTuple):
-    """ψ₀ [N], ψ₁ [N, M] and Ψ₂ [N, M, M] of a kernel under N Gaussian inputs."""
+    """ψ₀ [..., N], ψ₁ [..., N, M] and Ψ₂ [..., N, M, M] of a kernel under N Gaussian inputs."""
 
     psi0: tf.Tensor
     psi1: tf.Tensor
     psi2: tf.Tensor
 
 
+def stacked_se_parameters(kernel: Kernel, input_dim: int) -> Tuple[tf.Tensor, tf.Tensor]:
+    """
+    σ_f² [P] and the lengthscales [P, Q] (Q = ``input_dim``; a scalar lengthscale repeated) of a
+    ``SquaredExponential`` (P = 1), a ``SharedIndependent`` one (P = 1) or a ``SeparateIndependent``
+    list of them (P kernels).
+    """
+    if isinstance(kernel, SharedIndependent):
+        kernel = kernel.kernel
+    kernels = kernel.kernels if isinstance(kernel, SeparateIndependent) else [kernel]
+    for k in kernels:
+        if not isinstance(k, SquaredExponential):
+            raise ValueError(
+                f"kernel: the Psi statistics are implemented for SquaredExponential; got {type(k).__name__}"
+            )
+    variances = tf.stack([tf.convert_to_tensor(k.variance) for k in kernels])
+    ones = tf.ones([input_dim], dtype=variances.dtype)
+    return variances, tf.stack([tf.convert_to_tensor(k.lengthscales) * ones for k in kernels])
+
+
 @check_shapes(
     "mean: [N, Q]",
     "var: [N, Q]",
-    "Z: [M, Q]",
-    "return.psi0: [N]",
-    "return.psi1: [N, M]",
-    "return.psi2: [N, M, M]",
+    "Z: [batch..., M, Q]",
 )
-def psi_statistics(kernel: SquaredExponential, mean, var, Z) -> PsiStatistics:
+def psi_statistics(kernel: Kernel, mean, var, Z) -> PsiStatistics:
     """
-    ψ₀, ψ₁, Ψ₂ of ``kernel`` (a ``gpflow.kernels.SquaredExponential``, ARD or not, without
-    ``active_dims``) under the inputs N(``mean``_n, diag ``var``_n), for inducing inputs ``Z``.
+    ψ₀, ψ₁, Ψ₂ of ``kernel`` under the inputs N(``mean``_n, diag ``var``_n), for inducing inputs ``Z``.
     ``var = 0`` gives ψ₁ = k(X, Z) and Ψ₂ = k kᵀ.
-    """
-    if not isinstance(kernel, SquaredExponential):
-        raise ValueError(
-            f"kernel: the Psi statistics are implemented for SquaredExponential; got {type(kernel).__name__}"
-        )
-    variance = tf.convert_to_tensor(kernel.variance)
-    ell2 = tf.square(tf.convert_to_tensor(kernel.lengthscales)) * tf.ones_like(mean[0])  # [Q]
-    N = tf.shape(mean)[0]
 
-    # ψ₁: denominators ℓ² + s  [N, Q]
-    d1 = ell2 + var
-    log_det1 = -0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)  # [N]
-    sq1 = tf.reduce_sum(tf.square(mean[:, None, :] - Z[None, :, :]) / d1[:, None, :], axis=-1)  # [N, M]
-    psi1 = variance * tf.exp(log_det1[:, None] - 0.5 * sq1)
+    ``kernel`` is a ``gpflow.kernels.SquaredExponential`` (ARD or not, without ``active_dims``) and ``Z``
+    [M, Q]: the statistics are [N], [N, M] and [N, M, M]. For the GPs of a layer, ``kernel`` may be GPflow's
+    ``SharedIndependent`` or ``SeparateIndependent`` (P kernels) and ``Z`` [M, Q] or [P, M, Q] (one set
+    per GP); then every statistic has a leading dimension P, 1 when both are shared.
+    """
+    mean, var, Z = (tf.convert_to_tensor(t, dtype=default_float()) for t in (mean, var, Z))
+    variances, lengthscales = stacked_se_parameters(kernel, mean.shape[-1])
+    batched = isinstance(kernel, (SharedIndependent, SeparateIndependent)) or Z.shape.rank == 3
+    Z = Z if Z.shape.rank == 3 else Z[None]  # [Pz, M, Q]
+    psi = _batched_psi_statistics(variances, tf.square(lengthscales), mean, var, Z)
+    return psi if batched else PsiStatistics(*(t[0] for t in psi))
+
+
+@check_shapes(
+    "variances: [Pk]",
+    "ell2: [Pk, Q]",
+    "mean: [N, Q]",
+    "var: [N, Q]",
+    "Z: [Pz, M, Q]",
+    "return.psi0: [P, N]",
+    "return.psi1: [P, N, M]",
+    "return.psi2: [P, N, M, M]",
+)
+def _batched_psi_statistics(variances, ell2, mean, var, Z) -> PsiStatistics:
+    """The statistics of P = max(Pk, Pz) GPs (Pk kernels' σ_f², ℓ² against Pz sets of Z; module docstring)."""
+    ell2 = ell2[:, None, :]  # [Pk, 1, Q]
+
+    # ψ₁: denominators ℓ² + s  [Pk, N, Q]
+    d1 = ell2 + var[None]
+    log_det1 = -0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)  # [Pk, N]
+    sq1 = tf.reduce_sum(
+        tf.square(mean[None, :, None, :] - Z[:, None, :, :]) / d1[:, :, None, :], axis=-1
+    )  # [P, N, M]
+    psi1 = variances[:, None, None] * tf.exp(log_det1[..., None] - 0.5 * sq1)
 
     # Ψ₂ = exp(X_n Y_nᵀ) with X_n = [z u_n, s_n, 1], Y_n = [z, 1, s_n] (module docstring)
-    w = 1.0 / (ell2 + 2.0 * var)  # [N, Q]
-    u = 0.5 * (1.0 / ell2 - w)  # [N, Q], ≥ 0
+    w = 1.0 / (ell2 + 2.0 * var[None])  # [Pk, N, Q]
+    u = 0.5 * (1.0 / ell2 - w)  # [Pk, N, Q], ≥ 0
     Z2 = tf.square(Z)
     r = (
-        2.0 * tf.math.log(variance)
-        - 0.5 * tf.reduce_sum(tf.math.log(1.0 + 2.0 * var / ell2), axis=-1)
-        - tf.reduce_sum(w * tf.square(mean), axis=-1)
-    )  # [N]
+        2.0 * tf.math.log(variances)[:, None]
+        - 0.5 * tf.reduce_sum(tf.math.log(1.0 + 2.0 * var[None] / ell2), axis=-1)
+        - tf.reduce_sum(w * tf.square(mean[None]), axis=-1)
+    )  # [Pk, N]
     s = (
-        tf.matmul(w * mean, Z, transpose_b=True)
+        tf.matmul(w * mean[None], Z, transpose_b=True)
         - 0.25 * tf.matmul(w, Z2, transpose_b=True)
-        - 0.25 * tf.reduce_sum(Z2 / ell2, axis=-1)[None, :]
-        + 0.5 * r[:, None]
-    )[..., None]  # [N, M, 1]
+        - 0.25 * tf.reduce_sum(Z2 / ell2, axis=-1)[:, None, :]
+        + 0.5 * r[..., None]
+    )[..., None]  # [P, N, M, 1]
     ones = tf.ones_like(s)
-    Z_n = tf.broadcast_to(Z[None], tf.concat([[N], tf.shape(Z)], axis=0))  # [N, M, Q]
-    rows = tf.concat([Z_n * u[:, None, :], s, ones], axis=-1)
+    Z_n = Z[:, None, :, :] * tf.ones_like(s)  # [P, N, M, Q]
+    rows = tf.concat([Z_n * u[:, :, None, :], s, ones], axis=-1)
     columns = tf.concat([Z_n, ones, s], axis=-1)
     psi2 = tf.exp(tf.matmul(rows, columns, transpose_b=True))
-    psi0 = variance * tf.ones([N], dtype=mean.dtype)
+    psi0 = tf.broadcast_to(variances[:, None], tf.shape(psi1)[:2])
     return PsiStatistics(psi0, psi1, psi2)
 
 
-@check_shapes("psi2: [N, M, M]", "matrices: [K, M, M]", "return: [N, K]")
+@check_shapes("psi2: [batch..., N, M, M]", "matrices: [batch..., K, M, M]", "return: [batch..., N, K]")
 def psi2_traces(psi2, matrices):
-    """Σ_{m,m'} C_k[m, m'] Ψ₂[n, m, m'] = tr(C_k Ψ₂,n) (Ψ₂ is symmetric) for every n and k, in one pass over Ψ₂."""
+    """
+    Σ_{m,m'} C_k[m, m'] Ψ₂[n, m, m'] = tr(C_k Ψ₂,n) (Ψ₂ is symmetric) for every n and k, in one pass over
+    Ψ₂ (for each leading index: a batch of GPs with their own Ψ₂ and matrices).
+    """
     shape = tf.shape(psi2)
-    flat_psi2 = tf.reshape(psi2, [shape[0], shape[1] * shape[2]])
-    flat_matrices = tf.reshape(matrices, [tf.shape(matrices)[0], shape[1] * shape[2]])
+    flat_psi2 = tf.reshape(psi2, tf.concat([shape[:-2], [shape[-2] * shape[-1]]], axis=0))
+    m_shape = tf.shape(matrices)
+    flat_matrices = tf.reshape(matrices, tf.concat([m_shape[:-2], [m_shape[-2] * m_shape[-1]]], axis=0))
     return tf.matmul(flat_psi2, flat_matrices, transpose_b=True)

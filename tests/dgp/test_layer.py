@@ -22,7 +22,7 @@ def test_gaussian_input_moments_match_monte_carlo(make_layer, rng, cavity, u_spa
     m, v = (t.numpy()[0, 0] for t in layer.propagate(mu, s, cavity=cavity))
     L = _numpy_cholesky(layer, 0)
     K_inv = np.linalg.inv(L @ L.T)
-    u_mean, u_cov = u_space(layer.factors[0], L, cavity)
+    u_mean, u_cov = u_space(layer.factor, L, cavity)
     S = 400_000
     h = mu + np.sqrt(s) * rng.standard_normal((S, 2))
     u = u_mean + rng.standard_normal((S, u_mean.size)) @ np.linalg.cholesky(u_cov).T
@@ -45,7 +45,7 @@ def test_termwise_variance_equals_the_papers_formula(make_layer, u_space):
     m, v = (t.numpy()[:, 0] for t in layer.propagate(mu, s, cavity=True))
     L = _numpy_cholesky(layer, 0)
     K_inv = np.linalg.inv(L @ L.T)
-    u_mean, u_cov = u_space(layer.factors[0], L, cavity=True)
+    u_mean, u_cov = u_space(layer.factor, L, cavity=True)
     A = K_inv @ u_mean
     B = K_inv @ (u_cov + np.outer(u_mean, u_mean)) @ K_inv - K_inv
     psi = psi_statistics(layer.kernels[0], mu, s, layer.inducing_variables[0].Z)

@@ -15,7 +15,7 @@ def _phi(mean, cov):
 def test_energy_terms_equal_the_explicit_phi_terms(make_layer, u_space):
     """(1 - N)φ_post + Nφ_cav - φ_prior from Cholesky factors = the same with explicit inverses (1e-9)."""
     layer = make_layer(num_data=7)
-    factor = layer.factors[0]
+    factor = layer.factor
     L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], layer.kernels[0], jitter=layer.jitter).numpy())
     N = factor.num_data
     phi_post = _phi(*u_space(factor, L, cavity=False))
@@ -29,12 +29,12 @@ def test_energy_terms_equal_the_explicit_phi_terms(make_layer, u_space):
 def test_whitened_distribution_is_the_u_space_one(make_layer, cavity, u_space):
     """q(v), v = L⁻¹u, maps to P = K⁻¹ + βT, m = P⁻¹βt (β = (N-1)/N for the cavity, 1 for q)."""
     layer = make_layer(num_data=5)
-    factor = layer.factors[0]
+    factor = layer.factor
     L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], layer.kernels[0], jitter=layer.jitter).numpy())
     mean, cov = u_space(factor, L, cavity)
     for q in (factor.whitened(L, cavity), factor.posterior_and_cavity(L)[int(cavity)]):  # the layer uses the pair
-        np.testing.assert_allclose(L @ q.mean.numpy()[:, 0], mean, rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(L @ q.covariance().numpy() @ L.T, cov, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(L @ q.mean.numpy()[0, :, 0], mean, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(L @ q.covariance().numpy()[0] @ L.T, cov, rtol=1e-9, atol=1e-12)
 
 
 def test_removed_fraction():

@@ -8,8 +8,7 @@ from gpflow import covariances
 from gpflow.keras import tf_keras
 from scipy.stats import norm
 
-from gpflow_ep.dgp import AEPLayer, TiedFactor
-from gpflow_ep.dgp.layer import random_factor
+from gpflow_ep.dgp import AEPLayer, TiedFactor, random_factor
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import DGPAEP
 from gpflow_ep.training import fit
@@ -18,12 +17,12 @@ from gpflow_ep.training import fit
 def single_layer_model(rng, X, Z, num_data, noise=0.2, factor=None, kernel=None):
     """L = 1: one FITC GP, Gaussian likelihood (the observation noise)."""
     kernel = kernel or gpflow.kernels.SquaredExponential(variance=1.4, lengthscales=[0.8] * X.shape[1])
-    factor = factor or random_factor(len(Z), 0.5, num_data, rng)
-    return DGPAEP([AEPLayer([kernel], [Z], [factor])], gpflow.likelihoods.Gaussian(variance=noise), num_data)
+    factor = factor or random_factor(1, len(Z), 0.5, num_data, rng)
+    return DGPAEP([AEPLayer(kernel, [Z], factor)], gpflow.likelihoods.Gaussian(variance=noise), num_data)
 
 
 def factor_variables(model):
-    return [v for layer in model.layers for f in layer.factors for v in (f.factor_cholesky, f.factor_shift)]
+    return [v for layer in model.layers for v in (layer.factor.factor_cholesky, layer.factor.factor_shift)]
 
 
 def maximise_over_factors(model, data, gtol=1e-10):
@@ -34,8 +33,8 @@ def maximise_over_factors(model, data, gtol=1e-10):
     )
 
 
-def u_posterior(factor, L, beta=1.0):
-    R, t = factor.factor_cholesky.numpy(), factor.factor_shift.numpy()[:, 0]
+def u_posterior(factor, L, beta=1.0, d=0):
+    R, t = factor.factor_cholesky.numpy()[d], factor.factor_shift.numpy()[d, :, 0]
     P = np.linalg.inv(L @ L.T) + beta * R @ R.T
     V = np.linalg.inv(P)
     return V @ (beta * t), V, P
@@ -78,7 +77,7 @@ def test_stationary_point_matches_averaged_tilted_moments(rng):
     m = single_layer_model(rng, X, Z, N, noise=noise)
     maximise_over_factors(m, (X, Y))
     layer = m.layers[0]
-    kernel, factor = layer.kernels[0], layer.factors[0]
+    kernel, factor = layer.kernels[0], layer.factor
     L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], kernel, jitter=layer.jitter).numpy())
     K_inv = np.linalg.inv(L @ L.T)
     mean, V, _ = u_posterior(factor, L)
@@ -124,8 +123,8 @@ def test_gradients_match_finite_differences(rng, assert_gradients_match_finite_d
     with tf.GradientTape() as tape:
         loss = m.training_loss((X, Y))
     grads = tape.gradient(loss, variables)
-    # layer 1: shared kernel (2), 2 × Z, 2 × (R, t), noise; layer 2: kernel (2), Z, (R, t); likelihood variance
-    assert len(variables) == 15
+    # layer 1: shared kernel (2), 2 × Z, (R, t) of both GPs, noise; layer 2: kernel (2), Z, (R, t); likelihood variance
+    assert len(variables) == 13
     loss_at = tf.function(lambda: m.training_loss((X, Y)))  # compiled once: ~170 entries × 2 evaluations
     # the difference's error: h² |F_xxx| / 6 (the factors enter F scaled by N) plus round-off |F| 1e-16 / h,
     # about 1e-8 for |F| ~ 100 at h = 1e-6: entries are compared to 1e-5 relative with an absolute floor of 1e-5
@@ -140,7 +139,7 @@ def test_single_layer_prediction_is_the_fitc_predictive(rng):
     kernel = layer.kernels[0]
     L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], kernel, jitter=layer.jitter).numpy())
     K_inv = np.linalg.inv(L @ L.T)
-    mean, V, _ = u_posterior(layer.factors[0], L)
+    mean, V, _ = u_posterior(layer.factor, L)
     k = kernel(Z, Xs).numpy()
     expected_mean = k.T @ K_inv @ mean
     expected_var = 1.4 - np.sum(k * (K_inv @ k), 0) + np.sum(k * (K_inv @ V @ K_inv @ k), 0)
@@ -179,7 +178,7 @@ def test_two_layer_moments_match_monte_carlo_of_the_fitc_chain(rng):
     def sample_layer(layer, inputs, d):
         kernel, Z = layer.kernels[d], layer.inducing_variables[d].Z.numpy()
         L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[d], kernel, jitter=layer.jitter).numpy())
-        mean, V, _ = u_posterior(layer.factors[d], L)
+        mean, V, _ = u_posterior(layer.factor, L, d=d)
         u = mean + rng.standard_normal((S, mean.size)) @ np.linalg.cholesky(V).T
         k = kernel(inputs, Z).numpy()
         c = k @ np.linalg.inv(L @ L.T)
