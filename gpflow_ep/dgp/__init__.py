@@ -5,7 +5,7 @@ kernel expectations, the tied factor, the FITC layer and the reference initialis
 
 from .initialisation import initial_layers
 from .layer import AEPLayer, LayerBlocks
-from .psi import PsiStatistics, psi2_traces, psi_statistics
+from .psi import PsiStatistics, PsiTraces, psi_statistics, psi_traces
 from .tied_factor import TiedFactor, random_factor
 
 __all__ = [
@@ -14,7 +14,8 @@ __all__ = [
     "TiedFactor",
     "random_factor",
     "PsiStatistics",
+    "PsiTraces",
     "psi_statistics",
-    "psi2_traces",
+    "psi_traces",
     "initial_layers",
 ]

@@ -48,7 +48,7 @@ from gpflow.utilities import positive
 from ..covariances import block_Kff, block_Kuf, block_Kuu, multioutput_inducing_variable, multioutput_kernel
 from ..ep import WhitenedGaussian
 from ..ep.whitened import eye_like
-from .psi import psi2_traces, psi_statistics
+from .psi import psi_traces
 from .tied_factor import TiedFactor
 
 __all__ = ["AEPLayer", "LayerBlocks"]
@@ -194,22 +194,23 @@ class AEPLayer(Module):
 
     def _gaussian_input_moments(self, mean, var, L, q: WhitenedGaussian) -> Tuple[tf.Tensor, tf.Tensor]:
         """m, v [N, w] under Gaussian inputs, without the layer noise (module docstring)."""
-        psi = psi_statistics(self.kernel, mean, var, self.inducing_inputs())  # [1 or w, N, ...]
         L_inv = tf.linalg.triangular_solve(L, eye_like(L))  # [1 or w, M, M]
         A = tf.matmul(L_inv, q.mean, transpose_a=True)  # K⁻¹m = L⁻ᵀμ_v, [w, M, 1]
         G = q.half_solve(L_inv)  # L_B⁻¹L⁻¹, GᵀG = K⁻¹VK⁻¹, [w, M, M]
         K_inv = tf.matmul(L_inv, L_inv, transpose_a=True)
         GG = tf.matmul(G, G, transpose_a=True)
         AA = tf.matmul(A, A, transpose_b=True)
-        if L.shape[0] == 1:  # one Ψ₂ for all: one pass over it for K⁻¹ and every GP's two matrices
-            w = self.num_outputs
+        Z = self.inducing_inputs()
+        if L.shape[0] == 1:  # one Ψ₂ for all GPs: one pass over it for K⁻¹ and every GP's two matrices
+            w, Z = self.num_outputs, Z if Z.shape.rank == 2 else Z[0]
+            psi = psi_traces(self.kernel, mean, var, Z, tf.concat([K_inv, GG, AA], axis=0))  # traces [N, 1 + 2w]
             m = tf.matmul(psi.psi1[0], A[..., 0], transpose_b=True)  # [N, w]
-            traces = psi2_traces(psi.psi2[0], tf.concat([K_inv, GG, AA], axis=0))  # [N, 1 + 2w]
-            fitc = psi.psi0[0][:, None] - traces[:, :1]
-            from_q, of_mean = traces[:, 1 : 1 + w], traces[:, 1 + w :] - tf.square(m)
+            fitc = psi.psi0[0][:, None] - psi.traces[:, :1]
+            from_q, of_mean = psi.traces[:, 1 : 1 + w], psi.traces[:, 1 + w :] - tf.square(m)
         else:  # a Ψ₂ per GP, each against its own three matrices
+            psi = psi_traces(self.kernel, mean, var, Z, tf.stack([K_inv * tf.ones_like(GG), GG, AA], axis=1))
+            traces = tf.transpose(psi.traces, [1, 0, 2])  # [N, w, 3]
             m = tf.transpose(tf.matmul(psi.psi1, A)[..., 0])  # [N, w]
-            traces = tf.transpose(psi2_traces(psi.psi2, tf.stack([K_inv, GG, AA], axis=1)), [1, 0, 2])  # [N, w, 3]
             fitc = tf.transpose(psi.psi0) - traces[..., 0]
             from_q, of_mean = traces[..., 1], traces[..., 2] - tf.square(m)
         v = tf.maximum(fitc, 0.0) + tf.maximum(from_q, 0.0) + tf.maximum(of_mean, 0.0)

@@ -12,35 +12,36 @@ For h ~ N(μ, diag s) in R^Q, k(a, b) = σ_f² exp(-½ Σ_q (a_q - b_q)²/ℓ_q�
 
 z̄ = (z_m + z_m')/2. GPflow computes the same quantities one input at a time in
 ``gpflow.expectations`` (the test oracle); here the N inputs of a minibatch are one tensor
-operation and Ψ₂ costs O(N M² Q).
+operation.
 
-Ψ₂ is the one [N, M, M] tensor of a DGP-AEP step, so it is built in as few passes over it as
-possible. Expanding the two squares, its exponent is a per-(input, row) term, the same term of the
-column, and one cross term,
+Ψ₂ is the one large tensor of a DGP-AEP step ([N, M, M] per GP), and its only use in DGP-AEP is the
+traces tr(C_k Ψ₂) against a few [M, M] matrices C_k (:func:`psi_traces`). It is symmetric, so it is
+computed on the P = M(M + 1)/2 pairs m ≤ m' only, and its exponent for all inputs and pairs is one
+matrix product: with σ = z_m + z_m' (so z̄ = σ/2) and w = 1/(ℓ² + 2s), expanding the square,
 
-    log Ψ₂[n, m, m'] = s_{n,m} + s_{n,m'} + Σ_q u_{n,q} z_mq z_m'q,
-    w = 1/(ℓ² + 2s),  u = ½(1/ℓ² - w),
-    s_{n,m} = Σ_q [w_q μ_q z_mq - ¼ w_q z_mq² - z_mq²/(4ℓ_q²)] + ½ r_n,
-    r_n = log σ_f⁴ - ½ Σ_q log(1 + 2s_q/ℓ_q²) - Σ_q w_q μ_q²,
+    log Ψ₂[n, (m, m')] = Σ_q [w_nq μ_nq σ_q - ¼ w_nq σ_q²] + r_n + d_mm',
+    r_n = log σ_f⁴ - ½ Σ_q log(1 + 2s_nq/ℓ_q²) - Σ_q w_nq μ_nq²,
+    d_mm' = -¼ Σ_q (z_mq - z_m'q)²/ℓ_q²,
 
-which is one batched [M, Q + 2] × [Q + 2, M] product per input followed by one exp; and the only
-use of Ψ₂ in DGP-AEP, the traces tr(C_k Ψ₂) against a few fixed [M, M] matrices C_k
-(:func:`psi2_traces`), is one [N, M²] × [M², K] product.
+an [N, 2Q + 2] × [2Q + 2, P] product (rows [wμ, -¼w, r, 1], columns [σ, σ², 1, d]) followed by one
+exp; the traces are then one [N, P] × [P, K] product against the pair weights of the C_k
+(C[m, m'] + C[m', m] off the diagonal). The cost is O(N M² Q), and the largest tensor is [N, P].
 
 The GPs of a layer are one batch: GPflow's ``SharedIndependent`` / ``SeparateIndependent`` kernel and
-inducing inputs [M, Q] (shared) or [P, M, Q] (one set per GP) give the statistics of all of them at
-once, with a leading dimension P; it is 1 when the GPs share the kernel and the inducing inputs (the
+inducing inputs [M, Q] (shared) or [B, M, Q] (one set per GP) give the statistics of all of them at
+once, with a leading dimension B; it is 1 when the GPs share the kernel and the inducing inputs (the
 statistics are then the same for every GP and computed once).
 """
 
 from typing import NamedTuple, Tuple
 
+import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow.config import default_float
 from gpflow.kernels import Kernel, SeparateIndependent, SharedIndependent, SquaredExponential
 
-__all__ = ["PsiStatistics", "psi_statistics", "psi2_traces", "stacked_se_parameters"]
+__all__ = ["PsiStatistics", "PsiTraces", "psi_statistics", "psi_traces", "stacked_se_parameters"]
 
 
 class PsiStatistics(NamedTuple):
@@ -51,11 +52,19 @@ class PsiStatistics(NamedTuple):
     psi2: tf.Tensor
 
 
+class PsiTraces(NamedTuple):
+    """ψ₀ [..., N], ψ₁ [..., N, M] and tr(C_k Ψ₂) [..., N, K] for K matrices C_k."""
+
+    psi0: tf.Tensor
+    psi1: tf.Tensor
+    traces: tf.Tensor
+
+
 def stacked_se_parameters(kernel: Kernel, input_dim: int) -> Tuple[tf.Tensor, tf.Tensor]:
     """
-    σ_f² [P] and the lengthscales [P, Q] (Q = ``input_dim``; a scalar lengthscale repeated) of a
-    ``SquaredExponential`` (P = 1), a ``SharedIndependent`` one (P = 1) or a ``SeparateIndependent``
-    list of them (P kernels).
+    σ_f² [B] and the lengthscales [B, Q] (Q = ``input_dim``; a scalar lengthscale repeated) of a
+    ``SquaredExponential`` (B = 1), a ``SharedIndependent`` one (B = 1) or a ``SeparateIndependent``
+    list of them (B kernels).
     """
     if isinstance(kernel, SharedIndependent):
         kernel = kernel.kernel
@@ -70,6 +79,11 @@ def stacked_se_parameters(kernel: Kernel, input_dim: int) -> Tuple[tf.Tensor, tf
     return variances, tf.stack([tf.convert_to_tensor(k.lengthscales) * ones for k in kernels])
 
 
+def _pairs(M: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The pairs m ≤ m' (row-major upper triangle, diagonal included): indices [P] each."""
+    return np.triu_indices(M)
+
+
 @check_shapes(
     "mean: [N, Q]",
     "var: [N, Q]",
@@ -82,71 +96,81 @@ def psi_statistics(kernel: Kernel, mean, var, Z) -> PsiStatistics:
 
     ``kernel`` is a ``gpflow.kernels.SquaredExponential`` (ARD or not, without ``active_dims``) and ``Z``
     [M, Q]: the statistics are [N], [N, M] and [N, M, M]. For the GPs of a layer, ``kernel`` may be GPflow's
-    ``SharedIndependent`` or ``SeparateIndependent`` (P kernels) and ``Z`` [M, Q] or [P, M, Q] (one set
-    per GP); then every statistic has a leading dimension P, 1 when both are shared.
+    ``SharedIndependent`` or ``SeparateIndependent`` (B kernels) and ``Z`` [M, Q] or [B, M, Q] (one set
+    per GP); then every statistic has a leading dimension B, 1 when both are shared.
     """
-    mean, var, Z = (tf.convert_to_tensor(t, dtype=default_float()) for t in (mean, var, Z))
-    variances, lengthscales = stacked_se_parameters(kernel, mean.shape[-1])
-    batched = isinstance(kernel, (SharedIndependent, SeparateIndependent)) or Z.shape.rank == 3
-    Z = Z if Z.shape.rank == 3 else Z[None]  # [Pz, M, Q]
-    psi = _batched_psi_statistics(variances, tf.square(lengthscales), mean, var, Z)
-    return psi if batched else PsiStatistics(*(t[0] for t in psi))
+    parts = _pair_statistics(kernel, mean, var, Z)
+    M = int(parts.psi1.shape[-1])
+    full = np.zeros((M, M), dtype=np.int64)
+    i, j = _pairs(M)
+    full[i, j] = full[j, i] = np.arange(i.size)
+    psi2 = tf.gather(parts.log_psi2, full, axis=-1)  # [B, N, M, M]
+    statistics = PsiStatistics(parts.psi0, parts.psi1, tf.exp(psi2))
+    return statistics if parts.batched else PsiStatistics(*(t[0] for t in statistics))
 
 
 @check_shapes(
-    "variances: [Pk]",
-    "ell2: [Pk, Q]",
     "mean: [N, Q]",
     "var: [N, Q]",
-    "Z: [Pz, M, Q]",
-    "return.psi0: [P, N]",
-    "return.psi1: [P, N, M]",
-    "return.psi2: [P, N, M, M]",
+    "Z: [z_batch..., M, Q]",
+    "matrices: [batch..., K, M, M]",
 )
-def _batched_psi_statistics(variances, ell2, mean, var, Z) -> PsiStatistics:
-    """The statistics of P = max(Pk, Pz) GPs (Pk kernels' σ_f², ℓ² against Pz sets of Z; module docstring)."""
-    ell2 = ell2[:, None, :]  # [Pk, 1, Q]
+def psi_traces(kernel: Kernel, mean, var, Z, matrices) -> PsiTraces:
+    """
+    ψ₀, ψ₁ and tr(C_k Ψ₂) = Σ_{m,m'} C_k[m, m'] Ψ₂[n, m, m'] for every input n and each of the K
+    ``matrices`` C_k, without forming Ψ₂ (module docstring). Arguments and leading dimensions as
+    :func:`psi_statistics`; with B GPs the matrices are [B, K, M, M] (each GP's own) and the traces
+    [B, N, K]; for one kernel and one Z, [K, M, M] and [N, K].
+    """
+    parts = _pair_statistics(kernel, mean, var, Z)
+    M = int(parts.psi1.shape[-1])
+    i, j = _pairs(M)
+    flat = tf.reshape(matrices, tf.concat([tf.shape(matrices)[:-2], [M * M]], axis=0))
+    off_diagonal = tf.constant((i != j).astype(np.float64), dtype=flat.dtype)
+    weights = tf.gather(flat, i * M + j, axis=-1) + off_diagonal * tf.gather(flat, j * M + i, axis=-1)  # [.., K, P]
+    psi2 = tf.exp(parts.log_psi2)  # [B, N, P]
+    if parts.batched and matrices.shape.rank == 4:
+        traces = tf.matmul(psi2, weights, transpose_b=True)  # [B, N, K]
+    else:
+        traces = tf.matmul(psi2[0], weights, transpose_b=True)  # [N, K]
+    psi0, psi1 = (parts.psi0, parts.psi1) if parts.batched else (parts.psi0[0], parts.psi1[0])
+    return PsiTraces(psi0, psi1, traces)
 
-    # ψ₁: denominators ℓ² + s  [Pk, N, Q]
+
+class _PairStatistics(NamedTuple):
+    psi0: tf.Tensor  # [B, N]
+    psi1: tf.Tensor  # [B, N, M]
+    log_psi2: tf.Tensor  # [B, N, P]
+    batched: bool  # a multi-output kernel or [B, M, Q] inducing inputs
+
+
+def _pair_statistics(kernel: Kernel, mean, var, Z) -> _PairStatistics:
+    """ψ₀, ψ₁ and log Ψ₂ on the pairs m ≤ m' of B = max(kernels, sets of Z) GPs (module docstring)."""
+    mean, var, Z = (tf.convert_to_tensor(t, dtype=default_float()) for t in (mean, var, Z))
+    variances, lengthscales = stacked_se_parameters(kernel, mean.shape[-1])
+    batched = isinstance(kernel, (SharedIndependent, SeparateIndependent)) or Z.shape.rank == 3
+    Z = Z if Z.shape.rank == 3 else Z[None]  # [Bz, M, Q]
+    ell2 = tf.square(lengthscales)[:, None, :]  # [Bk, 1, Q]
+
+    # ψ₁: denominators ℓ² + s  [Bk, N, Q]
     d1 = ell2 + var[None]
-    log_det1 = -0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)  # [Pk, N]
-    sq1 = tf.reduce_sum(
-        tf.square(mean[None, :, None, :] - Z[:, None, :, :]) / d1[:, :, None, :], axis=-1
-    )  # [P, N, M]
-    psi1 = variances[:, None, None] * tf.exp(log_det1[..., None] - 0.5 * sq1)
+    log_det1 = -0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)  # [Bk, N]
+    sq1 = tf.reduce_sum(tf.square(mean[None, :, None, :] - Z[:, None, :, :]) / d1[:, :, None, :], axis=-1)
+    psi1 = variances[:, None, None] * tf.exp(log_det1[..., None] - 0.5 * sq1)  # [B, N, M]
+    psi0 = tf.broadcast_to(variances[:, None], tf.shape(psi1)[:2])
 
-    # Ψ₂ = exp(X_n Y_nᵀ) with X_n = [z u_n, s_n, 1], Y_n = [z, 1, s_n] (module docstring)
-    w = 1.0 / (ell2 + 2.0 * var[None])  # [Pk, N, Q]
-    u = 0.5 * (1.0 / ell2 - w)  # [Pk, N, Q], ≥ 0
-    Z2 = tf.square(Z)
+    # log Ψ₂ on the pairs: rows [wμ, -¼w, r, 1] [Bk, N, 2Q+2] times columns [σ, σ², 1, d] [B, P, 2Q+2]
+    w = 1.0 / (ell2 + 2.0 * var[None])  # [Bk, N, Q]
     r = (
         2.0 * tf.math.log(variances)[:, None]
         - 0.5 * tf.reduce_sum(tf.math.log(1.0 + 2.0 * var[None] / ell2), axis=-1)
         - tf.reduce_sum(w * tf.square(mean[None]), axis=-1)
-    )  # [Pk, N]
-    s = (
-        tf.matmul(w * mean[None], Z, transpose_b=True)
-        - 0.25 * tf.matmul(w, Z2, transpose_b=True)
-        - 0.25 * tf.reduce_sum(Z2 / ell2, axis=-1)[:, None, :]
-        + 0.5 * r[..., None]
-    )[..., None]  # [P, N, M, 1]
-    ones = tf.ones_like(s)
-    Z_n = Z[:, None, :, :] * tf.ones_like(s)  # [P, N, M, Q]
-    rows = tf.concat([Z_n * u[:, :, None, :], s, ones], axis=-1)
-    columns = tf.concat([Z_n, ones, s], axis=-1)
-    psi2 = tf.exp(tf.matmul(rows, columns, transpose_b=True))
-    psi0 = tf.broadcast_to(variances[:, None], tf.shape(psi1)[:2])
-    return PsiStatistics(psi0, psi1, psi2)
-
-
-@check_shapes("psi2: [batch..., N, M, M]", "matrices: [batch..., K, M, M]", "return: [batch..., N, K]")
-def psi2_traces(psi2, matrices):
-    """
-    Σ_{m,m'} C_k[m, m'] Ψ₂[n, m, m'] = tr(C_k Ψ₂,n) (Ψ₂ is symmetric) for every n and k, in one pass over
-    Ψ₂ (for each leading index: a batch of GPs with their own Ψ₂ and matrices).
-    """
-    shape = tf.shape(psi2)
-    flat_psi2 = tf.reshape(psi2, tf.concat([shape[:-2], [shape[-2] * shape[-1]]], axis=0))
-    m_shape = tf.shape(matrices)
-    flat_matrices = tf.reshape(matrices, tf.concat([m_shape[:-2], [m_shape[-2] * m_shape[-1]]], axis=0))
-    return tf.matmul(flat_psi2, flat_matrices, transpose_b=True)
+    )[..., None]  # [Bk, N, 1]
+    rows = tf.concat([w * mean[None], -0.25 * w, r, tf.ones_like(r)], axis=-1)
+    i, j = _pairs(int(Z.shape[-2]))
+    z_i, z_j = tf.gather(Z, i, axis=-2), tf.gather(Z, j, axis=-2)  # [Bz, P, Q]
+    d = -0.25 * tf.reduce_sum(tf.square(z_i - z_j) / ell2, axis=-1, keepdims=True)  # [B, P, 1]
+    sigma = tf.broadcast_to(z_i + z_j, tf.concat([tf.shape(d)[:-1], tf.shape(z_i)[-1:]], axis=0))  # [B, P, Q]
+    columns = tf.concat([sigma, tf.square(sigma), tf.ones_like(d), d], axis=-1)
+    log_psi2 = tf.matmul(rows, columns, transpose_b=True)  # [B, N, P]
+    return _PairStatistics(psi0, psi1, log_psi2, batched)

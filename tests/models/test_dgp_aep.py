@@ -354,3 +354,29 @@ def test_predictions_integrate_the_likelihood_accurately(rng):
     y_mean, y_var = (t.numpy()[:, 0] for t in m.predict_y(Xs))
     np.testing.assert_allclose(y_mean, np.exp(mean + var / 2), rtol=1e-12)
     np.testing.assert_allclose(y_var, y_mean + y_mean**2 * np.expm1(var), rtol=1e-12)
+
+
+def _graph_ops(model, data):
+    """The op types of the compiled objective's graph (function bodies included)."""
+    loss = tf.function(model.maximum_log_likelihood_objective, autograph=False)
+    graph = loss.get_concrete_function(data).graph.as_graph_def()
+    return [n.op for n in graph.node] + [n.op for f in graph.library.function for n in f.node_def]
+
+
+def test_shared_structure_batches_the_units_of_a_layer(rng):
+    """
+    A layer whose GPs share the kernel and the inducing inputs is one batch: the objective's graph is the
+    same size for hidden widths 2 and 5 (no op per GP), with three Cholesky factorisations per layer (K_uu
+    once, the w posteriors and the w cavities batched). With a Z per GP (the reference code's default),
+    K_uu is one [w, M, M] batch whose Cholesky is also one op.
+    """
+    X, Y = rng.normal(size=(12, 2)), rng.normal(size=(12, 1))
+    counts = {}
+    for tie in (True, False):
+        for w in (2, 5):
+            m = DGPAEP.from_data(X, Y, [2, w, w, 1], num_inducing=4, tie_inducing=tie)
+            assert m.layers[1].shares_kernel and m.layers[1].shares_inducing == tie
+            ops = _graph_ops(m, (X, Y))
+            counts[tie, w] = (len(ops), ops.count("Cholesky"))
+    assert counts[True, 2] == counts[True, 5]
+    assert counts[True, 2][1] == counts[False, 2][1] == counts[False, 5][1] == 3 * 3
