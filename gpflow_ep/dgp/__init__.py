@@ -6,12 +6,13 @@ kernel expectations, the tied factor, the FITC layer and the reference initialis
 from .initialisation import initial_layers
 from .layer import AEPLayer, LayerBlocks
 from .psi import PsiStatistics, PsiTraces, psi_statistics, psi_traces
-from .tied_factor import TiedFactor, random_factor
+from .tied_factor import TiedFactor, WhitenedMoments, random_factor
 
 __all__ = [
     "AEPLayer",
     "LayerBlocks",
     "TiedFactor",
+    "WhitenedMoments",
     "random_factor",
     "PsiStatistics",
     "PsiTraces",

@@ -46,10 +46,9 @@ from gpflow.kernels import Kernel, SharedIndependent, SquaredExponential
 from gpflow.utilities import positive
 
 from ..covariances import block_Kff, block_Kuf, block_Kuu, multioutput_inducing_variable, multioutput_kernel
-from ..ep import WhitenedGaussian
 from ..ep.whitened import eye_like
 from .psi import psi_traces
-from .tied_factor import TiedFactor
+from .tied_factor import TiedFactor, WhitenedMoments
 
 __all__ = ["AEPLayer", "LayerBlocks"]
 
@@ -117,7 +116,7 @@ class AEPLayer(Module):
     @property
     def num_inducing(self) -> int:
         """M, the inducing inputs of each GP."""
-        return int(self.inducing_variables[0].num_inducing)
+        return int(self.inducing_variables[0].Z.shape[0])
 
     @property
     def input_dim(self) -> int:
@@ -155,16 +154,24 @@ class AEPLayer(Module):
 
     # ---------------------------------------------------------------- algebra
 
-    def blocks(self) -> "LayerBlocks":
-        """chol K_uu ([1, M, M] when shared, else [w, M, M]) and the w GPs' q(v) and cavity, once per pass."""
+    def blocks(self, cavity: bool = True) -> "LayerBlocks":
+        """
+        chol K_uu ([1, M, M] when shared, else [w, M, M]) and the w GPs' cavity with the energy terms
+        (``cavity=True``, a training pass) or their q(v) (``cavity=False``, prediction), once per pass.
+        """
         L = tf.linalg.cholesky(block_Kuu(self.inducing_variable, self.kernel, jitter=self.jitter))
-        return LayerBlocks(L, *self.factor.posterior_and_cavity(L))
+        if cavity:
+            energy, moments = self.factor.energy_and_cavity(L)
+            return LayerBlocks(L, moments, energy, True)
+        return LayerBlocks(L, self.factor.moments(L, cavity=False), None, False)
 
     @check_shapes("return: []")
     def energy_terms(self, blocks: Optional["LayerBlocks"] = None) -> tf.Tensor:
         """Σ_d [(1 - N) φ_post + N φ_cav - φ_prior] of the layer's GPs (Bui et al. 2016, App. E, Eq. (18))."""
         blocks = self.blocks() if blocks is None else blocks
-        return self.factor.energy_terms_of(blocks.posterior, blocks.cavity)
+        if blocks.energy is None:
+            raise ValueError("blocks: the energy terms come with the cavity's blocks (blocks(cavity=True))")
+        return blocks.energy
 
     @check_shapes("mean: [N, Q]", "var: [N, Q]", "return[0]: [N, D]", "return[1]: [N, D]")
     def propagate(
@@ -174,31 +181,41 @@ class AEPLayer(Module):
         Mean and variance [N, D_l] of the layer's outputs under the input N(``mean``, diag ``var``)
         and the cavity (``cavity=True``) or the posterior of each u (module docstring). With
         ``deterministic`` the input is a point (``var`` is ignored; the first layer). ``blocks``
-        (:meth:`blocks`) may be passed to share them with :meth:`energy_terms`.
+        (:meth:`blocks` with the same ``cavity``) may be passed to share them with :meth:`energy_terms`.
         """
-        blocks = self.blocks() if blocks is None else blocks
-        q = blocks.cavity if cavity else blocks.posterior
+        blocks = self.blocks(cavity) if blocks is None else blocks
+        if blocks.cavity != cavity:
+            raise ValueError(f"blocks: made with cavity={blocks.cavity}, used with cavity={cavity}")
         if deterministic:
-            m, v = self._point_input_moments(mean, blocks.L, q)
+            m, v = self._point_input_moments(mean, blocks.L, blocks.moments)
         else:
-            m, v = self._gaussian_input_moments(mean, var, blocks.L, q)
+            m, v = self._gaussian_input_moments(mean, var, blocks.L, blocks.moments)
         if self.noise_variance is not None:
             v = v + self.noise_variance
         return m, v
 
-    def _point_input_moments(self, X, L, q: WhitenedGaussian) -> Tuple[tf.Tensor, tf.Tensor]:
-        """m, v [N, w] at points X: the whitened SVGP predictive, a = L⁻¹k, of every GP (no layer noise)."""
+    def _point_input_moments(self, X, L, q: WhitenedMoments) -> Tuple[tf.Tensor, tf.Tensor]:
+        """
+        m, v [N, w] at points X, without the layer noise: the whitened SVGP predictive of every GP,
+        a = L⁻¹k, m = aᵀμ_v, v = k(x, x) - aᵀa + aᵀS a (S = Cov[v]).
+        """
         A = tf.linalg.triangular_solve(L, block_Kuf(self.inducing_variable, self.kernel, X))  # [1 or w, M, N]
-        m, v = q.predict(A, block_Kff(self.kernel, X))  # [w, N]
+        if A.shape[0] == 1:  # one A for the w GPs: 2-D products [w, M] × [M, N] and [wM, M] × [M, N]
+            w, M = self.num_outputs, self.num_inducing
+            m = tf.matmul(q.mean[..., 0], A[0])  # [w, N]
+            SA = tf.reshape(tf.matmul(tf.reshape(q.covariance, [w * M, M]), A[0]), [w, M, -1])
+        else:
+            m = tf.matmul(q.mean, A, transpose_a=True)[:, 0, :]
+            SA = tf.matmul(q.covariance, A)
+        v = block_Kff(self.kernel, X) - tf.reduce_sum(tf.square(A), axis=-2) + tf.reduce_sum(A * SA, axis=-2)
         return tf.transpose(m), tf.transpose(tf.maximum(v, 0.0))
 
-    def _gaussian_input_moments(self, mean, var, L, q: WhitenedGaussian) -> Tuple[tf.Tensor, tf.Tensor]:
+    def _gaussian_input_moments(self, mean, var, L, q: WhitenedMoments) -> Tuple[tf.Tensor, tf.Tensor]:
         """m, v [N, w] under Gaussian inputs, without the layer noise (module docstring)."""
         L_inv = tf.linalg.triangular_solve(L, eye_like(L))  # [1 or w, M, M]
         A = tf.matmul(L_inv, q.mean, transpose_a=True)  # K⁻¹m = L⁻ᵀμ_v, [w, M, 1]
-        G = q.half_solve(L_inv)  # L_B⁻¹L⁻¹, GᵀG = K⁻¹VK⁻¹, [w, M, M]
         K_inv = tf.matmul(L_inv, L_inv, transpose_a=True)
-        GG = tf.matmul(G, G, transpose_a=True)
+        GG = tf.matmul(L_inv, tf.matmul(q.covariance, L_inv), transpose_a=True)  # K⁻¹VK⁻¹ = L⁻ᵀSL⁻¹, [w, M, M]
         AA = tf.matmul(A, A, transpose_b=True)
         Z = self.inducing_inputs()
         if L.shape[0] == 1:  # one Ψ₂ for all GPs: one pass over it for K⁻¹ and every GP's two matrices
@@ -218,8 +235,12 @@ class AEPLayer(Module):
 
 
 class LayerBlocks(NamedTuple):
-    """A layer's L = chol K_uu ([1, M, M] when shared, else [w, M, M]) and its GPs' q(v) and cavity (v = L⁻¹u)."""
+    """
+    A layer's L = chol K_uu ([1, M, M] when shared, else [w, M, M]) and its GPs' cavity (``cavity``) or q(v)
+    (v = L⁻¹u), with the energy terms when it is the cavity's.
+    """
 
     L: tf.Tensor
-    posterior: WhitenedGaussian
-    cavity: WhitenedGaussian
+    moments: WhitenedMoments
+    energy: Optional[tf.Tensor]
+    cavity: bool

@@ -104,7 +104,7 @@ def psi_statistics(kernel: Kernel, mean, var, Z) -> PsiStatistics:
     full = np.zeros((M, M), dtype=np.int64)
     i, j = _pairs(M)
     full[i, j] = full[j, i] = np.arange(i.size)
-    psi2 = tf.gather(parts.log_psi2, full, axis=-1)  # [B, N, M, M]
+    psi2 = tf.gather(tf.matmul(parts.rows, parts.columns, transpose_b=True), full, axis=-1)  # [B, N, M, M]
     statistics = PsiStatistics(parts.psi0, parts.psi1, tf.exp(psi2))
     return statistics if parts.batched else PsiStatistics(*(t[0] for t in statistics))
 
@@ -123,16 +123,17 @@ def psi_traces(kernel: Kernel, mean, var, Z, matrices) -> PsiTraces:
     [B, N, K]; for one kernel and one Z, [K, M, M] and [N, K].
     """
     parts = _pair_statistics(kernel, mean, var, Z)
+    matrices = tf.convert_to_tensor(matrices, dtype=parts.psi1.dtype)
     M = int(parts.psi1.shape[-1])
     i, j = _pairs(M)
     flat = tf.reshape(matrices, tf.concat([tf.shape(matrices)[:-2], [M * M]], axis=0))
     off_diagonal = tf.constant((i != j).astype(np.float64), dtype=flat.dtype)
     weights = tf.gather(flat, i * M + j, axis=-1) + off_diagonal * tf.gather(flat, j * M + i, axis=-1)  # [.., K, P]
-    psi2 = tf.exp(parts.log_psi2)  # [B, N, P]
-    if parts.batched and matrices.shape.rank == 4:
-        traces = tf.matmul(psi2, weights, transpose_b=True)  # [B, N, K]
-    else:
-        traces = tf.matmul(psi2[0], weights, transpose_b=True)  # [N, K]
+    rows, columns = parts.rows, parts.columns
+    if matrices.shape.rank == 3:  # one Ψ₂ (one kernel, one Z): 2-D products, no leading dimension of 1
+        rows, columns = rows[0], columns[0]
+    psi2 = tf.exp(tf.matmul(rows, columns, transpose_b=True))  # [B, N, P] or [N, P]
+    traces = tf.matmul(psi2, weights, transpose_b=True)  # [B, N, K] or [N, K]
     psi0, psi1 = (parts.psi0, parts.psi1) if parts.batched else (parts.psi0[0], parts.psi1[0])
     return PsiTraces(psi0, psi1, traces)
 
@@ -140,12 +141,13 @@ def psi_traces(kernel: Kernel, mean, var, Z, matrices) -> PsiTraces:
 class _PairStatistics(NamedTuple):
     psi0: tf.Tensor  # [B, N]
     psi1: tf.Tensor  # [B, N, M]
-    log_psi2: tf.Tensor  # [B, N, P]
+    rows: tf.Tensor  # [Bk, N, F]
+    columns: tf.Tensor  # [B, P, F]: log Ψ₂ [B, N, P] = rows columnsᵀ
     batched: bool  # a multi-output kernel or [B, M, Q] inducing inputs
 
 
 def _pair_statistics(kernel: Kernel, mean, var, Z) -> _PairStatistics:
-    """ψ₀, ψ₁ and log Ψ₂ on the pairs m ≤ m' of B = max(kernels, sets of Z) GPs (module docstring)."""
+    """ψ₀, ψ₁ and the factors of log Ψ₂ on the pairs m ≤ m' of B = max(kernels, sets of Z) GPs (module docstring)."""
     mean, var, Z = (tf.convert_to_tensor(t, dtype=default_float()) for t in (mean, var, Z))
     variances, lengthscales = stacked_se_parameters(kernel, mean.shape[-1])
     batched = isinstance(kernel, (SharedIndependent, SeparateIndependent)) or Z.shape.rank == 3
@@ -172,5 +174,4 @@ def _pair_statistics(kernel: Kernel, mean, var, Z) -> _PairStatistics:
     d = -0.25 * tf.reduce_sum(tf.square(z_i - z_j) / ell2, axis=-1, keepdims=True)  # [B, P, 1]
     sigma = tf.broadcast_to(z_i + z_j, tf.concat([tf.shape(d)[:-1], tf.shape(z_i)[-1:]], axis=0))  # [B, P, Q]
     columns = tf.concat([sigma, tf.square(sigma), tf.ones_like(d), d], axis=-1)
-    log_psi2 = tf.matmul(rows, columns, transpose_b=True)  # [B, N, P]
-    return _PairStatistics(psi0, psi1, log_psi2, batched)
+    return _PairStatistics(psi0, psi1, rows, columns, batched)

@@ -9,16 +9,29 @@ lower-triangular with a positive diagonal, so T_d is valid by construction) and 
     posterior  P = K⁻¹ + T,     m = P⁻¹t,
     cavity     P\ = K⁻¹ + βT,   m\ = (P\)⁻¹ βt,     β = (N - 1)/N   (q divided by one g).
 
-In the whitened coordinates v = L⁻¹u (L = chol K) these are the engine's
-:class:`~gpflow_ep.ep.WhitenedGaussian` with Λ = LᵀTL and η = Lᵀt (β-scaled for the cavity),
-and its ``log_normaliser_ratio`` is φ(q) - φ(prior) of Bui et al. 2016, App. E, Eq. (19): with
-φ = -½ log|P| + ½ tᵀP⁻¹t, φ_prior = ½ log|K|, -½log|P| = ½log|K| - ½log|I + LᵀTL| and
-tᵀP⁻¹t = ‖L_B⁻¹Lᵀt‖². A GP's share of the energy (App. E, Eq. (18); the coefficients of φ sum to
-zero, so the prior normaliser cancels) is
+In the whitened coordinates v = L⁻¹u (L = chol K) q(v) has precision B = I + Λ, Λ = LᵀTL =
+GGᵀ with G = LᵀR, and mean B⁻¹η, η = Lᵀt; the cavity has B\ = I + βΛ and mean (B\)⁻¹βη. Both B
+have eigenvalues ≥ 1, so their inverses, the covariances S = B⁻¹ (:class:`WhitenedMoments`), are
+well conditioned and formed explicitly. With φ = -½ log|P| + ½ tᵀP⁻¹t (Bui et al. 2016, App. E,
+Eq. (19)), φ_prior = ½ log|K|, -½log|P| = ½log|K| - ½log|B| and tᵀP⁻¹t = ηᵀB⁻¹η,
 
-    (1 - N) φ_post + N φ_cav - φ_prior = Δ_post + N (Δ_cav - Δ_post),    Δ = φ - φ_prior,
+    Δ = φ - φ_prior = -½ log|B| + ½ hᵀB⁻¹h     (h = η for q, βη for the cavity),
+
+and a GP's share of the energy (App. E, Eq. (18); the coefficients of φ sum to zero, so the prior
+normaliser cancels) is
+
+    (1 - N) φ_post + N φ_cav - φ_prior = Δ_post + N (Δ_cav - Δ_post),
 
 written in the second form, which avoids the cancellation of two O(N) terms.
+
+**Gradient.** :meth:`TiedFactor.energy_and_cavity`, the training pass, has its gradient written out
+rather than differentiated through the two Cholesky factorisations: with μ = Sh,
+
+    ∂Δ/∂B = -½(S + μμᵀ),  ∂Δ/∂h = μ,  and for the cavity's outputs μ\ = S\βη, S\ = (B\)⁻¹:
+    ∂/∂B\ [⟨μ̄, μ\⟩ + ⟨S̄, S\⟩] = -S\μ̄μ\ᵀ - S\S̄S\,   ∂/∂η ⟨μ̄, μ\⟩ = βS\μ̄,
+
+then Λ̄ = B̄ + βB̄\, Ḡ = (Λ̄ + Λ̄ᵀ)G, R̄ = LḠ, t̄ = Lη̄ and L̄ = RḠᵀ + tη̄ᵀ: O(M³) per GP in products
+with the explicit S, about half the work of differentiating the factorisations.
 
 The w GPs of a layer are one batch: R [w, M, M] and t [w, M, 1] are one ``Parameter`` each, and
 every matrix below carries the leading dimension w (the layer's L may be one [1, M, M] block
@@ -29,7 +42,7 @@ hyper-parameters, as in the paper (Bui et al. 2016, §4.2) — an exception to t
 EP sites are state updated by moment matching, not parameters.
 """
 
-from typing import Tuple
+from typing import NamedTuple, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -38,10 +51,10 @@ from check_shapes import check_shapes
 from gpflow import Module, Parameter
 from gpflow.config import default_float
 
-from ..ep import WhitenedGaussian
+from ..ep.whitened import eye_like
 from ..validation import check_positive_int
 
-__all__ = ["TiedFactor", "random_factor"]
+__all__ = ["TiedFactor", "WhitenedMoments", "random_factor"]
 
 
 def _cholesky_transform():
@@ -95,16 +108,12 @@ class TiedFactor(Module):
         return (self.num_data - 1.0) / self.num_data
 
     @check_shapes("L: [broadcast batch..., M, M]")
-    def whitened(self, L, cavity: bool) -> WhitenedGaussian:
-        """q(v) (``cavity=False``) or the cavity q\\(v) (``cavity=True``) of every GP, v = L⁻¹u, [w, M, M]."""
-        return self.posterior_and_cavity(L)[int(cavity)]
-
-    @check_shapes("L: [broadcast batch..., M, M]")
-    def posterior_and_cavity(self, L) -> Tuple[WhitenedGaussian, WhitenedGaussian]:
-        """q(v) and q\\(v) from one Λ = LᵀTL (the cavity's natural parameters are β times the posterior's)."""
-        Lambda, eta = self._whitened_natural(L)
-        beta = self.removed_fraction
-        return WhitenedGaussian(Lambda, eta), WhitenedGaussian(beta * Lambda, beta * eta)
+    def moments(self, L, cavity: bool) -> "WhitenedMoments":
+        """Mean [w, M, 1] and covariance [w, M, M] of q(v) (``cavity=False``) or the cavity q\\(v), v = L⁻¹u."""
+        Lambda, eta = self._whitened_natural(tf.convert_to_tensor(L, dtype=default_float()))
+        scale = self.removed_fraction if cavity else 1.0
+        S = _inverse(eye_like(Lambda) + scale * Lambda)
+        return WhitenedMoments(scale * tf.matmul(S, eta), S)
 
     def _whitened_natural(self, L) -> Tuple[tf.Tensor, tf.Tensor]:
         """Λ = LᵀTL = (LᵀR)(LᵀR)ᵀ and η = Lᵀt, [w, M, M] and [w, M, 1] (L [w or 1, M, M] broadcasts)."""
@@ -114,12 +123,77 @@ class TiedFactor(Module):
     @check_shapes("L: [broadcast batch..., M, M]", "return: []")
     def energy_terms(self, L) -> tf.Tensor:
         """Σ_d (1 - N) φ_post + N φ_cav - φ_prior over the w GPs (module docstring), given L = chol K."""
-        return self.energy_terms_of(*self.posterior_and_cavity(L))
+        return self.energy_and_cavity(L)[0]
 
-    def energy_terms_of(self, posterior: WhitenedGaussian, cavity: WhitenedGaussian) -> tf.Tensor:
-        """The same from the GPs' q(v) and cavity (:meth:`posterior_and_cavity`), already factorised."""
-        post, cav = posterior.log_normaliser_ratio, cavity.log_normaliser_ratio  # each summed over the w GPs
-        return post + tf.cast(self.num_data, post.dtype) * (cav - post)
+    @check_shapes("L: [broadcast batch..., M, M]", "return[0]: []")
+    def energy_and_cavity(self, L) -> Tuple[tf.Tensor, "WhitenedMoments"]:
+        """
+        The energy terms (:meth:`energy_terms`) and the cavity's moments (:meth:`moments`), with the gradient
+        of the module docstring: what a training pass needs of the factor.
+        """
+        L = tf.convert_to_tensor(L, dtype=default_float())
+        energy, mean, covariance = _energy_and_cavity(
+            L, tf.convert_to_tensor(self.factor_cholesky), tf.convert_to_tensor(self.factor_shift),
+            self.removed_fraction, self.num_data,
+        )
+        return energy, WhitenedMoments(mean, covariance)
+
+
+class WhitenedMoments(NamedTuple):
+    """The mean [w, M, 1] and covariance [w, M, M] of the w GPs' q(v) or cavity, v = L⁻¹u."""
+
+    mean: tf.Tensor
+    covariance: tf.Tensor
+
+
+def _inverse(B):
+    """B⁻¹ of symmetric positive definite [..., M, M] matrices from their Cholesky factors."""
+    return tf.linalg.cholesky_solve(tf.linalg.cholesky(B), eye_like(B))
+
+
+def _energy_and_cavity(L, R, t, beta: float, num_data: int):
+    """Σ_d [Δ_post + N(Δ_cav - Δ_post)], the cavity's mean and covariance, and their gradient (module docstring)."""
+
+    @tf.custom_gradient
+    def energy_and_cavity(L, R, t):
+        G = tf.matmul(L, R, transpose_a=True)  # [w, M, M]
+        eta = tf.matmul(L, t, transpose_a=True)  # [w, M, 1]
+        Lambda = tf.matmul(G, G, transpose_b=True)
+        eye = eye_like(Lambda)
+        chol, chol_c = tf.linalg.cholesky(eye + Lambda), tf.linalg.cholesky(eye + beta * Lambda)
+        S_c = tf.linalg.cholesky_solve(chol_c, eye)
+        mean_c = beta * tf.matmul(S_c, eta)
+        half = tf.linalg.triangular_solve(chol, eta)  # L_B⁻¹η: ηᵀB⁻¹η = ‖L_B⁻¹η‖²
+        post = -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol))) + 0.5 * tf.reduce_sum(tf.square(half))
+        cav = -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(chol_c))) + 0.5 * beta * tf.reduce_sum(eta * mean_c)
+        energy = post + float(num_data) * (cav - post)
+
+        def grad(energy_bar, mean_bar, S_bar):
+            energy_bar = tf.zeros_like(energy) if energy_bar is None else energy_bar
+            c_post, c_cav = (1.0 - num_data) * energy_bar, num_data * energy_bar
+            S = tf.linalg.cholesky_solve(chol, eye)
+            mean = tf.matmul(S, eta)
+            B_bar = -0.5 * c_post * (S + tf.matmul(mean, mean, transpose_b=True))
+            B_c_bar = -0.5 * c_cav * (S_c + tf.matmul(mean_c, mean_c, transpose_b=True))
+            eta_bar = c_post * mean + beta * c_cav * mean_c
+            if mean_bar is not None:
+                S_mean_bar = tf.matmul(S_c, mean_bar)
+                B_c_bar -= tf.matmul(S_mean_bar, mean_c, transpose_b=True)
+                eta_bar += beta * S_mean_bar
+            if S_bar is not None:
+                B_c_bar -= tf.matmul(S_c, tf.matmul(S_bar, S_c))
+            Lambda_bar = B_bar + beta * B_c_bar
+            G_bar = tf.matmul(Lambda_bar + tf.linalg.matrix_transpose(Lambda_bar), G)
+            R_bar = tf.matmul(L, G_bar)
+            t_bar = tf.matmul(L, eta_bar)
+            L_bar = tf.matmul(R, G_bar, transpose_b=True) + tf.matmul(t, eta_bar, transpose_b=True)
+            if L.shape.rank == 2 or L.shape[0] == 1:  # one L for the w GPs
+                L_bar = tf.reduce_sum(L_bar, axis=0, keepdims=L.shape.rank == 3)
+            return L_bar, R_bar, t_bar
+
+        return (energy, mean_c, S_c), grad
+
+    return energy_and_cavity(L, R, t)
 
 
 def random_factor(num_units: int, M: int, scale: float, num_data: int, rng: np.random.Generator) -> TiedFactor:

@@ -165,7 +165,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
 
     def propagate(self, X, *, cavity: bool, blocks=None) -> List[Tuple[tf.Tensor, tf.Tensor]]:
         """The moments (mean, var) [N, D_l] of every layer's output under the cavity or the posterior."""
-        blocks = [layer.blocks() for layer in self.layers] if blocks is None else blocks
+        blocks = [layer.blocks(cavity) for layer in self.layers] if blocks is None else blocks
         mean, var = X, tf.zeros_like(X)
         moments = []
         for depth, (layer, layer_blocks) in enumerate(zip(self.layers, blocks)):
@@ -190,7 +190,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
     def maximum_log_likelihood_objective(self, data: RegressionData) -> tf.Tensor:  # type: ignore[override]
         """F̂ = energy terms + (N/b) Σ_{i∈B} log Z_i (b = #B) for a minibatch ``data = (X, Y)`` (Bui et al. 2016, §6)."""
         X, Y = self._check_data(data)
-        blocks = [layer.blocks() for layer in self.layers]  # chol K_uu, q and cavity: once per evaluation
+        blocks = [layer.blocks(cavity=True) for layer in self.layers]  # chol K_uu, cavity, energy: once
         log_z = self.log_tilted_normalisers(X, Y, blocks)
         scale = tf.cast(self.num_data, log_z.dtype) / tf.cast(tf.shape(X)[0], log_z.dtype)
         return self.energy_terms(blocks) + scale * tf.reduce_sum(log_z)

@@ -116,10 +116,10 @@ def _moments_and_gradients(layer, X, mean, var):
         "factor": [layer.factor.factor_cholesky, layer.factor.factor_shift],
     }
     with tf.GradientTape() as tape:
-        blocks = layer.blocks()
-        moments = [layer.propagate(X, X, cavity=c, deterministic=True, blocks=blocks) for c in (True, False)]
-        moments += [layer.propagate(mean, var, cavity=c, blocks=blocks) for c in (True, False)]
-        energy = layer.energy_terms(blocks)
+        blocks = {c: layer.blocks(cavity=c) for c in (True, False)}
+        moments = [layer.propagate(X, X, cavity=c, deterministic=True, blocks=blocks[c]) for c in (True, False)]
+        moments += [layer.propagate(mean, var, cavity=c, blocks=blocks[c]) for c in (True, False)]
+        energy = layer.energy_terms(blocks[True])
         total = energy + tf.add_n([tf.reduce_sum(m) + tf.reduce_sum(v) for m, v in moments])
     flat = tape.gradient(total, [p.unconstrained_variable for params in distinct.values() for p in params])
     grads, start = {}, 0
