@@ -217,15 +217,15 @@ class AEPLayer(Module):
         K_inv = tf.matmul(L_inv, L_inv, transpose_a=True)
         GG = tf.matmul(L_inv, tf.matmul(q.covariance, L_inv), transpose_a=True)  # K⁻¹VK⁻¹ = L⁻ᵀSL⁻¹, [w, M, M]
         AA = tf.matmul(A, A, transpose_b=True)
-        Z = self.inducing_inputs()
         if L.shape[0] == 1:  # one Ψ₂ for all GPs: one pass over it for K⁻¹ and every GP's two matrices
-            w, Z = self.num_outputs, Z if Z.shape.rank == 2 else Z[0]
-            psi = psi_traces(self.kernel, mean, var, Z, tf.concat([K_inv, GG, AA], axis=0))  # traces [N, 1 + 2w]
-            m = tf.matmul(psi.psi1[0], A[..., 0], transpose_b=True)  # [N, w]
-            fitc = psi.psi0[0][:, None] - psi.traces[:, :1]
+            w, kernel, Z = self.num_outputs, self.kernels[0], self.inducing_variables[0].Z
+            psi = psi_traces(kernel, mean, var, Z, tf.concat([K_inv, GG, AA], axis=0))  # traces [N, 1 + 2w]
+            m = tf.matmul(psi.psi1, A[..., 0], transpose_b=True)  # [N, w]
+            fitc = psi.psi0[:, None] - psi.traces[:, :1]
             from_q, of_mean = psi.traces[:, 1 : 1 + w], psi.traces[:, 1 + w :] - tf.square(m)
         else:  # a Ψ₂ per GP, each against its own three matrices
-            psi = psi_traces(self.kernel, mean, var, Z, tf.stack([K_inv * tf.ones_like(GG), GG, AA], axis=1))
+            forms = tf.stack([K_inv * tf.ones_like(GG), GG, AA], axis=1)  # [w, 3, M, M]
+            psi = psi_traces(self.kernel, mean, var, self.inducing_inputs(), forms)
             traces = tf.transpose(psi.traces, [1, 0, 2])  # [N, w, 3]
             m = tf.transpose(tf.matmul(psi.psi1, A)[..., 0])  # [N, w]
             fitc = tf.transpose(psi.psi0) - traces[..., 0]

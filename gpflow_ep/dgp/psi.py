@@ -94,19 +94,18 @@ def psi_statistics(kernel: Kernel, mean, var, Z) -> PsiStatistics:
     ψ₀, ψ₁, Ψ₂ of ``kernel`` under the inputs N(``mean``_n, diag ``var``_n), for inducing inputs ``Z``.
     ``var = 0`` gives ψ₁ = k(X, Z) and Ψ₂ = k kᵀ.
 
-    ``kernel`` is a ``gpflow.kernels.SquaredExponential`` (ARD or not, without ``active_dims``) and ``Z``
-    [M, Q]: the statistics are [N], [N, M] and [N, M, M]. For the GPs of a layer, ``kernel`` may be GPflow's
-    ``SharedIndependent`` or ``SeparateIndependent`` (B kernels) and ``Z`` [M, Q] or [B, M, Q] (one set
-    per GP); then every statistic has a leading dimension B, 1 when both are shared.
+    ``kernel`` is a ``gpflow.kernels.SquaredExponential`` (ARD or not, without ``active_dims``), or GPflow's
+    ``SharedIndependent`` one, and ``Z`` [M, Q]: the statistics are [N], [N, M] and [N, M, M]. For several
+    GPs, ``kernel`` may be GPflow's ``SeparateIndependent`` (B kernels) and/or ``Z`` [B, M, Q] (one set per
+    GP); then every statistic has a leading dimension B.
     """
     parts = _pair_statistics(kernel, mean, var, Z)
     M = int(parts.psi1.shape[-1])
     full = np.zeros((M, M), dtype=np.int64)
     i, j = _pairs(M)
     full[i, j] = full[j, i] = np.arange(i.size)
-    psi2 = tf.gather(tf.matmul(parts.rows, parts.columns, transpose_b=True), full, axis=-1)  # [B, N, M, M]
-    statistics = PsiStatistics(parts.psi0, parts.psi1, tf.exp(psi2))
-    return statistics if parts.batched else PsiStatistics(*(t[0] for t in statistics))
+    log_psi2 = tf.matmul(parts.rows, parts.columns, transpose_b=True)  # [(B,) N, P]
+    return PsiStatistics(parts.psi0, parts.psi1, tf.exp(tf.gather(log_psi2, full, axis=-1)))
 
 
 @check_shapes(
@@ -126,52 +125,57 @@ def psi_traces(kernel: Kernel, mean, var, Z, matrices) -> PsiTraces:
     matrices = tf.convert_to_tensor(matrices, dtype=parts.psi1.dtype)
     M = int(parts.psi1.shape[-1])
     i, j = _pairs(M)
-    flat = tf.reshape(matrices, tf.concat([tf.shape(matrices)[:-2], [M * M]], axis=0))
-    off_diagonal = tf.constant((i != j).astype(np.float64), dtype=flat.dtype)
-    weights = tf.gather(flat, i * M + j, axis=-1) + off_diagonal * tf.gather(flat, j * M + i, axis=-1)  # [.., K, P]
-    rows, columns = parts.rows, parts.columns
-    if matrices.shape.rank == 3:  # one Ψ₂ (one kernel, one Z): 2-D products, no leading dimension of 1
-        rows, columns = rows[0], columns[0]
-    psi2 = tf.exp(tf.matmul(rows, columns, transpose_b=True))  # [B, N, P] or [N, P]
-    traces = tf.matmul(psi2, weights, transpose_b=True)  # [B, N, K] or [N, K]
-    psi0, psi1 = (parts.psi0, parts.psi1) if parts.batched else (parts.psi0[0], parts.psi1[0])
-    return PsiTraces(psi0, psi1, traces)
+    symmetric = matrices + tf.linalg.matrix_transpose(matrices)  # Ψ₂ is symmetric: C + Cᵀ on the pairs
+    flat = tf.reshape(symmetric, tf.concat([tf.shape(matrices)[:-2], [M * M]], axis=0))
+    halve_diagonal = tf.constant(np.where(i == j, 0.5, 1.0), dtype=flat.dtype)
+    weights = halve_diagonal * tf.gather(flat, i * M + j, axis=-1)  # [(B,) K, P]
+    psi2 = tf.exp(tf.matmul(parts.rows, parts.columns, transpose_b=True))  # [(B,) N, P]
+    return PsiTraces(parts.psi0, parts.psi1, tf.matmul(psi2, weights, transpose_b=True))
 
 
 class _PairStatistics(NamedTuple):
-    psi0: tf.Tensor  # [B, N]
-    psi1: tf.Tensor  # [B, N, M]
-    rows: tf.Tensor  # [Bk, N, F]
-    columns: tf.Tensor  # [B, P, F]: log Ψ₂ [B, N, P] = rows columnsᵀ
-    batched: bool  # a multi-output kernel or [B, M, Q] inducing inputs
+    psi0: tf.Tensor  # [(B,) N]
+    psi1: tf.Tensor  # [(B,) N, M]
+    rows: tf.Tensor  # [(B,) N, F]
+    columns: tf.Tensor  # [(B,) P, F]: log Ψ₂ [(B,) N, P] = rows columnsᵀ
 
 
 def _pair_statistics(kernel: Kernel, mean, var, Z) -> _PairStatistics:
-    """ψ₀, ψ₁ and the factors of log Ψ₂ on the pairs m ≤ m' of B = max(kernels, sets of Z) GPs (module docstring)."""
+    """
+    ψ₀, ψ₁ and the factors of log Ψ₂ on the pairs m ≤ m' (module docstring); with a leading dimension B
+    for several kernels (``SeparateIndependent``) or several sets of Z ([B, M, Q]).
+    """
     mean, var, Z = (tf.convert_to_tensor(t, dtype=default_float()) for t in (mean, var, Z))
     variances, lengthscales = stacked_se_parameters(kernel, mean.shape[-1])
-    batched = isinstance(kernel, (SharedIndependent, SeparateIndependent)) or Z.shape.rank == 3
-    Z = Z if Z.shape.rank == 3 else Z[None]  # [Bz, M, Q]
-    ell2 = tf.square(lengthscales)[:, None, :]  # [Bk, 1, Q]
+    if not (isinstance(kernel, SeparateIndependent) or Z.shape.rank == 3):  # one GP: 2-D throughout
+        variances, ell2 = variances[0], tf.square(lengthscales[0])  # [], [Q]
+    else:
+        variances, ell2 = variances[:, None], tf.square(lengthscales)[:, None, :]  # [Bk, 1], [Bk, 1, Q]
+        mean, var = mean[None], var[None]
 
-    # ψ₁: denominators ℓ² + s  [Bk, N, Q]
-    d1 = ell2 + var[None]
-    log_det1 = -0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)  # [Bk, N]
-    sq1 = tf.reduce_sum(tf.square(mean[None, :, None, :] - Z[:, None, :, :]) / d1[:, :, None, :], axis=-1)
-    psi1 = variances[:, None, None] * tf.exp(log_det1[..., None] - 0.5 * sq1)  # [B, N, M]
-    psi0 = tf.broadcast_to(variances[:, None], tf.shape(psi1)[:2])
+    # log ψ₁ = rows₁ columns₁ᵀ: -½Σ(μ - z)²/d = Σ (μ/d) z - ½ Σ (1/d) z² - ½ Σ μ²/d, d = ℓ² + s
+    d1 = ell2 + var  # [(Bk,) N, Q]
+    c1 = (
+        tf.math.log(variances)
+        - 0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)
+        - 0.5 * tf.reduce_sum(tf.square(mean) / d1, axis=-1)
+    )[..., None]
+    rows1 = tf.concat([mean / d1, -0.5 / d1, c1], axis=-1)  # [(Bk,) N, 2Q+1]
+    columns1 = tf.concat([Z, tf.square(Z), tf.ones_like(Z[..., :1])], axis=-1)  # [(Bz,) M, 2Q+1]
+    psi1 = tf.exp(tf.matmul(rows1, columns1, transpose_b=True))  # [(B,) N, M]
+    psi0 = variances * tf.ones_like(psi1[..., 0])
 
-    # log Ψ₂ on the pairs: rows [wμ, -¼w, r, 1] [Bk, N, 2Q+2] times columns [σ, σ², 1, d] [B, P, 2Q+2]
-    w = 1.0 / (ell2 + 2.0 * var[None])  # [Bk, N, Q]
+    # log Ψ₂ on the pairs: rows [wμ, -¼w, r, 1] [(Bk,) N, 2Q+2] times columns [σ, σ², 1, d] [(B,) P, 2Q+2]
+    w = 1.0 / (ell2 + 2.0 * var)  # [(Bk,) N, Q]
     r = (
-        2.0 * tf.math.log(variances)[:, None]
-        - 0.5 * tf.reduce_sum(tf.math.log(1.0 + 2.0 * var[None] / ell2), axis=-1)
-        - tf.reduce_sum(w * tf.square(mean[None]), axis=-1)
-    )[..., None]  # [Bk, N, 1]
-    rows = tf.concat([w * mean[None], -0.25 * w, r, tf.ones_like(r)], axis=-1)
+        2.0 * tf.math.log(variances)
+        - 0.5 * tf.reduce_sum(tf.math.log(1.0 + 2.0 * var / ell2), axis=-1)
+        - tf.reduce_sum(w * tf.square(mean), axis=-1)
+    )[..., None]  # [(Bk,) N, 1]
+    rows = tf.concat([w * mean, -0.25 * w, r, tf.ones_like(r)], axis=-1)
     i, j = _pairs(int(Z.shape[-2]))
-    z_i, z_j = tf.gather(Z, i, axis=-2), tf.gather(Z, j, axis=-2)  # [Bz, P, Q]
-    d = -0.25 * tf.reduce_sum(tf.square(z_i - z_j) / ell2, axis=-1, keepdims=True)  # [B, P, 1]
-    sigma = tf.broadcast_to(z_i + z_j, tf.concat([tf.shape(d)[:-1], tf.shape(z_i)[-1:]], axis=0))  # [B, P, Q]
+    z_i, z_j = tf.gather(Z, i, axis=-2), tf.gather(Z, j, axis=-2)  # [(Bz,) P, Q]
+    d = -0.25 * tf.reduce_sum(tf.square(z_i - z_j) / ell2, axis=-1, keepdims=True)  # [(B,) P, 1]
+    sigma = (z_i + z_j) * tf.ones_like(d)  # [(B,) P, Q]
     columns = tf.concat([sigma, tf.square(sigma), tf.ones_like(d), d], axis=-1)
-    return _PairStatistics(psi0, psi1, rows, columns, batched)
+    return _PairStatistics(psi0, psi1, rows, columns)

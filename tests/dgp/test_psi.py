@@ -29,14 +29,18 @@ def test_matches_gpflow_expectations(setting):
 
 
 def test_inputs_far_from_the_inducing_inputs(setting):
-    """Ψ₂'s expanded exponent (module docstring) keeps its relative accuracy where Ψ₂ is tiny:
+    """ψ₁'s and Ψ₂'s expanded exponents (module docstring) keep their relative accuracy where they are tiny:
     inputs 6 lengthscales away, Ψ₂ down to ~1e-60 (float64 round-off of an exponent of ~10², 1e-10)."""
     kernel, mean, var, Z = setting
     mean = 6.0 * mean + 3.0
     psi = psi_statistics(kernel, mean, var, Z)
-    expected = expectation(DiagonalGaussian(mean, var), (kernel, InducingPoints(Z)), (kernel, InducingPoints(Z)))
+    p, iv = DiagonalGaussian(mean, var), InducingPoints(Z)
+    expected = expectation(p, (kernel, iv), (kernel, iv))
     assert np.min(expected) < 1e-8  # the regime this test is about
     np.testing.assert_allclose(psi.psi2, expected, rtol=1e-10, atol=0.0)
+    expected1 = expectation(p, (kernel, iv))
+    assert np.min(expected1) < 1e-8
+    np.testing.assert_allclose(psi.psi1, expected1, rtol=1e-10, atol=0.0)
 
 
 def test_traces(setting, rng):
