@@ -129,8 +129,28 @@ def psi_traces(kernel: Kernel, mean, var, Z, matrices) -> PsiTraces:
     flat = tf.reshape(symmetric, tf.concat([tf.shape(matrices)[:-2], [M * M]], axis=0))
     halve_diagonal = tf.constant(np.where(i == j, 0.5, 1.0), dtype=flat.dtype)
     weights = halve_diagonal * tf.gather(flat, i * M + j, axis=-1)  # [(B,) K, P]
-    psi2 = tf.exp(tf.matmul(parts.rows, parts.columns, transpose_b=True))  # [(B,) N, P]
-    return PsiTraces(parts.psi0, parts.psi1, tf.matmul(psi2, weights, transpose_b=True))
+    return PsiTraces(parts.psi0, parts.psi1, _traces(parts.rows, parts.columns, weights))
+
+
+#: the largest [N, P] block of Ψ₂ (bytes) :func:`psi_traces` works on at once
+CHUNK_BYTES = 4 * 2**20
+
+
+def _traces(rows, columns, weights):
+    """
+    exp(rows columnsᵀ) weightsᵀ, [(B,) N, K], in chunks of the N inputs whose [(B,) chunk, P] blocks of Ψ₂
+    stay within :data:`CHUNK_BYTES` (a CPU cache's size rather than the whole minibatch's tensor).
+    """
+    N, P = rows.shape[-2], columns.shape[-2]
+    batch = int(np.prod(columns.shape[:-2], dtype=np.int64)) * rows.dtype.size
+    size = max(1, CHUNK_BYTES // (batch * P))
+    if N is None or N <= size:
+        return tf.matmul(tf.exp(tf.matmul(rows, columns, transpose_b=True)), weights, transpose_b=True)
+    chunks = [rows[..., start : start + size, :] for start in range(0, N, size)]
+    return tf.concat(
+        [tf.matmul(tf.exp(tf.matmul(chunk, columns, transpose_b=True)), weights, transpose_b=True) for chunk in chunks],
+        axis=-2,
+    )
 
 
 class _PairStatistics(NamedTuple):
