@@ -11,8 +11,10 @@ rounds after warm-up (compilation excluded), against :data:`GOALS`:
 * ``fit``'s epoch of SEPGPC on 200,000 points in 5-D against a compiled SVGP loop over GPflow's own
   ``tf.data`` pipeline (shuffle, batch) and over ``fit``'s;
 * the first compiled call of a fresh model's training loss (tracing and graph set-up), each in a fresh process;
-* DGPAEP's minibatch step against GPflux's DeepGP (independent GPs per output, as ``benchmarks.dgp_uci``)
-  with two layers, M = 100 and hidden widths 2 (the paper's), 4 and 8, with the heavy ops of each graph.
+* DGPAEP's minibatch step against GPflux's DeepGP with two layers, M = 100, hidden widths 2 (the paper's), 4 and 8
+  and batches of 50 and 500: with one kernel and one set of inducing inputs per layer against GPflux's default
+  (``build_constant_input_dim_deep_gp``), and with a kernel and inducing inputs per GP against the same GPflux
+  model built with a kernel and inducing inputs per GP; with the heavy ops and FLOPs of each graph.
 
 Protocol and results: docs/benchmarks/step_speed.md.
 """
