@@ -88,31 +88,40 @@ def _gpflow_predict(model) -> Callable:
     return lambda Xt, Yt: (model.predict_log_density((Xt, Yt)).numpy(), model.predict_y(Xt)[0].numpy()[:, 0])
 
 
-def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, seed, samples) -> Trainer:
-    """GPflux's DeepGP on the DGP-AEP ``start``, GPflux's conventions, ``samples`` forward samples to predict."""
+def gpflux_deep_gp(X, widths, Z, lengthscales, variances, *, share: bool, likelihood_variance: float = 0.01):
+    """
+    GPflux's DeepGP with layer ``widths`` [D_1, ..., 1] on inputs X, built as
+    ``gpflux.architectures.build_constant_input_dim_deep_gp`` builds its layers (GPflux's helpers, whitened
+    q(u), a PCA ``Linear`` or ``Identity`` mean function in the hidden layers and a zero mean in the last,
+    the hidden layers' q_sqrt scaled by 1e-5, a Gaussian likelihood): inducing inputs ``Z`` [M, D] (taken
+    through the mean functions to the later layers), SE kernels with ``lengthscales[l]`` and
+    ``variances[l]``. ``share``: one kernel and one set of inducing inputs per layer shared by its outputs
+    (``SharedIndependent``, ``SharedIndependentInducingVariables``: GPflux's default), else a kernel and a
+    set per output.
+    """
     from gpflux.helpers import construct_basic_inducing_variables, construct_basic_kernel, construct_mean_function
     from gpflux.layers import GPLayer, LikelihoodLayer
     from gpflux.models import DeepGP
 
     n, D = X.shape
-    Z = start.layers[0].inducing_variables[0].Z.numpy()
-    lengthscale = start.layers[0].kernels[0].lengthscales.numpy()
     layers, inputs, Z_in = [], X, Z
-    for depth, (d_in, d_out) in enumerate(zip([D] + widths[:-1], widths)):
+    for depth, (d_in, d_out) in enumerate(zip([D] + list(widths[:-1]), widths)):
         last = depth == len(widths) - 1
-        ls = lengthscale if depth == 0 else np.full(d_in, np.e)
-        kernels = [gpflow.kernels.SquaredExponential(lengthscales=ls.copy()) for _ in range(d_out)]
-        kernel = construct_basic_kernel(kernels, output_dim=d_out, share_hyperparams=False)
-        Z_init = np.stack([Z_in.copy()] * d_out)
-        inducing = construct_basic_inducing_variables(Z.shape[0], d_in, d_out, share_variables=False, z_init=Z_init)
+        se = gpflow.kernels.SquaredExponential(variance=variances[depth], lengthscales=np.array(lengthscales[depth]))
+        kernel = construct_basic_kernel(se, output_dim=d_out, share_hyperparams=share)
+        z_init = Z_in.copy() if share else np.stack([Z_in.copy()] * d_out)
+        inducing = construct_basic_inducing_variables(len(Z), d_in, d_out, share_variables=share, z_init=z_init)
         mean_function = gpflow.mean_functions.Zero() if last else construct_mean_function(inputs, d_in, d_out)
         layer = GPLayer(kernel, inducing, num_data=n, mean_function=mean_function)
         if not last:
             layer.q_sqrt.assign(layer.q_sqrt * 1e-5)
             inputs, Z_in = (np.asarray(mean_function(t)) for t in (inputs, Z_in))
         layers.append(layer)
-    model = DeepGP(layers, LikelihoodLayer(gpflow.likelihoods.Gaussian(0.01)), num_data=n)
-    optimizer = tf_keras.optimizers.Adam(lr)
+    return DeepGP(layers, LikelihoodLayer(gpflow.likelihoods.Gaussian(likelihood_variance)), num_data=n)
+
+
+def gpflux_step(model, optimizer) -> Callable:
+    """A plain compiled Adam step on GPflux's ELBO (what a GPflux user writes), returning the loss."""
     variables = model.trainable_variables
     optimizer.build(variables)
 
@@ -123,6 +132,19 @@ def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, seed, samples) -> Trainer:
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
 
+    return step
+
+
+def _gpflux_trainer(start: DGPAEP, widths, X, Y, lr, seed, samples) -> Trainer:
+    """
+    GPflux's DeepGP in its default structure (one kernel and one Z per layer) on the DGP-AEP ``start`` (its
+    first layer's Z and lengthscales, ℓ = e above, σ_f² = 1), ``samples`` forward samples to predict.
+    """
+    first = start.layers[0]
+    lengthscales = [first.kernels[0].lengthscales.numpy()] + [np.full(w, np.e) for w in widths[:-1]]
+    Z = first.inducing_variables[0].Z.numpy()
+    model = gpflux_deep_gp(X, widths, Z, lengthscales, [1.0] * len(widths), share=True)
+    step = gpflux_step(model, tf_keras.optimizers.Adam(lr))
     sample = tf.function(model.predict_f, autograph=False)  # the last layer's marginals at a forward sample
 
     def predict(Xt, Yt):  # the mixture of the forward samples

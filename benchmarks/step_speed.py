@@ -11,8 +11,10 @@ rounds after warm-up (compilation excluded), against :data:`GOALS`:
 * ``fit``'s epoch of SEPGPC on 200,000 points in 5-D against a compiled SVGP loop over GPflow's own
   ``tf.data`` pipeline (shuffle, batch) and over ``fit``'s;
 * the first compiled call of a fresh model's training loss (tracing and graph set-up), each in a fresh process;
-* DGPAEP's minibatch step against GPflux's DeepGP (independent GPs per output, as ``benchmarks.dgp_uci``)
-  with two layers, M = 100 and hidden widths 2 (the paper's), 4 and 8, with the heavy ops of each graph.
+* DGPAEP's minibatch step against GPflux's DeepGP with two layers, M = 100, hidden widths 2 (the paper's), 4 and 8
+  and batches of 50 and 500: with one kernel and one set of inducing inputs per layer against GPflux's default
+  (``build_constant_input_dim_deep_gp``), and with a kernel and inducing inputs per GP against the same GPflux
+  model built with a kernel and inducing inputs per GP; with the heavy ops and FLOPs of each graph.
 
 Protocol and results: docs/benchmarks/step_speed.md.
 """
@@ -44,12 +46,12 @@ INDUCING = ("shared", "separate")
 QUICK = dict(
     n=2000, D=8, configs=[(10, 50)], classes=[2, 3], rounds=3, steps=3, warmup=2,
     epoch=dict(n=3000, D=5, M=10, batch=500, rounds=2), first_call=dict(n=100, repeats=1),
-    dgp=dict(n=200, D=8, M=10, widths=[2], rounds=2, steps=3),
+    dgp=dict(n=300, D=4, M=10, widths=[4], batches=[50], rounds=2, steps=3, warmup=2),
 )
 FULL = dict(
     n=20000, D=8, configs=[(50, 200), (100, 500)], classes=[2, 5, 10], warmup=5,
     epoch=dict(n=200000, D=5, M=100, batch=500, rounds=5), first_call=dict(n=1000, repeats=3),
-    dgp=dict(n=1000, D=8, M=100, widths=[2, 4, 8], rounds=7, steps=20),
+    dgp=dict(n=20000, D=8, M=100, widths=[2, 4, 8], batches=[50, 500], rounds=7, steps=10, warmup=5),
 )
 
 
@@ -232,40 +234,116 @@ def first_calls(cfg: Dict) -> Dict:
 HEAVY_OPS = ("Cholesky", "MatrixTriangularSolve", "MatMul", "BatchMatMulV2", "Exp")
 
 
-def graph_ops(step, batch) -> Dict[str, int]:
-    """Counts of :data:`HEAVY_OPS` and of all nodes in the graph of a compiled ``step`` on ``batch``."""
-    graph = step.get_concrete_function(batch).graph.as_graph_def()
+def graph_ops(step, batch) -> Dict[str, float]:
+    """
+    Counts of :data:`HEAVY_OPS` and of all nodes in the graph of a compiled ``step`` on ``batch`` (function bodies
+    included), and the step's dense linear algebra in MFLOP from the static shapes of its main graph: products
+    2mkn, triangular solves M²K, Cholesky factorisations M³/3 (per batch element), and the exponentials. The
+    bodies of loops (``loops``, e.g. ``tf.map_fn``) are not in the FLOP count, which is then a lower bound.
+    """
+    concrete = step.get_concrete_function(batch)
+    graph = concrete.graph.as_graph_def()
     nodes = [node.op for node in graph.node] + [node.op for f in graph.library.function for node in f.node_def]
-    return {**{op: nodes.count(op) for op in HEAVY_OPS}, "nodes": len(nodes)}
+    counts: Dict[str, float] = {**{op: nodes.count(op) for op in HEAVY_OPS}, "nodes": len(nodes)}
+    counts["loops"] = sum(nodes.count(op) for op in ("While", "StatelessWhile"))  # bodies not in the FLOP count
+    flops = {"products": 0.0, "solves": 0.0, "cholesky": 0.0, "exp": 0.0}
+    for op in concrete.graph.get_operations():
+        shapes = [t.shape.as_list() for t in op.inputs]
+        if any(None in shape for shape in shapes[:2]):
+            continue
+        if op.type in ("MatMul", "BatchMatMulV2"):
+            a, b = shapes[0], shapes[1]
+            transpose_a = op.get_attr("transpose_a" if op.type == "MatMul" else "adj_x")
+            transpose_b = op.get_attr("transpose_b" if op.type == "MatMul" else "adj_y")
+            m, k = (a[-1], a[-2]) if transpose_a else (a[-2], a[-1])
+            n = b[-2] if transpose_b else b[-1]
+            batch_size = np.prod(np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2])), dtype=float)
+            flops["products"] += 2.0 * batch_size * m * k * n
+        elif op.type == "MatrixTriangularSolve":
+            matrix, rhs = shapes[0], shapes[1]
+            batch_size = np.prod(np.broadcast_shapes(tuple(matrix[:-2]), tuple(rhs[:-2])), dtype=float)
+            flops["solves"] += batch_size * matrix[-1] ** 2 * rhs[-1]
+        elif op.type == "Cholesky":
+            flops["cholesky"] += np.prod(shapes[0][:-2], dtype=float) * shapes[0][-1] ** 3 / 3.0
+        elif op.type == "Exp":
+            flops["exp"] += np.prod(shapes[0], dtype=float)
+    counts.update({f"MFLOP {k}" if k != "exp" else "exp (millions)": v / 1e6 for k, v in flops.items()})
+    counts["MFLOP"] = sum(counts[f"MFLOP {k}"] for k in ("products", "solves", "cholesky"))
+    return counts
+
+
+#: DGPAEP's structures (``DGPAEP.from_data``'s options) and GPflux's sharing in the model it is compared with
+DGP_STRUCTURES = {
+    "shared": dict(share_kernel=True, tie_inducing=True),  # GPflux's default: build_constant_input_dim_deep_gp
+    "separate": dict(share_kernel=False, tie_inducing=False),  # a kernel and inducing inputs per GP on both sides
+}
+
+
+def gpflux_default_deep_gp(X, width: int, M: int, share: bool):
+    """
+    GPflux's DeepGP with two layers [width, 1] and ``build_constant_input_dim_deep_gp``'s settings
+    (``Config(num_inducing=M, inner_layer_qsqrt_factor=1e-5, likelihood_noise_variance=1e-2)``, GPflux's documented
+    values: k-means inducing inputs, SE lengthscales 2, kernel variance 1e-6 in the hidden layer and 1 in the last):
+    that builder itself for one kernel and one Z per layer at width D, else the same construction with the hidden
+    width ``width`` (:func:`benchmarks.dgp_uci.gpflux_deep_gp`) and, unless ``share``, a kernel and Z per output.
+    """
+    from gpflux.architectures import Config, build_constant_input_dim_deep_gp
+    from scipy.cluster.vq import kmeans2
+
+    from .dgp_uci import gpflux_deep_gp
+
+    D = X.shape[1]
+    if share and width == D:
+        return build_constant_input_dim_deep_gp(X, 2, Config(num_inducing=M, inner_layer_qsqrt_factor=1e-5,
+                                                             likelihood_noise_variance=1e-2))
+    Z, _ = kmeans2(X, M, minit="points", seed=np.random.default_rng(0))
+    return gpflux_deep_gp(X, [width, 1], Z, [[2.0] * D, [2.0] * width], [1e-6, 1.0], share=share)
 
 
 def dgp_times(cfg: Dict) -> Dict:
     """
-    DGPAEP's and GPflux's DeepGP's compiled minibatch steps (``benchmarks.dgp_uci.trainers``: the same start,
-    Adam 0.01, batch 50) with layer widths [w, 1] on synthetic data (y = sin(x₁) + noise), interleaved.
+    DGPAEP's compiled training step (``make_train_step``, Adam 0.01) against GPflux's DeepGP (a plain compiled Adam
+    step on its ELBO) with layer widths [D, w, 1] on synthetic data (y = sin(x₁) + noise), the same ``make_dataset``
+    pipeline, for each structure of :data:`DGP_STRUCTURES`, width and batch size; per batch size all pairs
+    interleaved.
     """
-    from .dgp_uci import train_interleaved, trainers
+    from gpflow_ep.models import DGPAEP
+
+    from .dgp_uci import gpflux_step
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((cfg["n"], cfg["D"]))
     Y = np.sin(X[:, :1]) + 0.1 * rng.standard_normal((cfg["n"], 1))
-    widths = {f"{m} w={w}": [w, 1] for w in cfg["widths"] for m in ("DGP-AEP", "GPflux")}
-    models = trainers(X, Y, list(widths), cfg["M"], 0.01, 0, widths=widths)
-    train_interleaved(models.values(), 1 + cfg["rounds"] * cfg["steps"], cfg["steps"])
-    times = {name: np.asarray(t.per_step[1:]) for name, t in models.items()}
     rows = []
-    for w in cfg["widths"]:
-        ours, theirs = f"DGP-AEP w={w}", f"GPflux w={w}"
-        batch = next(models[ours].batches)
-        rows.append(
-            dict(
-                width=w,
-                ms=[float(1e3 * np.median(times[name])) for name in (ours, theirs)],
-                ratio=_ratio(times[ours] / times[theirs], GOALS["DGPAEP"]),
-                ops=[graph_ops(models[name].step, batch) for name in (ours, theirs)],
+    for batch_size in cfg["batches"]:
+        steppers, pairs = {}, []
+        for structure, options in DGP_STRUCTURES.items():
+            for w in cfg["widths"]:
+                ours, theirs = f"DGP-AEP {structure} w={w}", f"GPflux {structure} w={w}"
+                model = DGPAEP.from_data(X, Y, [cfg["D"], w, 1], cfg["M"], **options)
+                flux = gpflux_default_deep_gp(X, w, cfg["M"], share=structure == "shared")
+                for name, step in ((ours, make_train_step(model, make_optimizer("adam:0.01"))),
+                                   (theirs, gpflux_step(flux, make_optimizer("adam:0.01")))):
+                    batches = iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))
+                    steppers[name] = TimedSteps(step, batches)
+                pairs.append((structure, w, ours, theirs))
+        for stepper in steppers.values():
+            stepper.run(cfg["warmup"])  # compiles
+        times = interleaved_rounds(steppers, cfg["rounds"], cfg["steps"], log, label=f"DGP batch={batch_size} ")
+        for structure, w, ours, theirs in pairs:
+            batch = next(steppers[ours].batches)
+            rows.append(
+                dict(
+                    structure=structure,
+                    width=w,
+                    batch_size=batch_size,
+                    ms=[float(1e3 * np.median(times[name])) for name in (ours, theirs)],
+                    ratio=_ratio(times[ours] / times[theirs], GOALS["DGPAEP"]),
+                    ops=[graph_ops(steppers[name].step, batch) for name in (ours, theirs)],
+                )
             )
-        )
-        log(f"DGP width {w}: {rows[-1]['ms']} ms, ratio {rows[-1]['ratio']['median']:.2f}")
+            log(f"DGP {structure} w={w} batch={batch_size}: {rows[-1]['ms']} ms, "
+                f"ratio {rows[-1]['ratio']['median']:.2f}")
     return dict(config=cfg, rows=rows)
 
 
@@ -325,25 +403,56 @@ def markdown(report: Dict) -> str:
             *markdown_table(["seconds"] + list(f["medians"]), rows),
         ]
     if report.get("dgp"):
-        d = report["dgp"]
-        dc = d["config"]
-        rows = [
-            [r["width"], *(f"{t:.2f}" for t in r["ms"]), *_ratio_cells(r["ratio"])]
-            + [" / ".join(str(ops[op]) for ops in r["ops"]) for op in HEAVY_OPS + ("nodes",)]
-            for r in d["rows"]
-        ]
-        head = ["hidden width", "DGP-AEP ms/step", "GPflux ms/step", "ratio (median)", "range", "goal"]
-        lines += [
-            "",
-            "## DGPAEP against GPflux's DeepGP",
-            "",
-            f"Two layers [w, 1], M = {dc['M']}, n = {dc['n']} synthetic points in {dc['D']}-D, batch 50, Adam; "
-            f"{dc['rounds']} interleaved chunks of {dc['steps']} steps after a compiling step; medians. The op columns "
-            "count each compiled step's graph (DGP-AEP / GPflux).",
-            "",
-            *markdown_table(head + [f"{op} ops" for op in HEAVY_OPS] + ["graph nodes"], rows),
-        ]
+        lines += dgp_markdown(report["dgp"])
     return "\n".join(lines) + "\n"
+
+
+#: the op columns of the DGP table: (heading, keys of :func:`graph_ops` summed, format)
+DGP_OP_COLUMNS = (
+    ("Cholesky ops", ("Cholesky",), "{:.0f}"),
+    ("triangular solves", ("MatrixTriangularSolve",), "{:.0f}"),
+    ("products", ("MatMul", "BatchMatMulV2"), "{:.0f}"),
+    ("graph nodes", ("nodes",), "{:.0f}"),
+    ("MFLOP (products / solves / Cholesky)", ("MFLOP",), "{:.0f}"),
+    ("exp (millions)", ("exp (millions)",), "{:.2f}"),
+)
+
+
+def dgp_markdown(d: Dict) -> list:
+    """The DGP tables: per structure and batch size, each width's times, ratio and the two graphs' costs."""
+    dc, lines = d["config"], []
+    head = ["structure", "batch", "hidden width", "DGP-AEP ms/step", "GPflux ms/step", "ratio (median)", "range"]
+    head += ["goal"] + [f"{title} (DGP-AEP / GPflux)" for title, _, _ in DGP_OP_COLUMNS]
+    rows = []
+    for r in d["rows"]:
+        costs = []
+        for _, keys, fmt in DGP_OP_COLUMNS:
+            values = [sum(ops[k] for k in keys) for ops in r["ops"]]
+            cell = " / ".join(fmt.format(v) for v in values)
+            if keys == ("MFLOP",):
+                cell = " / ".join(fmt.format(ops["MFLOP"]) + ("†" if ops.get("loops") else "") for ops in r["ops"])
+                cell += " (" + " / ".join(
+                    "+".join(f"{ops[f'MFLOP {k}']:.0f}" for k in ("products", "solves", "cholesky")) for ops in r["ops"]
+                ) + ")"
+            costs.append(cell)
+        rows.append([r["structure"], r["batch_size"], r["width"], *(f"{t:.2f}" for t in r["ms"])]
+                    + _ratio_cells(r["ratio"]) + costs)
+    lines += [
+        "",
+        "## DGPAEP against GPflux's DeepGP",
+        "",
+        f"Two layers [w, 1], M = {dc['M']}, n = {dc['n']} synthetic points in {dc['D']}-D, Adam 0.01 on the same "
+        f"`make_dataset` pipeline; per batch size every pair interleaved, {dc['rounds']} rounds of {dc['steps']} steps "
+        f"after {dc['warmup']} warm-up steps (compilation excluded); medians. Structure \"shared\": DGPAEP with one "
+        "kernel and one set of inducing inputs per layer against GPflux's default DeepGP "
+        "(`build_constant_input_dim_deep_gp`'s construction, M as above); \"separate\": a kernel and inducing inputs "
+        "per GP on both sides. The cost columns are static counts of each compiled step's graph; † marks a step with "
+        "loops (GPflow's conditional with a kernel per GP maps over the GPs with `tf.map_fn`) whose bodies the FLOP "
+        "count leaves out, so that it is a lower bound.",
+        "",
+        *markdown_table(head, rows),
+    ]
+    return lines
 
 
 def _ratio_cells(r: Dict) -> list:

@@ -11,15 +11,36 @@ broadcasts the single block against its C posteriors (TensorFlow's ``matmul``, `
 and ``cholesky_solve`` broadcast batch dimensions). Each of K_uu, K_uf, K_ff has its own B:
 ``SharedIndependent`` with ``SeparateIndependentInducingVariables`` gives K_uu, K_uf per output
 and one diag K_ff.
+
+:func:`multioutput_kernel` and :func:`multioutput_inducing_variable` turn what a user passes for C
+independent outputs (one kernel, a list, GPflow's multi-output objects, arrays of inducing inputs)
+into GPflow's multi-output kernel and inducing variables.
 """
 
+from typing import Sequence, Union
+
+import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
 from gpflow import covariances
-from gpflow.inducing_variables import InducingVariables, SharedIndependentInducingVariables
+from gpflow.inducing_variables import (
+    InducingPoints,
+    InducingVariables,
+    SeparateIndependentInducingVariables,
+    SharedIndependentInducingVariables,
+)
 from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
 
-__all__ = ["block_Kuu", "block_Kuf", "block_Kff", "shares_blocks"]
+from .validation import check_inputs
+
+__all__ = [
+    "block_Kuu",
+    "block_Kuf",
+    "block_Kff",
+    "shares_blocks",
+    "multioutput_kernel",
+    "multioutput_inducing_variable",
+]
 
 
 def shares_blocks(kernel: Kernel, inducing_variable: InducingVariables) -> bool:
@@ -54,3 +75,70 @@ def block_Kff(kernel: Kernel, X, full_cov: bool = False) -> tf.Tensor:
     if isinstance(kernel, SharedIndependent):
         return kernel.kernel(X, full_cov=full_cov)[None]
     return kernel(X, full_cov=full_cov)[None]
+
+
+def multioutput_kernel(
+    kernel: Union[Kernel, Sequence[Kernel]], num_outputs: int, per: str = "output"
+) -> MultioutputKernel:
+    """
+    The kernel of ``num_outputs`` = C independent outputs as GPflow's multi-output kernel:
+    ``SharedIndependent`` or ``SeparateIndependent`` as given (output_dim C), one plain kernel as
+    ``SharedIndependent`` (shared hyper-parameters), a sequence of C kernels as ``SeparateIndependent``.
+    ``per`` names an output in the error messages ("class", ...).
+    """
+    C = num_outputs
+    if isinstance(kernel, (list, tuple)):
+        if len(kernel) != C or not all(isinstance(k, Kernel) for k in kernel):
+            raise ValueError(f"kernel: give one kernel or {C} (one per {per}); got {len(kernel)}")
+        return SeparateIndependent(list(kernel))
+    if isinstance(kernel, SharedIndependent):
+        if kernel.output_dim != C:
+            raise ValueError(f"kernel: SharedIndependent has output_dim {kernel.output_dim}; give {C} (one per {per})")
+        return kernel
+    if isinstance(kernel, SeparateIndependent):
+        if len(kernel.kernels) != C:
+            raise ValueError(f"kernel: SeparateIndependent has {len(kernel.kernels)} kernels; give one per {per} ({C})")
+        return kernel
+    if isinstance(kernel, MultioutputKernel) or not isinstance(kernel, Kernel):
+        raise ValueError(
+            f"kernel: give a GPflow kernel, a sequence of one per {per}, or a SharedIndependent / "
+            f"SeparateIndependent kernel; got {type(kernel).__name__}"
+        )
+    return SharedIndependent(kernel, output_dim=C)
+
+
+def multioutput_inducing_variable(inducing_variable, num_outputs: int, per: str = "output") -> InducingVariables:
+    """
+    The inducing inputs of ``num_outputs`` = C independent outputs as GPflow's multi-output inducing
+    variables: ``SharedIndependentInducingVariables`` / ``SeparateIndependentInducingVariables`` as given
+    (C sets of the same size M), one ``InducingPoints`` shared by all outputs, an [M, D] array as C
+    trainable copies and a sequence of C arrays (or ``InducingPoints``) as separate inducing inputs.
+    """
+    C = num_outputs
+    if isinstance(inducing_variable, InducingPoints):
+        inducing_variable = SharedIndependentInducingVariables(inducing_variable)
+    elif isinstance(inducing_variable, (list, tuple)):
+        parts = [z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variable]
+        for c, part in enumerate(parts):  # GPflow's check of equal columns is not a ValueError
+            if part.Z.shape[-1] != parts[0].Z.shape[-1]:
+                raise ValueError(
+                    f"inducing_variable[{c}]: Z (inducing points) has {part.Z.shape[-1]} columns but "
+                    f"inducing_variable[0] has {parts[0].Z.shape[-1]}"
+                )
+        inducing_variable = SeparateIndependentInducingVariables(parts)
+    elif not isinstance(inducing_variable, InducingVariables):
+        Z = check_inputs(inducing_variable, "inducing_variable")
+        inducing_variable = SeparateIndependentInducingVariables([InducingPoints(np.array(Z)) for _ in range(C)])
+    if isinstance(inducing_variable, SeparateIndependentInducingVariables):
+        parts = inducing_variable.inducing_variable_list
+        if len(parts) != C:
+            raise ValueError(f"inducing_variable has {len(parts)} sets of inducing inputs; give {C} (one per {per})")
+        sizes = {int(iv.num_inducing) for iv in parts}
+        if len(sizes) != 1:
+            raise ValueError(f"inducing_variable: every {per} needs the same number of inducing inputs; got {sizes}")
+    elif not isinstance(inducing_variable, SharedIndependentInducingVariables):
+        raise ValueError(
+            "inducing_variable: give an [M, D] array, a sequence of them, InducingPoints or GPflow's Shared- or "
+            f"SeparateIndependentInducingVariables; got {type(inducing_variable).__name__}"
+        )
+    return inducing_variable

@@ -228,7 +228,8 @@ def class_labels(X):
 
 def dgp_layer(kernel, Z, width=1, noise=None):
     M = np.shape(Z)[0]
-    return AEPLayer([kernel] * width, [Z] * width, [TiedFactor(np.eye(M), np.zeros((M, 1)), N)] * width, noise)
+    factor = TiedFactor(np.tile(np.eye(M), (width, 1, 1)), np.zeros((width, M, 1)), N)
+    return AEPLayer([kernel] * width, [Z] * width, factor, noise)
 
 
 def build_with(name, X, Y, kernel, Z):

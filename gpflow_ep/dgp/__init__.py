@@ -4,8 +4,19 @@ kernel expectations, the tied factor, the FITC layer and the reference initialis
 """
 
 from .initialisation import initial_layers
-from .layer import AEPLayer
-from .psi import PsiStatistics, psi2_traces, psi_statistics
-from .tied_factor import TiedFactor
+from .layer import AEPLayer, LayerBlocks
+from .psi import PsiStatistics, PsiTraces, psi_statistics, psi_traces
+from .tied_factor import TiedFactor, WhitenedMoments, random_factor
 
-__all__ = ["AEPLayer", "TiedFactor", "PsiStatistics", "psi_statistics", "psi2_traces", "initial_layers"]
+__all__ = [
+    "AEPLayer",
+    "LayerBlocks",
+    "TiedFactor",
+    "WhitenedMoments",
+    "random_factor",
+    "PsiStatistics",
+    "PsiTraces",
+    "psi_statistics",
+    "psi_traces",
+    "initial_layers",
+]

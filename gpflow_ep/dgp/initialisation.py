@@ -15,19 +15,29 @@ of [-1, 1]^Q (``linspace(-1, 1, M)`` in every coordinate), factor entries N(0, 0
 likelihood's variance starts at 0.01 (the observation noise), a probit output has none.
 
 These values assume a standardised target (the reference code standardises y with the training mean
-and standard deviation and does not standardise X). One shared kernel per layer, one set
-of inducing inputs per output (the reference code's defaults; ``share_kernel``/``tie_inducing``
-change them).
+and standard deviation and does not standardise X).
+
+**Structure:** one kernel per layer shared by its outputs (GPflow's ``SharedIndependent``) and one set
+of inducing inputs per output (``SeparateIndependentInducingVariables``), the reference code's
+defaults; ``share_kernel=False`` gives a kernel per output (``SeparateIndependent``, the paper's
+text), ``tie_inducing=True`` one set of inducing inputs per layer (``SharedIndependentInducingVariables``,
+the reference code's ``zu_tied``). Both shared is the structure of GPflux's
+``build_constant_input_dim_deep_gp``, the cheapest: one K_uu per layer.
 """
 
 from typing import List, Sequence
 
 import numpy as np
-from gpflow.inducing_variables import InducingPoints
-from gpflow.kernels import SquaredExponential
+from gpflow.inducing_variables import (
+    InducingPoints,
+    SeparateIndependentInducingVariables,
+    SharedIndependentInducingVariables,
+)
+from gpflow.kernels import SeparateIndependent, SharedIndependent, SquaredExponential
 from scipy.cluster.vq import kmeans2
 
-from .layer import AEPLayer, random_factor
+from .layer import AEPLayer
+from .tied_factor import random_factor
 
 __all__ = ["initial_layers", "median_distance", "initial_inducing_inputs"]
 
@@ -81,10 +91,14 @@ def initial_layers(
         else:
             Z = np.repeat(np.linspace(-1.0, 1.0, num_inducing)[:, None], q, axis=1)
             lengthscale, factor_scale = np.e, 0.1
-        shared_kernel = _kernel(q, lengthscale)
-        kernels = [shared_kernel if share_kernel else _kernel(q, lengthscale) for _ in range(width)]
-        shared_Z = InducingPoints(Z.copy())
-        inducing = [shared_Z if tie_inducing else InducingPoints(Z.copy()) for _ in range(width)]
-        factors = [random_factor(num_inducing, factor_scale, num_data, rng) for _ in range(width)]
-        layers.append(AEPLayer(kernels, inducing, factors, noise_variance=None if last else HIDDEN_NOISE))
+        if share_kernel:
+            kernel = SharedIndependent(_kernel(q, lengthscale), output_dim=width)
+        else:
+            kernel = SeparateIndependent([_kernel(q, lengthscale) for _ in range(width)])
+        if tie_inducing:
+            inducing = SharedIndependentInducingVariables(InducingPoints(Z.copy()))
+        else:
+            inducing = SeparateIndependentInducingVariables([InducingPoints(Z.copy()) for _ in range(width)])
+        factor = random_factor(width, num_inducing, factor_scale, num_data, rng)
+        layers.append(AEPLayer(kernel, inducing, factor, noise_variance=None if last else HIDDEN_NOISE))
     return layers

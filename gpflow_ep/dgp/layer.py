@@ -17,80 +17,87 @@ E_{q(h_{l-1})}, Eq. (5) defines Ψ₂):
 
 assembled term by term, each term non-negative in exact arithmetic and clipped at 0 (the
 expected FITC variance, the variance from q(u), the variance of the conditional mean; equal to
-σ² + ψ₀ + tr(BΨ₂) - m² with B = K⁻¹(V + mmᵀ)K⁻¹ - K⁻¹). With v = L⁻¹u and q(v) =
-N(μ_v, B_v⁻¹) (:class:`~gpflow_ep.ep.whitened.WhitenedGaussian`): A = L⁻ᵀμ_v and K⁻¹VK⁻¹ = GᵀG with
-G = L_B⁻¹L⁻¹. For a deterministic input (the first layer, s = 0) Ψ₂ = kkᵀ and the moments are the
-whitened SVGP predictive of the engine's ``WhitenedGaussian.predict`` plus σ_l² (Bui et al. 2016, §5, m_1 and v_1).
+σ² + ψ₀ + tr(BΨ₂) - m² with B = K⁻¹(V + mmᵀ)K⁻¹ - K⁻¹). With v = L⁻¹u and q(v) = N(μ_v, S)
+(:class:`~gpflow_ep.dgp.WhitenedMoments`): A = L⁻ᵀμ_v and K⁻¹VK⁻¹ = L⁻ᵀSL⁻¹. For a deterministic input
+(the first layer, s = 0) Ψ₂ = kkᵀ and the moments are the whitened SVGP predictive, with a = L⁻¹k,
+m = aᵀμ_v and v = k(x, x) - aᵀa + aᵀSa, plus σ_l² (Bui et al. 2016, §5, m_1 and v_1).
 The outputs are returned as independent Gaussians: their cross-covariances are dropped
 (Bui et al. 2016, §5; App. G describes the full-covariance alternative).
+
+**Structure.** The kernel and the inducing inputs are GPflow's multi-output objects, through GPflow's
+``Kuu``/``Kuf`` dispatch (:mod:`gpflow_ep.covariances`): a ``SharedIndependent`` kernel (one kernel for
+the layer's D_l GPs, the authors' reference code, github.com/thangbui/deepGP_approxEP) or a
+``SeparateIndependent`` one (a kernel per GP, the paper's text, §8.1), with
+``SharedIndependentInducingVariables`` (one Z for all, the reference code's ``zu_tied``) or
+``SeparateIndependentInducingVariables`` (a Z per GP, its default). The D_l GPs are one batch: every
+matrix carries a leading dimension, D_l for the GPs' own q(u), and 1 for K_uu, its Cholesky factor,
+K_uf and the Psi statistics when the kernel and the inducing inputs are both shared, which are then
+computed once per layer and broadcast against the D_l posteriors.
 """
 
-from typing import List, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence, Tuple
 
-import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
-from gpflow import Module, Parameter, covariances
+from gpflow import Module, Parameter
 from gpflow.config import default_jitter
-from gpflow.inducing_variables import InducingPoints
-from gpflow.kernels import SquaredExponential
+from gpflow.inducing_variables import InducingPoints, SharedIndependentInducingVariables
+from gpflow.kernels import Kernel, SharedIndependent, SquaredExponential
 from gpflow.utilities import positive
 
-from ..ep.whitened import WhitenedGaussian, eye_like
-from .psi import psi2_traces, psi_statistics
-from .tied_factor import TiedFactor
+from ..covariances import block_Kff, block_Kuf, block_Kuu, multioutput_inducing_variable, multioutput_kernel
+from ..ep.whitened import eye_like
+from .psi import psi_traces
+from .tied_factor import TiedFactor, WhitenedMoments
 
-__all__ = ["AEPLayer"]
+__all__ = ["AEPLayer", "LayerBlocks", "cholesky"]
 
 
 class AEPLayer(Module):
     """
-    A FITC GP layer with ``len(kernels)`` outputs.
+    A FITC GP layer with w = ``factor.num_units`` outputs (module docstring).
 
-    :param kernels: one ``SquaredExponential`` per output; pass the same object D_l times to share
-        the hyper-parameters across the outputs (the reference code), distinct ones to separate them
-        (the paper's text).
-    :param inducing_variables: one ``InducingPoints`` (or [M, Q] array) per output; the same object
-        D_l times ties them.
-    :param factors: one :class:`~gpflow_ep.dgp.TiedFactor` per output.
-    :param noise_variance: σ_l², the layer's output noise (a positive ``Parameter``); ``None`` for a
-        layer without noise (the output layer, whose noise is the likelihood's).
+    :param kernel: GPflow's ``SharedIndependent`` (one ``SquaredExponential`` for the w GPs, the
+        reference code's default) or ``SeparateIndependent`` (one per GP, the paper's text); or one plain
+        ``SquaredExponential`` (shared) or a sequence of w (separate).
+    :param inducing_variable: GPflow's ``SharedIndependentInducingVariables`` (one Z for the w GPs) or
+        ``SeparateIndependentInducingVariables`` (one per GP, each with the same M); or one
+        ``InducingPoints`` (shared), an [M, Q] array (w trainable copies) or a sequence of w arrays or
+        ``InducingPoints`` (separate).
+    :param factor: the w GPs' tied factors, one :class:`~gpflow_ep.dgp.TiedFactor` of w units.
+    :param noise_variance: σ_l², the layer's output noise (a positive ``Parameter``, shared by its
+        outputs); ``None`` for a layer without noise (the output layer, whose noise is the likelihood's).
     :param jitter: added to K_uu (default ``gpflow.config.default_jitter()``, 1e-6 as in the
-        authors' reference code, github.com/thangbui/deepGP_approxEP).
+        authors' reference code).
     """
 
     def __init__(
         self,
-        kernels: Sequence[SquaredExponential],
-        inducing_variables: Sequence,
-        factors: Sequence[TiedFactor],
+        kernel,
+        inducing_variable,
+        factor: TiedFactor,
         noise_variance: Optional[float] = None,
         *,
         jitter: Optional[float] = None,
         name=None,
     ):
         super().__init__(name=name)
-        if not (len(kernels) == len(inducing_variables) == len(factors)) or len(kernels) == 0:
+        if not isinstance(factor, TiedFactor):
             raise ValueError(
-                "kernels, inducing_variables and factors must have one entry per output of the layer; got "
-                f"{len(kernels)}, {len(inducing_variables)} and {len(factors)}"
+                f"factor must be one TiedFactor for the layer's outputs (w units); got {type(factor).__name__}"
             )
-        for k in kernels:
+        w = factor.num_units
+        self.kernel = multioutput_kernel(kernel, w)
+        self.inducing_variable = multioutput_inducing_variable(inducing_variable, w)
+        self.factor = factor
+        for k in self.kernels:
             if not isinstance(k, SquaredExponential):
                 raise ValueError(
-                    "kernels: DGP-AEP needs SquaredExponential kernels (closed-form Psi statistics); "
+                    "kernel: DGP-AEP needs SquaredExponential kernels (closed-form Psi statistics); "
                     f"got {type(k).__name__}"
                 )
-        self.kernels = list(kernels)
-        self.inducing_variables = [
-            z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variables
-        ]
-        for z, f in zip(self.inducing_variables, factors):
-            if z.num_inducing != f.factor_shift.shape[0]:
-                raise ValueError(
-                    f"factors: a factor of size {f.factor_shift.shape[0]} for {z.num_inducing} inducing inputs"
-                )
-        self.factors = list(factors)
+        if self.num_inducing != factor.num_inducing:
+            raise ValueError(f"factor: a factor of size {factor.num_inducing} for {self.num_inducing} inducing inputs")
         if noise_variance is None:
             self.noise_variance = None
         else:
@@ -99,87 +106,160 @@ class AEPLayer(Module):
             self.noise_variance = Parameter(noise_variance, transform=positive(), name="noise_variance")
         self.jitter = default_jitter() if jitter is None else float(jitter)
 
+    # ---------------------------------------------------------------- structure
+
     @property
     def num_outputs(self) -> int:
-        return len(self.kernels)
+        """w, the layer's GPs."""
+        return self.factor.num_units
+
+    @property
+    def num_inducing(self) -> int:
+        """M, the inducing inputs of each GP."""
+        return int(self.inducing_variables[0].Z.shape[0])
 
     @property
     def input_dim(self) -> int:
         return int(self.inducing_variables[0].Z.shape[-1])
 
-    def blocks(self) -> List["Block"]:
-        """chol K_uu, q(v) and the cavity of every output, computed once for a forward pass."""
-        out = []
-        for kernel, inducing, factor in zip(self.kernels, self.inducing_variables, self.factors):
-            L = tf.linalg.cholesky(covariances.Kuu(inducing, kernel, jitter=self.jitter))
-            out.append(Block(L, *factor.posterior_and_cavity(L)))
-        return out
+    @property
+    def shares_kernel(self) -> bool:
+        """One kernel for the w GPs (``SharedIndependent``)."""
+        return isinstance(self.kernel, SharedIndependent)
+
+    @property
+    def shares_inducing(self) -> bool:
+        """One set of inducing inputs for the w GPs (``SharedIndependentInducingVariables``)."""
+        return isinstance(self.inducing_variable, SharedIndependentInducingVariables)
+
+    @property
+    def kernels(self) -> Sequence[Kernel]:
+        """The kernel of each of the w GPs (the same object w times when shared)."""
+        if self.shares_kernel:
+            return [self.kernel.kernel] * self.num_outputs
+        return list(self.kernel.kernels)
+
+    @property
+    def inducing_variables(self) -> Sequence[InducingPoints]:
+        """The inducing inputs of each of the w GPs (the same object w times when shared)."""
+        if self.shares_inducing:
+            return [self.inducing_variable.inducing_variable] * self.num_outputs
+        return list(self.inducing_variable.inducing_variable_list)
+
+    def inducing_inputs(self) -> tf.Tensor:
+        """Z, [M, Q] when shared, else [w, M, Q]."""
+        if self.shares_inducing:
+            return tf.convert_to_tensor(self.inducing_variable.inducing_variable.Z)
+        return tf.stack([iv.Z for iv in self.inducing_variable.inducing_variable_list])
+
+    # ---------------------------------------------------------------- algebra
+
+    def blocks(self, cavity: bool = True) -> "LayerBlocks":
+        """
+        chol K_uu ([1, M, M] when shared, else [w, M, M]) and the w GPs' cavity with the energy terms
+        (``cavity=True``, a training pass) or their q(v) (``cavity=False``, prediction), once per pass.
+        """
+        L = cholesky(block_Kuu(self.inducing_variable, self.kernel, jitter=self.jitter))
+        if cavity:
+            energy, moments = self.factor.energy_and_cavity(L)
+            return LayerBlocks(L, moments, energy, True)
+        return LayerBlocks(L, self.factor.moments(L, cavity=False), None, False)
 
     @check_shapes("return: []")
-    def energy_terms(self, blocks: Optional[List["Block"]] = None) -> tf.Tensor:
+    def energy_terms(self, blocks: Optional["LayerBlocks"] = None) -> tf.Tensor:
         """Σ_d [(1 - N) φ_post + N φ_cav - φ_prior] of the layer's GPs (Bui et al. 2016, App. E, Eq. (18))."""
         blocks = self.blocks() if blocks is None else blocks
-        return tf.add_n([f.energy_terms_of(b.posterior, b.cavity) for f, b in zip(self.factors, blocks)])
+        if blocks.energy is None:
+            raise ValueError("blocks: the energy terms come with the cavity's blocks (blocks(cavity=True))")
+        return blocks.energy
 
     @check_shapes("mean: [N, Q]", "var: [N, Q]", "return[0]: [N, D]", "return[1]: [N, D]")
     def propagate(
-        self, mean, var, *, cavity: bool, deterministic: bool = False, blocks: Optional[List["Block"]] = None
+        self, mean, var, *, cavity: bool, deterministic: bool = False, blocks: Optional["LayerBlocks"] = None
     ):
         """
         Mean and variance [N, D_l] of the layer's outputs under the input N(``mean``, diag ``var``)
         and the cavity (``cavity=True``) or the posterior of each u (module docstring). With
         ``deterministic`` the input is a point (``var`` is ignored; the first layer). ``blocks``
-        (:meth:`blocks`) may be passed to share them with :meth:`energy_terms`.
+        (:meth:`blocks` with the same ``cavity``) may be passed to share them with :meth:`energy_terms`.
         """
-        blocks = self.blocks() if blocks is None else blocks
-        means: List[tf.Tensor] = []
-        variances: List[tf.Tensor] = []
-        for kernel, inducing, block in zip(self.kernels, self.inducing_variables, blocks):
-            q = block.cavity if cavity else block.posterior
-            if deterministic:
-                a = tf.linalg.triangular_solve(block.L, covariances.Kuf(inducing, kernel, mean))
-                m, v = q.predict(a, kernel(mean, full_cov=False))
-                v = tf.maximum(v, 0.0)
-            else:
-                m, v = _gaussian_input_moments(kernel, mean, var, inducing.Z, block.L, q)
-            means.append(m)
-            variances.append(v)
-        m, v = tf.stack(means, axis=-1), tf.stack(variances, axis=-1)
+        blocks = self.blocks(cavity) if blocks is None else blocks
+        if blocks.cavity != cavity:
+            raise ValueError(f"blocks: made with cavity={blocks.cavity}, used with cavity={cavity}")
+        if deterministic:
+            m, v = self._point_input_moments(mean, blocks.L, blocks.moments)
+        else:
+            m, v = self._gaussian_input_moments(mean, var, blocks.L, blocks.moments)
         if self.noise_variance is not None:
             v = v + self.noise_variance
         return m, v
 
+    def _point_input_moments(self, X, L, q: WhitenedMoments) -> Tuple[tf.Tensor, tf.Tensor]:
+        """
+        m, v [N, w] at points X, without the layer noise: the whitened SVGP predictive of every GP,
+        a = L⁻¹k, m = aᵀμ_v, v = k(x, x) - aᵀa + aᵀS a (S = Cov[v]).
+        """
+        A = tf.linalg.triangular_solve(L, block_Kuf(self.inducing_variable, self.kernel, X))  # [1 or w, M, N]
+        if A.shape[0] == 1:  # one A for the w GPs: 2-D products [w, M] × [M, N] and [wM, M] × [M, N]
+            w, M = self.num_outputs, self.num_inducing
+            m = tf.matmul(q.mean[..., 0], A[0])  # [w, N]
+            SA = tf.reshape(tf.matmul(tf.reshape(q.covariance, [w * M, M]), A[0]), [w, M, -1])
+        else:
+            m = tf.matmul(q.mean, A, transpose_a=True)[:, 0, :]
+            SA = tf.matmul(q.covariance, A)
+        v = block_Kff(self.kernel, X) - tf.reduce_sum(tf.square(A), axis=-2) + tf.reduce_sum(A * SA, axis=-2)
+        return tf.transpose(m), tf.transpose(tf.maximum(v, 0.0))
 
-class Block(NamedTuple):
-    """One output's L = chol K_uu and its q(v) and cavity (v = L⁻¹u)."""
+    def _gaussian_input_moments(self, mean, var, L, q: WhitenedMoments) -> Tuple[tf.Tensor, tf.Tensor]:
+        """m, v [N, w] under Gaussian inputs, without the layer noise (module docstring)."""
+        L_inv = tf.linalg.triangular_solve(L, eye_like(L))  # [1 or w, M, M]
+        A = tf.matmul(L_inv, q.mean, transpose_a=True)  # K⁻¹m = L⁻ᵀμ_v, [w, M, 1]
+        K_inv = tf.matmul(L_inv, L_inv, transpose_a=True)
+        GG = tf.matmul(L_inv, tf.matmul(q.covariance, L_inv), transpose_a=True)  # K⁻¹VK⁻¹ = L⁻ᵀSL⁻¹, [w, M, M]
+        AA = tf.matmul(A, A, transpose_b=True)
+        if L.shape[0] == 1:  # one Ψ₂ for all GPs: one pass over it for K⁻¹ and every GP's two matrices
+            w, kernel, Z = self.num_outputs, self.kernels[0], self.inducing_variables[0].Z
+            psi = psi_traces(kernel, mean, var, Z, tf.concat([K_inv, GG, AA], axis=0))  # traces [N, 1 + 2w]
+            m = tf.matmul(psi.psi1, A[..., 0], transpose_b=True)  # [N, w]
+            fitc = psi.psi0[:, None] - psi.traces[:, :1]
+            from_q, of_mean = psi.traces[:, 1 : 1 + w], psi.traces[:, 1 + w :] - tf.square(m)
+        else:  # a Ψ₂ per GP, each against its own three matrices
+            forms = tf.stack([K_inv * tf.ones_like(GG), GG, AA], axis=1)  # [w, 3, M, M]
+            psi = psi_traces(self.kernel, mean, var, self.inducing_inputs(), forms)
+            traces = tf.transpose(psi.traces, [1, 0, 2])  # [N, w, 3]
+            m = tf.transpose(tf.matmul(psi.psi1, A)[..., 0])  # [N, w]
+            fitc = tf.transpose(psi.psi0) - traces[..., 0]
+            from_q, of_mean = traces[..., 1], traces[..., 2] - tf.square(m)
+        v = tf.maximum(fitc, 0.0) + tf.maximum(from_q, 0.0) + tf.maximum(of_mean, 0.0)
+        return m, v
+
+
+@tf.custom_gradient
+def cholesky(K):
+    """
+    L = chol K (``tf.linalg.cholesky``) with the gradient K̄ = ½(X + Xᵀ), X = L⁻ᵀΦ(LᵀL̄)L⁻¹ (Φ: the lower
+    triangle with half the diagonal; Murray 2016, "Differentiation of the Cholesky decomposition") by two
+    triangular solves, where TensorFlow's forms L⁻¹ and multiplies by it (about 4M³ operations instead of 7M³).
+    """
+    L = tf.linalg.cholesky(K)
+
+    def grad(L_bar):
+        P = tf.linalg.band_part(tf.matmul(L, L_bar, transpose_a=True), -1, 0)
+        P = P - 0.5 * tf.linalg.diag(tf.linalg.diag_part(P))
+        Y = tf.linalg.triangular_solve(L, P, adjoint=True)  # L⁻ᵀP
+        X = tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(Y), adjoint=True)  # (L⁻ᵀP L⁻¹)ᵀ
+        return 0.5 * (X + tf.linalg.matrix_transpose(X))
+
+    return L, grad
+
+
+class LayerBlocks(NamedTuple):
+    """
+    A layer's L = chol K_uu ([1, M, M] when shared, else [w, M, M]) and its GPs' cavity (``cavity``) or q(v)
+    (v = L⁻¹u), with the energy terms when it is the cavity's.
+    """
 
     L: tf.Tensor
-    posterior: WhitenedGaussian
-    cavity: WhitenedGaussian
-
-
-def _gaussian_input_moments(kernel, mean, var, Z, L, q):
-    """m [N], v [N] of one output under a Gaussian input, without the layer noise (module docstring)."""
-    psi = psi_statistics(kernel, mean, var, Z)
-    L_inv = tf.linalg.triangular_solve(L, eye_like(L))
-    A = tf.matmul(L_inv, q.mean, transpose_a=True)  # K⁻¹m = L⁻ᵀμ_v, [M, 1]
-    G = q.half_solve(L_inv)  # L_B⁻¹L⁻¹, GᵀG = K⁻¹VK⁻¹
-    m = tf.linalg.matvec(psi.psi1, A[:, 0])
-    forms = tf.stack(
-        [
-            tf.matmul(L_inv, L_inv, transpose_a=True),  # K⁻¹
-            tf.matmul(G, G, transpose_a=True),
-            tf.matmul(A, A, transpose_b=True),
-        ]
-    )
-    traces = psi2_traces(psi.psi2, forms)  # [N, 3]
-    fitc = psi.psi0 - traces[:, 0]
-    of_mean = traces[:, 2] - tf.square(m)
-    v = tf.maximum(fitc, 0.0) + tf.maximum(traces[:, 1], 0.0) + tf.maximum(of_mean, 0.0)
-    return m, v
-
-
-def random_factor(M: int, scale: float, num_data: int, rng: np.random.Generator) -> TiedFactor:
-    """A tied factor with R's log-diagonal, off-diagonal and t drawn N(0, scale²) (as the authors' reference code)."""
-    R = np.tril(scale * rng.standard_normal((M, M)), -1) + np.diag(np.exp(scale * rng.standard_normal(M)))
-    return TiedFactor(R, scale * rng.standard_normal((M, 1)), num_data)
+    moments: WhitenedMoments
+    energy: Optional[tf.Tensor]
+    cavity: bool

@@ -12,95 +12,190 @@ For h ~ N(μ, diag s) in R^Q, k(a, b) = σ_f² exp(-½ Σ_q (a_q - b_q)²/ℓ_q�
 
 z̄ = (z_m + z_m')/2. GPflow computes the same quantities one input at a time in
 ``gpflow.expectations`` (the test oracle); here the N inputs of a minibatch are one tensor
-operation and Ψ₂ costs O(N M² Q).
+operation.
 
-Ψ₂ is the one [N, M, M] tensor of a DGP-AEP step, so it is built in as few passes over it as
-possible. Expanding the two squares, its exponent is a per-(input, row) term, the same term of the
-column, and one cross term,
+Ψ₂ is the one large tensor of a DGP-AEP step ([N, M, M] per GP), and its only use in DGP-AEP is the
+traces tr(C_k Ψ₂) against a few [M, M] matrices C_k (:func:`psi_traces`). It is symmetric, so it is
+computed on the P = M(M + 1)/2 pairs m ≤ m' only, and its exponent for all inputs and pairs is one
+matrix product: with σ = z_m + z_m' (so z̄ = σ/2) and w = 1/(ℓ² + 2s), expanding the square,
 
-    log Ψ₂[n, m, m'] = s_{n,m} + s_{n,m'} + Σ_q u_{n,q} z_mq z_m'q,
-    w = 1/(ℓ² + 2s),  u = ½(1/ℓ² - w),
-    s_{n,m} = Σ_q [w_q μ_q z_mq - ¼ w_q z_mq² - z_mq²/(4ℓ_q²)] + ½ r_n,
-    r_n = log σ_f⁴ - ½ Σ_q log(1 + 2s_q/ℓ_q²) - Σ_q w_q μ_q²,
+    log Ψ₂[n, (m, m')] = Σ_q [w_nq μ_nq σ_q - ¼ w_nq σ_q²] + r_n + d_mm',
+    r_n = log σ_f⁴ - ½ Σ_q log(1 + 2s_nq/ℓ_q²) - Σ_q w_nq μ_nq²,
+    d_mm' = -¼ Σ_q (z_mq - z_m'q)²/ℓ_q²,
 
-which is one batched [M, Q + 2] × [Q + 2, M] product per input followed by one exp; and the only
-use of Ψ₂ in DGP-AEP, the traces tr(C_k Ψ₂) against a few fixed [M, M] matrices C_k
-(:func:`psi2_traces`), is one [N, M²] × [M², K] product.
+an [N, 2Q + 2] × [2Q + 2, P] product (rows [wμ, -¼w, r, 1], columns [σ, σ², 1, d]) followed by one
+exp; the traces are then one [N, P] × [P, K] product against the pair weights of the C_k
+(C[m, m'] + C[m', m] off the diagonal). The cost is O(N M² Q), and the largest tensor is [N, P].
+
+The GPs of a layer are one batch: GPflow's ``SharedIndependent`` / ``SeparateIndependent`` kernel and
+inducing inputs [M, Q] (shared) or [B, M, Q] (one set per GP) give the statistics of all of them at
+once, with a leading dimension B; it is 1 when the GPs share the kernel and the inducing inputs (the
+statistics are then the same for every GP and computed once).
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, Tuple
 
+import numpy as np
 import tensorflow as tf
 from check_shapes import check_shapes
-from gpflow.kernels import SquaredExponential
+from gpflow.config import default_float
+from gpflow.kernels import Kernel, SeparateIndependent, SharedIndependent, SquaredExponential
 
-__all__ = ["PsiStatistics", "psi_statistics", "psi2_traces"]
+__all__ = ["PsiStatistics", "PsiTraces", "psi_statistics", "psi_traces", "stacked_se_parameters"]
 
 
 class PsiStatistics(NamedTuple):
-    """ψ₀ [N], ψ₁ [N, M] and Ψ₂ [N, M, M] of a kernel under N Gaussian inputs."""
+    """ψ₀ [..., N], ψ₁ [..., N, M] and Ψ₂ [..., N, M, M] of a kernel under N Gaussian inputs."""
 
     psi0: tf.Tensor
     psi1: tf.Tensor
     psi2: tf.Tensor
 
 
+class PsiTraces(NamedTuple):
+    """ψ₀ [..., N], ψ₁ [..., N, M] and tr(C_k Ψ₂) [..., N, K] for K matrices C_k."""
+
+    psi0: tf.Tensor
+    psi1: tf.Tensor
+    traces: tf.Tensor
+
+
+def stacked_se_parameters(kernel: Kernel, input_dim: int) -> Tuple[tf.Tensor, tf.Tensor]:
+    """
+    σ_f² [B] and the lengthscales [B, Q] (Q = ``input_dim``; a scalar lengthscale repeated) of a
+    ``SquaredExponential`` (B = 1), a ``SharedIndependent`` one (B = 1) or a ``SeparateIndependent``
+    list of them (B kernels).
+    """
+    if isinstance(kernel, SharedIndependent):
+        kernel = kernel.kernel
+    kernels = kernel.kernels if isinstance(kernel, SeparateIndependent) else [kernel]
+    for k in kernels:
+        if not isinstance(k, SquaredExponential):
+            raise ValueError(
+                f"kernel: the Psi statistics are implemented for SquaredExponential; got {type(k).__name__}"
+            )
+    variances = tf.stack([tf.convert_to_tensor(k.variance) for k in kernels])
+    ones = tf.ones([input_dim], dtype=variances.dtype)
+    return variances, tf.stack([tf.convert_to_tensor(k.lengthscales) * ones for k in kernels])
+
+
+def _pairs(M: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The pairs m ≤ m' (row-major upper triangle, diagonal included): indices [P] each."""
+    return np.triu_indices(M)
+
+
 @check_shapes(
     "mean: [N, Q]",
     "var: [N, Q]",
-    "Z: [M, Q]",
-    "return.psi0: [N]",
-    "return.psi1: [N, M]",
-    "return.psi2: [N, M, M]",
+    "Z: [batch..., M, Q]",
 )
-def psi_statistics(kernel: SquaredExponential, mean, var, Z) -> PsiStatistics:
+def psi_statistics(kernel: Kernel, mean, var, Z) -> PsiStatistics:
     """
-    ψ₀, ψ₁, Ψ₂ of ``kernel`` (a ``gpflow.kernels.SquaredExponential``, ARD or not, without
-    ``active_dims``) under the inputs N(``mean``_n, diag ``var``_n), for inducing inputs ``Z``.
+    ψ₀, ψ₁, Ψ₂ of ``kernel`` under the inputs N(``mean``_n, diag ``var``_n), for inducing inputs ``Z``.
     ``var = 0`` gives ψ₁ = k(X, Z) and Ψ₂ = k kᵀ.
+
+    ``kernel`` is a ``gpflow.kernels.SquaredExponential`` (ARD or not, without ``active_dims``), or GPflow's
+    ``SharedIndependent`` one, and ``Z`` [M, Q]: the statistics are [N], [N, M] and [N, M, M]. For several
+    GPs, ``kernel`` may be GPflow's ``SeparateIndependent`` (B kernels) and/or ``Z`` [B, M, Q] (one set per
+    GP); then every statistic has a leading dimension B.
     """
-    if not isinstance(kernel, SquaredExponential):
-        raise ValueError(
-            f"kernel: the Psi statistics are implemented for SquaredExponential; got {type(kernel).__name__}"
-        )
-    variance = tf.convert_to_tensor(kernel.variance)
-    ell2 = tf.square(tf.convert_to_tensor(kernel.lengthscales)) * tf.ones_like(mean[0])  # [Q]
-    N = tf.shape(mean)[0]
+    parts = _pair_statistics(kernel, mean, var, Z)
+    M = int(parts.psi1.shape[-1])
+    full = np.zeros((M, M), dtype=np.int64)
+    i, j = _pairs(M)
+    full[i, j] = full[j, i] = np.arange(i.size)
+    log_psi2 = tf.matmul(parts.rows, parts.columns, transpose_b=True)  # [(B,) N, P]
+    return PsiStatistics(parts.psi0, parts.psi1, tf.exp(tf.gather(log_psi2, full, axis=-1)))
 
-    # ψ₁: denominators ℓ² + s  [N, Q]
-    d1 = ell2 + var
-    log_det1 = -0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)  # [N]
-    sq1 = tf.reduce_sum(tf.square(mean[:, None, :] - Z[None, :, :]) / d1[:, None, :], axis=-1)  # [N, M]
-    psi1 = variance * tf.exp(log_det1[:, None] - 0.5 * sq1)
 
-    # Ψ₂ = exp(X_n Y_nᵀ) with X_n = [z u_n, s_n, 1], Y_n = [z, 1, s_n] (module docstring)
-    w = 1.0 / (ell2 + 2.0 * var)  # [N, Q]
-    u = 0.5 * (1.0 / ell2 - w)  # [N, Q], ≥ 0
-    Z2 = tf.square(Z)
+@check_shapes(
+    "mean: [N, Q]",
+    "var: [N, Q]",
+    "Z: [z_batch..., M, Q]",
+    "matrices: [batch..., K, M, M]",
+)
+def psi_traces(kernel: Kernel, mean, var, Z, matrices) -> PsiTraces:
+    """
+    ψ₀, ψ₁ and tr(C_k Ψ₂) = Σ_{m,m'} C_k[m, m'] Ψ₂[n, m, m'] for every input n and each of the K
+    ``matrices`` C_k, without forming Ψ₂ (module docstring). Arguments and leading dimensions as
+    :func:`psi_statistics`; with B GPs the matrices are [B, K, M, M] (each GP's own) and the traces
+    [B, N, K]; for one kernel and one Z, [K, M, M] and [N, K].
+    """
+    parts = _pair_statistics(kernel, mean, var, Z)
+    matrices = tf.convert_to_tensor(matrices, dtype=parts.psi1.dtype)
+    M = int(parts.psi1.shape[-1])
+    i, j = _pairs(M)
+    symmetric = matrices + tf.linalg.matrix_transpose(matrices)  # Ψ₂ is symmetric: C + Cᵀ on the pairs
+    flat = tf.reshape(symmetric, tf.concat([tf.shape(matrices)[:-2], [M * M]], axis=0))
+    halve_diagonal = tf.constant(np.where(i == j, 0.5, 1.0), dtype=flat.dtype)
+    weights = halve_diagonal * tf.gather(flat, i * M + j, axis=-1)  # [(B,) K, P]
+    return PsiTraces(parts.psi0, parts.psi1, _traces(parts.rows, parts.columns, weights))
+
+
+#: the largest [N, P] block of Ψ₂ (bytes) :func:`psi_traces` works on at once
+CHUNK_BYTES = 4 * 2**20
+
+
+def _traces(rows, columns, weights):
+    """
+    exp(rows columnsᵀ) weightsᵀ, [(B,) N, K], in chunks of the N inputs whose [(B,) chunk, P] blocks of Ψ₂
+    stay within :data:`CHUNK_BYTES` (a CPU cache's size rather than the whole minibatch's tensor).
+    """
+    N, P = rows.shape[-2], columns.shape[-2]
+    batch = int(np.prod(columns.shape[:-2], dtype=np.int64)) * rows.dtype.size
+    size = max(1, CHUNK_BYTES // (batch * P))
+    if N is None or N <= size:
+        return tf.matmul(tf.exp(tf.matmul(rows, columns, transpose_b=True)), weights, transpose_b=True)
+    chunks = [rows[..., start : start + size, :] for start in range(0, N, size)]
+    return tf.concat(
+        [tf.matmul(tf.exp(tf.matmul(chunk, columns, transpose_b=True)), weights, transpose_b=True) for chunk in chunks],
+        axis=-2,
+    )
+
+
+class _PairStatistics(NamedTuple):
+    psi0: tf.Tensor  # [(B,) N]
+    psi1: tf.Tensor  # [(B,) N, M]
+    rows: tf.Tensor  # [(B,) N, F]
+    columns: tf.Tensor  # [(B,) P, F]: log Ψ₂ [(B,) N, P] = rows columnsᵀ
+
+
+def _pair_statistics(kernel: Kernel, mean, var, Z) -> _PairStatistics:
+    """
+    ψ₀, ψ₁ and the factors of log Ψ₂ on the pairs m ≤ m' (module docstring); with a leading dimension B
+    for several kernels (``SeparateIndependent``) or several sets of Z ([B, M, Q]).
+    """
+    mean, var, Z = (tf.convert_to_tensor(t, dtype=default_float()) for t in (mean, var, Z))
+    variances, lengthscales = stacked_se_parameters(kernel, mean.shape[-1])
+    if not (isinstance(kernel, SeparateIndependent) or Z.shape.rank == 3):  # one GP: 2-D throughout
+        variances, ell2 = variances[0], tf.square(lengthscales[0])  # [], [Q]
+    else:
+        variances, ell2 = variances[:, None], tf.square(lengthscales)[:, None, :]  # [Bk, 1], [Bk, 1, Q]
+        mean, var = mean[None], var[None]
+
+    # log ψ₁ = rows₁ columns₁ᵀ: -½Σ(μ - z)²/d = Σ (μ/d) z - ½ Σ (1/d) z² - ½ Σ μ²/d, d = ℓ² + s
+    d1 = ell2 + var  # [(Bk,) N, Q]
+    c1 = (
+        tf.math.log(variances)
+        - 0.5 * tf.reduce_sum(tf.math.log(d1 / ell2), axis=-1)
+        - 0.5 * tf.reduce_sum(tf.square(mean) / d1, axis=-1)
+    )[..., None]
+    rows1 = tf.concat([mean / d1, -0.5 / d1, c1], axis=-1)  # [(Bk,) N, 2Q+1]
+    columns1 = tf.concat([Z, tf.square(Z), tf.ones_like(Z[..., :1])], axis=-1)  # [(Bz,) M, 2Q+1]
+    psi1 = tf.exp(tf.matmul(rows1, columns1, transpose_b=True))  # [(B,) N, M]
+    psi0 = variances * tf.ones_like(psi1[..., 0])
+
+    # log Ψ₂ on the pairs: rows [wμ, -¼w, r, 1] [(Bk,) N, 2Q+2] times columns [σ, σ², 1, d] [(B,) P, 2Q+2]
+    w = 1.0 / (ell2 + 2.0 * var)  # [(Bk,) N, Q]
     r = (
-        2.0 * tf.math.log(variance)
+        2.0 * tf.math.log(variances)
         - 0.5 * tf.reduce_sum(tf.math.log(1.0 + 2.0 * var / ell2), axis=-1)
         - tf.reduce_sum(w * tf.square(mean), axis=-1)
-    )  # [N]
-    s = (
-        tf.matmul(w * mean, Z, transpose_b=True)
-        - 0.25 * tf.matmul(w, Z2, transpose_b=True)
-        - 0.25 * tf.reduce_sum(Z2 / ell2, axis=-1)[None, :]
-        + 0.5 * r[:, None]
-    )[..., None]  # [N, M, 1]
-    ones = tf.ones_like(s)
-    Z_n = tf.broadcast_to(Z[None], tf.concat([[N], tf.shape(Z)], axis=0))  # [N, M, Q]
-    rows = tf.concat([Z_n * u[:, None, :], s, ones], axis=-1)
-    columns = tf.concat([Z_n, ones, s], axis=-1)
-    psi2 = tf.exp(tf.matmul(rows, columns, transpose_b=True))
-    psi0 = variance * tf.ones([N], dtype=mean.dtype)
-    return PsiStatistics(psi0, psi1, psi2)
-
-
-@check_shapes("psi2: [N, M, M]", "matrices: [K, M, M]", "return: [N, K]")
-def psi2_traces(psi2, matrices):
-    """Σ_{m,m'} C_k[m, m'] Ψ₂[n, m, m'] = tr(C_k Ψ₂,n) (Ψ₂ is symmetric) for every n and k, in one pass over Ψ₂."""
-    shape = tf.shape(psi2)
-    flat_psi2 = tf.reshape(psi2, [shape[0], shape[1] * shape[2]])
-    flat_matrices = tf.reshape(matrices, [tf.shape(matrices)[0], shape[1] * shape[2]])
-    return tf.matmul(flat_psi2, flat_matrices, transpose_b=True)
+    )[..., None]  # [(Bk,) N, 1]
+    rows = tf.concat([w * mean, -0.25 * w, r, tf.ones_like(r)], axis=-1)
+    i, j = _pairs(int(Z.shape[-2]))
+    z_i, z_j = tf.gather(Z, i, axis=-2), tf.gather(Z, j, axis=-2)  # [(Bz,) P, Q]
+    d = -0.25 * tf.reduce_sum(tf.square(z_i - z_j) / ell2, axis=-1, keepdims=True)  # [(B,) P, 1]
+    sigma = (z_i + z_j) * tf.ones_like(d)  # [(B,) P, Q]
+    columns = tf.concat([sigma, tf.square(sigma), tf.ones_like(d), d], axis=-1)
+    return _PairStatistics(psi0, psi1, rows, columns)

@@ -92,11 +92,10 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
             raise ValueError(f"layers: the last layer must have one output; got {layers[-1].num_outputs}")
         self.num_data = check_positive_int(num_data, "num_data")
         for layer in layers:
-            for factor in layer.factors:
-                if factor.num_data != self.num_data:
-                    raise ValueError(
-                        f"layers: a tied factor for {factor.num_data} data points in a model of num_data={num_data}"
-                    )
+            if layer.factor.num_data != self.num_data:
+                raise ValueError(
+                    f"layers: a tied factor for {layer.factor.num_data} data points in a model of num_data={num_data}"
+                )
         self.layers = list(layers)
         self.likelihood = likelihood
 
@@ -117,6 +116,16 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
         A model initialised as the authors' reference code (:mod:`gpflow_ep.dgp.initialisation`)
         for layer ``widths`` [D, D_1, ..., 1] with ``num_inducing`` inducing inputs per GP. The
         default likelihood is ``Gaussian(variance=0.01)`` (standardise Y first, as the paper does).
+
+        The structure of every layer (GPflow's multi-output kernel and inducing variables,
+        :class:`~gpflow_ep.dgp.AEPLayer`): by default one kernel per layer shared by its outputs
+        (``SharedIndependent``) and one set of inducing inputs per output
+        (``SeparateIndependentInducingVariables``), the authors' reference code's default.
+        ``share_kernel=False`` gives each output its own kernel (``SeparateIndependent``, the paper's text,
+        §8.1); ``tie_inducing=True`` gives a layer one set of inducing inputs
+        (``SharedIndependentInducingVariables``, the reference code's ``zu_tied``). With both shared (the
+        structure of GPflux's ``build_constant_input_dim_deep_gp``) each layer factorises one K_uu per
+        evaluation for all its outputs.
         """
         likelihood = Gaussian(variance=0.01) if likelihood is None else likelihood
         X, Y = check_data((X, Y), likelihood)
@@ -156,7 +165,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
 
     def propagate(self, X, *, cavity: bool, blocks=None) -> List[Tuple[tf.Tensor, tf.Tensor]]:
         """The moments (mean, var) [N, D_l] of every layer's output under the cavity or the posterior."""
-        blocks = [layer.blocks() for layer in self.layers] if blocks is None else blocks
+        blocks = [layer.blocks(cavity) for layer in self.layers] if blocks is None else blocks
         mean, var = X, tf.zeros_like(X)
         moments = []
         for depth, (layer, layer_blocks) in enumerate(zip(self.layers, blocks)):
@@ -181,7 +190,7 @@ class DGPAEP(BayesianModel, CheckedExternalDataTrainingLossMixin):
     def maximum_log_likelihood_objective(self, data: RegressionData) -> tf.Tensor:  # type: ignore[override]
         """F̂ = energy terms + (N/b) Σ_{i∈B} log Z_i (b = #B) for a minibatch ``data = (X, Y)`` (Bui et al. 2016, §6)."""
         X, Y = self._check_data(data)
-        blocks = [layer.blocks() for layer in self.layers]  # chol K_uu, q and cavity: once per evaluation
+        blocks = [layer.blocks(cavity=True) for layer in self.layers]  # chol K_uu, cavity, energy: once
         log_z = self.log_tilted_normalisers(X, Y, blocks)
         scale = tf.cast(self.num_data, log_z.dtype) / tf.cast(tf.shape(X)[0], log_z.dtype)
         return self.energy_terms(blocks) + scale * tf.reduce_sum(log_z)

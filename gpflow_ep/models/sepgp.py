@@ -567,7 +567,7 @@ class SEPGP(EPModel, MinibatchEPModel, GPModel, CheckedExternalDataTrainingLossM
         factor = self._site_factor(frame.sites, frame.s)
         tilted = batch_tilted(cavities, factor, settings.power, derivatives=objective)
         dtype = frame.L.dtype
-        scale = tf.cast(self.num_sites, dtype) / tf.cast(shape_of(tilted.log_z)[0], dtype)  # n/|M|: all sites / the batch's
+        scale = tf.cast(self.num_sites, dtype) / tf.cast(shape_of(tilted.log_z)[0], dtype)  # n/|M|, in sites
         F = surrogate_objective(frame, cavities, tilted, scale / settings.power) if objective else None
         log_z = None
         if evidence:

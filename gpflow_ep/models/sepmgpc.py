@@ -36,22 +36,15 @@ quadrature of the argmax under the independent predictive marginals (``MultiClas
 
 from typing import Sequence, Union
 
-import numpy as np
 import tensorflow as tf
 from gpflow.config import default_float
-from gpflow.inducing_variables import (
-    InducingPoints,
-    InducingVariables,
-    SeparateIndependentInducingVariables,
-    SharedIndependentInducingVariables,
-)
-from gpflow.kernels import Kernel, MultioutputKernel, SeparateIndependent, SharedIndependent
+from gpflow.kernels import Kernel
 
+from ..covariances import multioutput_inducing_variable, multioutput_kernel
 from ..ep import EPSettings, get_schedule
 from ..ep.whitened import SitePairs
 from ..likelihoods.labels import class_labels_to_index
 from ..likelihoods.multiclass_step import DifferenceFactor, MultiClassStep
-from ..validation import check_inputs
 from .sepgp import SEPGP
 from .sparse_sites import SiteBatch
 
@@ -96,7 +89,8 @@ class SEPMGPC(SEPGP):
                 f"likelihood must be a gpflow_ep.likelihoods.MultiClassStep; got {type(likelihood).__name__}"
             )
         C = likelihood.num_classes
-        kernel, inducing_variable = class_kernel(kernel, C), class_inducing_variable(inducing_variable, C)
+        kernel = multioutput_kernel(kernel, C, per="class")
+        inducing_variable = multioutput_inducing_variable(inducing_variable, C, per="class")
         ep_options.setdefault("damping", 0.5)
         super().__init__(kernel, likelihood, inducing_variable, num_data, **ep_options)
 
@@ -169,68 +163,3 @@ class SEPMGPC(SEPGP):
         pair_rows = tf.reshape(tf.range(C)[:, None] * self.num_data + index[None, :], [-1])
         return SiteBatch(X, site_Y, pairs, tf.concat([first, first + self.num_data * C1], axis=0), pair_rows)
 
-
-def class_kernel(kernel: Union[Kernel, Sequence[Kernel]], num_classes: int) -> MultioutputKernel:
-    """
-    The C classes' kernel as GPflow's multi-output kernel: ``SharedIndependent`` or
-    ``SeparateIndependent`` as given (output_dim C), one plain kernel as ``SharedIndependent``
-    (shared hyper-parameters), a sequence of C kernels as ``SeparateIndependent``.
-    """
-    C = num_classes
-    if isinstance(kernel, (list, tuple)):
-        if len(kernel) != C or not all(isinstance(k, Kernel) for k in kernel):
-            raise ValueError(f"kernel: give one kernel or {C} (one per class); got {len(kernel)}")
-        return SeparateIndependent(list(kernel))
-    if isinstance(kernel, SharedIndependent):
-        if kernel.output_dim != C:
-            raise ValueError(
-                f"kernel: SharedIndependent has output_dim {kernel.output_dim}; the likelihood {C} classes"
-            )
-        return kernel
-    if isinstance(kernel, SeparateIndependent):
-        if len(kernel.kernels) != C:
-            raise ValueError(f"kernel: SeparateIndependent has {len(kernel.kernels)} kernels; give one per class ({C})")
-        return kernel
-    if isinstance(kernel, MultioutputKernel) or not isinstance(kernel, Kernel):
-        raise ValueError(
-            "kernel: give a GPflow kernel, a sequence of one per class, or a SharedIndependent / SeparateIndependent "
-            f"kernel; got {type(kernel).__name__}"
-        )
-    return SharedIndependent(kernel, output_dim=C)
-
-
-def class_inducing_variable(inducing_variable, num_classes: int) -> InducingVariables:
-    """
-    The C classes' inducing inputs as GPflow's multi-output inducing variables:
-    ``SharedIndependentInducingVariables`` / ``SeparateIndependentInducingVariables`` as given (C
-    sets of the same size M), one ``InducingPoints`` shared by all classes, an [M, D] array as C
-    trainable copies and a sequence of C arrays (or ``InducingPoints``) as separate inducing inputs.
-    """
-    C = num_classes
-    if isinstance(inducing_variable, InducingPoints):
-        inducing_variable = SharedIndependentInducingVariables(inducing_variable)
-    elif isinstance(inducing_variable, (list, tuple)):
-        parts = [z if isinstance(z, InducingPoints) else InducingPoints(z) for z in inducing_variable]
-        for c, part in enumerate(parts):  # GPflow's check of equal columns is not a ValueError
-            if part.Z.shape[-1] != parts[0].Z.shape[-1]:
-                raise ValueError(
-                    f"inducing_variable[{c}]: Z (inducing points) has {part.Z.shape[-1]} columns but "
-                    f"inducing_variable[0] has {parts[0].Z.shape[-1]}"
-                )
-        inducing_variable = SeparateIndependentInducingVariables(parts)
-    elif not isinstance(inducing_variable, InducingVariables):
-        Z = check_inputs(inducing_variable, "inducing_variable")
-        inducing_variable = SeparateIndependentInducingVariables([InducingPoints(np.array(Z)) for _ in range(C)])
-    if isinstance(inducing_variable, SeparateIndependentInducingVariables):
-        parts = inducing_variable.inducing_variable_list
-        if len(parts) != C:
-            raise ValueError(f"inducing_variable has {len(parts)} sets of inducing inputs; the likelihood {C} classes")
-        sizes = {int(iv.num_inducing) for iv in parts}
-        if len(sizes) != 1:
-            raise ValueError(f"inducing_variable: every class needs the same number of inducing inputs; got {sizes}")
-    elif not isinstance(inducing_variable, SharedIndependentInducingVariables):
-        raise ValueError(
-            "inducing_variable: give an [M, D] array, C arrays, InducingPoints or GPflow's Shared- or "
-            f"SeparateIndependentInducingVariables; got {type(inducing_variable).__name__}"
-        )
-    return inducing_variable

@@ -7,7 +7,7 @@ from gpflow.expectations import expectation
 from gpflow.inducing_variables import InducingPoints
 from gpflow.probability_distributions import DiagonalGaussian
 
-from gpflow_ep.dgp import psi2_traces, psi_statistics
+from gpflow_ep.dgp import psi_statistics, psi_traces
 
 
 @pytest.fixture
@@ -29,23 +29,35 @@ def test_matches_gpflow_expectations(setting):
 
 
 def test_inputs_far_from_the_inducing_inputs(setting):
-    """Ψ₂'s expanded exponent (module docstring) keeps its relative accuracy where Ψ₂ is tiny:
+    """ψ₁'s and Ψ₂'s expanded exponents (module docstring) keep their relative accuracy where they are tiny:
     inputs 6 lengthscales away, Ψ₂ down to ~1e-60 (float64 round-off of an exponent of ~10², 1e-10)."""
     kernel, mean, var, Z = setting
     mean = 6.0 * mean + 3.0
     psi = psi_statistics(kernel, mean, var, Z)
-    expected = expectation(DiagonalGaussian(mean, var), (kernel, InducingPoints(Z)), (kernel, InducingPoints(Z)))
+    p, iv = DiagonalGaussian(mean, var), InducingPoints(Z)
+    expected = expectation(p, (kernel, iv), (kernel, iv))
     assert np.min(expected) < 1e-8  # the regime this test is about
     np.testing.assert_allclose(psi.psi2, expected, rtol=1e-10, atol=0.0)
+    expected1 = expectation(p, (kernel, iv))
+    assert np.min(expected1) < 1e-8
+    np.testing.assert_allclose(psi.psi1, expected1, rtol=1e-10, atol=0.0)
 
 
 def test_traces(setting, rng):
-    """psi2_traces = tr(C_k Ψ₂,n) for every input n and matrix k (one product; round-off, 1e-12)."""
+    """
+    psi_traces = tr(C_k Ψ₂,n) for every input n and (non-symmetric) matrix k, Ψ₂ from gpflow.expectations
+    (float64 round-off of the sums, 1e-10), with ψ₀ and ψ₁ as psi_statistics'.
+    """
     kernel, mean, var, Z = setting
-    psi2 = psi_statistics(kernel, mean, var, Z).psi2.numpy()
+    iv = InducingPoints(Z)
+    psi2 = expectation(DiagonalGaussian(mean, var), (kernel, iv), (kernel, iv)).numpy()
     C = rng.normal(size=(3, Z.shape[0], Z.shape[0]))
     expected = np.array([[np.trace(c @ p) for c in C] for p in psi2])
-    np.testing.assert_allclose(psi2_traces(psi2, C), expected, rtol=1e-12, atol=1e-14)
+    result = psi_traces(kernel, mean, var, Z, C)
+    np.testing.assert_allclose(result.traces, expected, rtol=1e-10, atol=1e-12)
+    psi = psi_statistics(kernel, mean, var, Z)
+    np.testing.assert_allclose(result.psi0, psi.psi0, rtol=1e-15)
+    np.testing.assert_allclose(result.psi1, psi.psi1, rtol=1e-15)
 
 
 def test_scalar_lengthscale_broadcasts(rng):

@@ -8,8 +8,7 @@ from gpflow import covariances
 from gpflow.keras import tf_keras
 from scipy.stats import norm
 
-from gpflow_ep.dgp import AEPLayer, TiedFactor
-from gpflow_ep.dgp.layer import random_factor
+from gpflow_ep.dgp import AEPLayer, TiedFactor, random_factor
 from gpflow_ep.likelihoods import Probit
 from gpflow_ep.models import DGPAEP
 from gpflow_ep.training import fit
@@ -18,12 +17,12 @@ from gpflow_ep.training import fit
 def single_layer_model(rng, X, Z, num_data, noise=0.2, factor=None, kernel=None):
     """L = 1: one FITC GP, Gaussian likelihood (the observation noise)."""
     kernel = kernel or gpflow.kernels.SquaredExponential(variance=1.4, lengthscales=[0.8] * X.shape[1])
-    factor = factor or random_factor(len(Z), 0.5, num_data, rng)
-    return DGPAEP([AEPLayer([kernel], [Z], [factor])], gpflow.likelihoods.Gaussian(variance=noise), num_data)
+    factor = factor or random_factor(1, len(Z), 0.5, num_data, rng)
+    return DGPAEP([AEPLayer(kernel, [Z], factor)], gpflow.likelihoods.Gaussian(variance=noise), num_data)
 
 
 def factor_variables(model):
-    return [v for layer in model.layers for f in layer.factors for v in (f.factor_cholesky, f.factor_shift)]
+    return [v for layer in model.layers for v in (layer.factor.factor_cholesky, layer.factor.factor_shift)]
 
 
 def maximise_over_factors(model, data, gtol=1e-10):
@@ -34,8 +33,8 @@ def maximise_over_factors(model, data, gtol=1e-10):
     )
 
 
-def u_posterior(factor, L, beta=1.0):
-    R, t = factor.factor_cholesky.numpy(), factor.factor_shift.numpy()[:, 0]
+def u_posterior(factor, L, beta=1.0, d=0):
+    R, t = factor.factor_cholesky.numpy()[d], factor.factor_shift.numpy()[d, :, 0]
     P = np.linalg.inv(L @ L.T) + beta * R @ R.T
     V = np.linalg.inv(P)
     return V @ (beta * t), V, P
@@ -78,7 +77,7 @@ def test_stationary_point_matches_averaged_tilted_moments(rng):
     m = single_layer_model(rng, X, Z, N, noise=noise)
     maximise_over_factors(m, (X, Y))
     layer = m.layers[0]
-    kernel, factor = layer.kernels[0], layer.factors[0]
+    kernel, factor = layer.kernels[0], layer.factor
     L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], kernel, jitter=layer.jitter).numpy())
     K_inv = np.linalg.inv(L @ L.T)
     mean, V, _ = u_posterior(factor, L)
@@ -124,8 +123,8 @@ def test_gradients_match_finite_differences(rng, assert_gradients_match_finite_d
     with tf.GradientTape() as tape:
         loss = m.training_loss((X, Y))
     grads = tape.gradient(loss, variables)
-    # layer 1: shared kernel (2), 2 × Z, 2 × (R, t), noise; layer 2: kernel (2), Z, (R, t); likelihood variance
-    assert len(variables) == 15
+    # layer 1: shared kernel (2), 2 × Z, (R, t) of both GPs, noise; layer 2: kernel (2), Z, (R, t); likelihood variance
+    assert len(variables) == 13
     loss_at = tf.function(lambda: m.training_loss((X, Y)))  # compiled once: ~170 entries × 2 evaluations
     # the difference's error: h² |F_xxx| / 6 (the factors enter F scaled by N) plus round-off |F| 1e-16 / h,
     # about 1e-8 for |F| ~ 100 at h = 1e-6: entries are compared to 1e-5 relative with an absolute floor of 1e-5
@@ -140,7 +139,7 @@ def test_single_layer_prediction_is_the_fitc_predictive(rng):
     kernel = layer.kernels[0]
     L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[0], kernel, jitter=layer.jitter).numpy())
     K_inv = np.linalg.inv(L @ L.T)
-    mean, V, _ = u_posterior(layer.factors[0], L)
+    mean, V, _ = u_posterior(layer.factor, L)
     k = kernel(Z, Xs).numpy()
     expected_mean = k.T @ K_inv @ mean
     expected_var = 1.4 - np.sum(k * (K_inv @ k), 0) + np.sum(k * (K_inv @ V @ K_inv @ k), 0)
@@ -179,7 +178,7 @@ def test_two_layer_moments_match_monte_carlo_of_the_fitc_chain(rng):
     def sample_layer(layer, inputs, d):
         kernel, Z = layer.kernels[d], layer.inducing_variables[d].Z.numpy()
         L = np.linalg.cholesky(covariances.Kuu(layer.inducing_variables[d], kernel, jitter=layer.jitter).numpy())
-        mean, V, _ = u_posterior(layer.factors[d], L)
+        mean, V, _ = u_posterior(layer.factor, L, d=d)
         u = mean + rng.standard_normal((S, mean.size)) @ np.linalg.cholesky(V).T
         k = kernel(inputs, Z).numpy()
         c = k @ np.linalg.inv(L @ L.T)
@@ -367,3 +366,60 @@ def test_predictions_integrate_the_likelihood_accurately(rng):
     y_mean, y_var = (t.numpy()[:, 0] for t in m.predict_y(Xs))
     np.testing.assert_allclose(y_mean, np.exp(mean + var / 2), rtol=1e-12)
     np.testing.assert_allclose(y_var, y_mean + y_mean**2 * np.expm1(var), rtol=1e-12)
+
+
+def _graph_ops(model, data):
+    """The op types of the compiled objective's graph (function bodies included)."""
+    loss = tf.function(model.maximum_log_likelihood_objective, autograph=False)
+    graph = loss.get_concrete_function(data).graph.as_graph_def()
+    return [n.op for n in graph.node] + [n.op for f in graph.library.function for n in f.node_def]
+
+
+def test_shared_structure_batches_the_units_of_a_layer(rng):
+    """
+    A layer whose GPs share the kernel and the inducing inputs is one batch: the objective's graph is the
+    same size for hidden widths 2 and 5 (no op per GP), with three Cholesky factorisations per layer (K_uu
+    once, the w posteriors and the w cavities batched). With a Z per GP (the reference code's default),
+    K_uu is one [w, M, M] batch whose Cholesky is also one op.
+    """
+    X, Y = rng.normal(size=(12, 2)), rng.normal(size=(12, 1))
+    counts = {}
+    for tie in (True, False):
+        for w in (2, 5):
+            m = DGPAEP.from_data(X, Y, [2, w, w, 1], num_inducing=4, tie_inducing=tie)
+            assert m.layers[1].shares_kernel and m.layers[1].shares_inducing == tie
+            ops = _graph_ops(m, (X, Y))
+            counts[tie, w] = (len(ops), ops.count("Cholesky"))
+    assert counts[True, 2] == counts[True, 5]
+    assert counts[True, 2][1] == counts[False, 2][1] == counts[False, 5][1] == 3 * 3
+
+
+def test_shared_structure_is_the_separate_model_with_tied_values(rng):
+    """
+    A three-layer model whose layers share the kernel and the inducing inputs across their GPs (GPflux's
+    default structure, one K_uu and one set of Psi statistics per layer) and the same model with a kernel and a
+    Z per GP at tied values give the same objective, layer moments and predictive density to 1e-10 relative.
+    """
+    from gpflow.inducing_variables import InducingPoints, SeparateIndependentInducingVariables
+    from gpflow.kernels import SeparateIndependent
+
+    X, Y = rng.normal(size=(15, 2)), rng.normal(size=(15, 1))
+    shared = DGPAEP.from_data(X, Y, [2, 3, 3, 1], num_inducing=5, tie_inducing=True, seed=3)
+    layers = []
+    for layer in shared.layers:
+        w = layer.num_outputs
+        kernel = SeparateIndependent([gpflow.utilities.deepcopy(layer.kernels[0]) for _ in range(w)])
+        Z = layer.inducing_variables[0].Z.numpy()
+        inducing = SeparateIndependentInducingVariables([InducingPoints(Z.copy()) for _ in range(w)])
+        factor = TiedFactor(layer.factor.factor_cholesky.numpy(), layer.factor.factor_shift.numpy(), len(X))
+        noise = None if layer.noise_variance is None else layer.noise_variance.numpy()
+        layers.append(AEPLayer(kernel, inducing, factor, noise))
+    separate = DGPAEP(layers, gpflow.likelihoods.Gaussian(variance=shared.likelihood.variance.numpy()), len(X))
+    assert shared.layers[1].shares_inducing and not separate.layers[1].shares_kernel
+
+    def outputs(model):
+        values = [model.maximum_log_likelihood_objective((X, Y)), model.predict_log_density((X[:4], Y[:4]))]
+        return [t.numpy() for t in values] + [t.numpy() for pair in model.predict_layers(X[:4]) for t in pair]
+
+    for a, b in zip(outputs(shared), outputs(separate), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10 * np.max(np.abs(b)))
