@@ -190,13 +190,14 @@ def test_the_double_loop_refuses_what_it_does_not_do_and_compiles():
             if schedule != "robust":
                 with pytest.raises(ValueError, match=name):
                     run_ep(algebra, factor, zeros, zeros, settings)
-    settings = EPSettings(schedule="convergent", tol=1e-10)
+    tol = 1e-8
+    settings = EPSettings(schedule="convergent", tol=tol)
     compiled = tf.function(lambda: run_ep(algebra, factor, zeros, zeros, settings))()
     eager = run_ep(algebra, factor, zeros, zeros, settings)
     assert bool(compiled.converged) and bool(eager.converged)
-    # both stop within tol = 1e-10 (relative, in the moments) of the fixed point, on paths that the
-    # graph's op order changes at round-off: the sites agree to a few tol
-    np.testing.assert_allclose(compiled.precision.numpy(), eager.precision.numpy(), rtol=1e-8)
+    # both stop within tol (relative, in the moments) of the fixed point, on paths that the graph's op
+    # order changes at round-off: the sites agree to a few tol
+    np.testing.assert_allclose(compiled.precision.numpy(), eager.precision.numpy(), rtol=100 * tol)
 
 
 def test_an_invalid_region_is_never_entered(paper_model):
