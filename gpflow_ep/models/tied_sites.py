@@ -304,9 +304,17 @@ class TiedEPState(PosteriorState):
 
 
 def _to_u_space(L, Lambda_v, eta_v):
-    """Whitened natural parameters back in u-space: L⁻ᵀΛ_vL⁻¹ and L⁻ᵀη_v."""
+    """
+    Whitened natural parameters back in u-space: L⁻ᵀΛ_vL⁻¹ and L⁻ᵀη_v, the precision symmetrised.
+
+    Λ_v is symmetric only to round-off, and a refresh's change holds -ρ(|B|/n)Λ_v, Λ_v = LᵀΛ_uL from the
+    stored Λ_u: a map that returned the transpose, L⁻ᵀΛ_vᵀL⁻¹, would turn that into -ρ(|B|/n)Λ_uᵀ and grow the
+    round-off's antisymmetric part of Λ_u by (1 + ρ|B|/n) at every refresh. Storing ½(X + Xᵀ) keeps Λ_u
+    exactly symmetric.
+    """
     half = tf.linalg.triangular_solve(L, Lambda_v, adjoint=True)  # L⁻ᵀΛ_v
-    Lambda_u = tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True)
+    Lambda_u = tf.linalg.triangular_solve(L, tf.linalg.matrix_transpose(half), adjoint=True)  # L⁻ᵀ(L⁻ᵀΛ_v)ᵀ
+    Lambda_u = 0.5 * (Lambda_u + tf.linalg.matrix_transpose(Lambda_u))
     return Lambda_u, tf.linalg.triangular_solve(L, eta_v, adjoint=True)
 
 

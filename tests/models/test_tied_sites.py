@@ -197,6 +197,22 @@ def test_in_nested_mode_the_loss_on_all_the_data_runs_tied_ep_first(data):
     assert float(alternated.training_loss(data)) != loss  # alternated: the minibatch objective -F_M of the batch
 
 
+def test_q_stays_symmetric_over_many_refreshes(data):
+    """
+    Λ_u stays symmetric refresh after refresh: a refresh's change holds -ρ(|B|/n)Λ_v, and mapping it back to
+    u-space as its transpose would grow round-off's antisymmetric part of Λ_u by 1 + ρ|B|/n per refresh (here
+    1 + 0.99/3, so by ~1e18 over 150 refreshes, from ~1e-16 relative). Symmetric to round-off: 1e-12 relative.
+    """
+    X, Y = data
+    m = _tied(data)
+    refresh = tf.function(lambda X, Y: MinibatchEP().step(m, (X, Y)))
+    for k in range(150):
+        start = 10 * (k % 3)
+        assert int(refresh(X[start : start + 10], Y[start : start + 10])) == 0
+    Lambda = m.ep_state.posterior_precision.numpy()
+    assert np.abs(Lambda - Lambda.T).max() <= 1e-12 * np.abs(Lambda).max()
+
+
 def test_the_state_does_not_grow_with_the_data():
     """O(C·M²) variables whatever n (no per-point site or direction); per-point sites grow as n."""
 
