@@ -36,6 +36,8 @@ BENCHMARKS = {
     "sepmgpc_multiclass": "SEPMGPC vs SVGP RobustMax, Softmax and hinge on 8 multi-class sets",
     "spike_slab_pcep": "convergent EP (PC-EP) vs damped EP for spike-and-slab linear regression",
     "step_speed": "compiled training step of SEPGPC vs SVGP and SEPMGPC vs SVGP + RobustMax, side by side",
+    "tied_accuracy": "tied vs per-point SEPGPC/SEPMGPC vs SVGP (Bernoulli; RobustMax, Softmax): test error and NLPD",
     "tied_scale": "tied-site SEPGPC vs SVGP on 10M streamed points (and per-point SEP at 1M): time, memory, NLPD",
     "tied_speed": "tied-site SEPGPC/SEPMGPC's compiled step vs SVGP on the same plain (X, Y) pipeline",
+    "tied_time_to_accuracy": "held-out NLPD vs training time on flights: tied/per-point SEPGPC, SVGP Adam, natgrad",
 }

