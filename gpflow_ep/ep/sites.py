@@ -62,6 +62,14 @@ class SiteParameters(tf.Module):
     def __init__(self, num_sites: int, name: str = "sites"):
         super().__init__(name=name)
         zeros = np.zeros((num_sites, 1))
+        if num_sites == 0:
+            # No site to keep (tied sites keep none): empty constants, not variables. A multi-worker
+            # tf.distribute strategy broadcasts every new variable's initial value, and TensorFlow's
+            # collective broadcast of an empty tensor crashes the process (a segmentation fault with
+            # TensorFlow 2.21; tests/integration/test_training_multiworker.py trains tied sites so).
+            empty = tf.constant(zeros, default_float())
+            self.precision = self.natural_mean = self.dual = self.relaxation = empty
+            return
         self.precision = tf.Variable(zeros, dtype=default_float(), trainable=False, name="precision")
         self.natural_mean = tf.Variable(zeros, dtype=default_float(), trainable=False, name="natural_mean")
         self.dual = tf.Variable(zeros, dtype=default_float(), trainable=False, name="dual")
@@ -73,12 +81,20 @@ class SiteParameters(tf.Module):
 
     def reset(self) -> None:
         """Flat sites (τ = ν = 0): q equals the prior."""
-        for v in (self.precision, self.natural_mean, self.dual, self.relaxation):
-            v.assign(tf.zeros_like(v))
+        self.store(*(tf.zeros_like(v) for v in (self.precision, self.natural_mean, self.dual, self.relaxation)))
 
     def assign(self, precision, natural_mean) -> None:
-        self.precision.assign(precision)
-        self.natural_mean.assign(natural_mean)
+        if self.num_sites > 0:
+            self.precision.assign(precision)
+            self.natural_mean.assign(natural_mean)
+
+    def store(self, precision, natural_mean, dual, relaxation) -> None:
+        """Assign all four per-site arrays (nothing to store without sites)."""
+        if self.num_sites == 0:
+            return
+        for variable, value in zip((self.precision, self.natural_mean, self.dual, self.relaxation),
+                                   (precision, natural_mean, dual, relaxation)):
+            variable.assign(value)
 
     def read(self):
         """The current (τ, ν) as tensors, cut from any gradient (sites are held fixed)."""

@@ -30,8 +30,9 @@ moment-matched Gaussian (Bui et al. 2016, §7).
 DGPAEP is a ``BayesianModel`` and not an :class:`~gpflow_ep.models.EPModel`: it has no EP state to
 run to a fixed point. The tied factors' natural parameters are ordinary trainable parameters,
 learned jointly with the hyper-parameters by gradient on F (Bui et al. 2016, §4.2 and §8.1: at a
-stationary point of F, q's moments are the average of the tilted moments, tied EP's fixed point), so there are no sites, no ``run_ep``, no
-``ep_state`` and no stored posterior to refresh: the model is trained and used as GPflux's
+stationary point of F, q's moments are the average of the tilted moments, tied EP's fixed point),
+so there are no sites, no ``run_ep``, no ``ep_state`` and no stored posterior to refresh: the
+model is trained and used as GPflux's
 ``DeepGP`` is, with any GPflow optimiser or :func:`gpflow_ep.training.fit`.
 """
 

@@ -230,8 +230,7 @@ class EPModel:
         finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in state + (hyperparameters,)])
         stored = (self.sites.precision, self.sites.natural_mean, self.sites.dual, self.sites.relaxation)
         kept = [tf.where(finite, value, variable) for variable, value in zip(stored, state)]
-        for variable, value in zip(stored, kept):
-            variable.assign(value)
+        self.sites.store(*kept)
         self.sites_fitted_for.assign(tf.where(finite, hyperparameters, self.sites_fitted_for))
         self.sites_fitted.assign(tf.maximum(self.sites_fitted, tf.cast(finite, tf.int32)))
         run = run._replace(

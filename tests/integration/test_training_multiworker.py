@@ -2,7 +2,8 @@
 ``fit`` under ``tf.distribute.MultiWorkerMirroredStrategy`` with two worker processes on this
 machine (``TF_CONFIG`` with 127.0.0.1 ports; each worker one CPU replica): the same losses, sites,
 q(u) and parameters as one process to float64 round-off (:func:`assert_same_run`), for SEPGPC
-(minibatch EP: the replicas' refreshes are gathered across the workers) and SVGP; a worker killed
+(minibatch EP: the replicas' refreshes are gathered across the workers), SEPGPC with tied sites (the
+average site's update an all-reduced sum) and SVGP; a worker killed
 mid-run is reported to the other one as a ``WorkerFailedError`` naming the checkpoint, and
 restarting both workers with the same call resumes from it and ends where an uninterrupted run
 ends. Each test starts its processes itself, bounds them in time and kills what is left.
@@ -102,22 +103,23 @@ def assert_same_run(reference, other):
 @pytest.fixture(scope="module")
 def reference():
     """
-    The single-process runs: 10 steps of SEPGPC and SVGP (Adam, batch 24 of 96, seed 5), the script's
-    own ``train`` without a strategy, in this process (a third process would only add TensorFlow's start-up).
+    The single-process runs: 10 steps of SEPGPC (per-point and tied sites) and SVGP (Adam, batch 24 of 96,
+    seed 5), the script's own ``train`` without a strategy, in this process (a third process would only add
+    TensorFlow's start-up).
     """
     spec = importlib.util.spec_from_file_location("multiworker_fit", SCRIPT)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     X, Y = script.two_dimensional(96, seed=4)
     args = argparse.Namespace(iterations=10, checkpoint_dir=None, checkpoint_every=None, die_at=None)
-    return {kind: script.train(kind, X, Y, None, None, args) for kind in ("SEPGPC", "SVGP")}
+    return {kind: script.train(kind, X, Y, None, None, args) for kind in ("SEPGPC", "SEPGPC-tied", "SVGP")}
 
 
 def test_two_workers_match_one_process(tmp_path, reference):
-    codes, reports, logs = run(tmp_path, "mwms", "SEPGPC,SVGP", iterations=10)
+    codes, reports, logs = run(tmp_path, "mwms", "SEPGPC,SEPGPC-tied,SVGP", iterations=10)
     assert codes == [0, 0], logs
     for report in reports:  # both workers hold the same models, equal to the one-process models
-        for model in ("SEPGPC", "SVGP"):
+        for model in ("SEPGPC", "SEPGPC-tied", "SVGP"):
             assert report[model]["replicas"] == 2
             assert_same_run(reference[model], report[model])
 

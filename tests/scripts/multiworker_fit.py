@@ -38,6 +38,8 @@ def build(kind, X):
     kernel = gpflow.kernels.SquaredExponential(variance=1.3, lengthscales=[0.9, 1.1])
     if kind == "SEPGPC":
         return SEPGPC(kernel, Probit(), X[::8].copy(), num_data=len(X))
+    if kind == "SEPGPC-tied":
+        return SEPGPC(kernel, Probit(), X[::8].copy(), num_data=len(X), sites="tied")
     return gpflow.models.SVGP(kernel, Probit(), X[::8].copy(), num_data=len(X))
 
 
@@ -83,7 +85,7 @@ def train(kind, X, Y, strategy, worker, args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--models", required=True, help="comma-separated: SEPGPC, SVGP")
+    parser.add_argument("--models", required=True, help="comma-separated: SEPGPC, SEPGPC-tied, SVGP")
     parser.add_argument("--iterations", type=int, required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--checkpoint-dir", default=None)
