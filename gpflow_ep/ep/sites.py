@@ -92,8 +92,8 @@ class SiteParameters(tf.Module):
         """Assign all four per-site arrays (nothing to store without sites)."""
         if self.num_sites == 0:
             return
-        for variable, value in zip((self.precision, self.natural_mean, self.dual, self.relaxation),
-                                   (precision, natural_mean, dual, relaxation)):
+        variables = (self.precision, self.natural_mean, self.dual, self.relaxation)
+        for variable, value in zip(variables, (precision, natural_mean, dual, relaxation)):
             variable.assign(value)
 
     def read(self):
