@@ -66,7 +66,7 @@ def data(n: int, D: int, num_classes: int, seed: int) -> Tuple[np.ndarray, np.nd
     return X, np.argmax(scores, axis=1)[:, None].astype(np.int64)
 
 
-def _svgp_step(model, optimizer):
+def svgp_step(model, optimizer):
     """
     A plain compiled Adam step on SVGP's ELBO (what a GPflow user writes: ``optimizer.minimize`` of the
     training loss, inside ``tf.function``), returning the loss it differentiated (computed once).
@@ -110,7 +110,7 @@ def _steppers(n: int, D: int, M: int, batch_size: int, classes: Sequence[int]):
             for name, model in ((sep_name, sep), (svgp_name, svgp)):
                 if name in steppers:  # one baseline for two comparisons
                     continue
-                make = _svgp_step if isinstance(model, gpflow.models.SVGP) else make_train_step
+                make = svgp_step if isinstance(model, gpflow.models.SVGP) else make_train_step
                 batches = iter(make_dataset((X, Y), batch_size, seed=0, drop_remainder=True))  # the same pipeline
                 steppers[name] = TimedSteps(make(model, make_optimizer("adam:0.01")), batches)
     return steppers, pairs
@@ -144,7 +144,7 @@ def epoch_times(cfg: Dict) -> Dict:
     fit_batches = iter(make_dataset((X, Y), batch))
 
     def svgp_loop(model):
-        step = _svgp_step(model, make_optimizer("adam:0.01"))
+        step = svgp_step(model, make_optimizer("adam:0.01"))
         return lambda batches, k: [step(next(batches)) for _ in range(k)][-1]
 
     loops = [svgp_loop(m) for m in svgps]

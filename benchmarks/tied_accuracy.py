@@ -35,7 +35,8 @@ from .models import ModelSlot
 from .report import markdown_header, markdown_section
 from .runner import benchmark_parser, check_datasets, parse_command_line, parse_list, progress_logger, run_split_grid
 from .stats import cell, markdown_table, mean_se, paired_differences
-from .tied_speed import minibatch_ep_step, svgp_step
+from .step_speed import svgp_step
+from .tied_speed import minibatch_ep_step
 
 log = progress_logger("tied_accuracy")
 BINARY = ("Australian", "Breast", "Crabs", "Iono", "Pima", "Sonar")

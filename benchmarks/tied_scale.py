@@ -78,7 +78,8 @@ def worker(method: str, n: int, M: int, batch: int, epochs: int, test: int) -> D
     """One method on n streamed points in this process: per-epoch seconds and NLPD, peak memory, state size."""
     from gpflow_ep.compare import make_kernel, make_model
 
-    from .tied_speed import minibatch_ep_step, svgp_step
+    from .step_speed import svgp_step
+    from .tied_speed import minibatch_ep_step
 
     Z, _ = points(SEED + 7, tf.constant(0, tf.int64), M)  # inducing inputs: M draws of the input distribution
     Z = Z.numpy()

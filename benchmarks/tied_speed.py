@@ -30,7 +30,7 @@ from .minibatch import TimedSteps, interleaved_rounds, make_optimizer, multiclas
 from .report import markdown_header, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
 from .stats import markdown_table
-from .step_speed import data, graph_ops
+from .step_speed import data, graph_ops, svgp_step
 
 log = progress_logger("tied_speed")
 #: the goals: tied step over the SVGP step's median time
@@ -45,20 +45,6 @@ def plain_pipeline(X, Y, batch_size: int, seed: int = 0):
     """The pipeline a GPflow user has for SVGP: (X, Y) rows, repeated, shuffled, cut into whole batches."""
     ds = tf.data.Dataset.from_tensor_slices((X, Y)).repeat().shuffle(10_000, seed=seed)
     return ds.batch(batch_size, drop_remainder=True)
-
-
-def svgp_step(model, optimizer):
-    """A plain compiled Adam step on SVGP's training loss (what a GPflow user writes)."""
-    variables = model.trainable_variables
-
-    @tf.function(autograph=False)
-    def step(batch):
-        with tf.GradientTape() as tape:
-            loss = model.training_loss(batch[:2])
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return loss
-
-    return step
 
 
 def minibatch_ep_step(model, optimizer):

@@ -31,8 +31,9 @@ from .minibatch import TimedSteps, sparse_model
 from .report import markdown_header, markdown_section, timed_report, write_report
 from .runner import benchmark_parser, parse_command_line, progress_logger
 from .stats import markdown_table
+from .step_speed import svgp_step
 from .tied_accuracy import score
-from .tied_speed import minibatch_ep_step, svgp_step
+from .tied_speed import minibatch_ep_step
 
 log = progress_logger("tied_time_to_accuracy")
 TIED, PER_POINT, ADAM, NATGRAD = "SEPGPC tied", "SEPGPC per-point", "SVGP Adam", "SVGP NatGrad + Adam"
